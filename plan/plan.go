@@ -1,0 +1,258 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Access is what the sandboxed process may do with a path.
+type Access string
+
+// The three kinds of access a mount grants.
+const (
+	ReadOnly  Access = "read-only"
+	ReadWrite Access = "read-write"
+	Hidden    Access = "hidden"
+)
+
+// Op is one mount operation, named after bubblewrap's own vocabulary.
+type Op string
+
+// Mount operations, applied in order; later ones cover earlier ones.
+const (
+	// ROBind binds Source read-only at Path.
+	ROBind Op = "ro-bind"
+	// Bind binds Source read-write at Path.
+	Bind Op = "bind"
+	// Dev mounts a fresh minimal /dev.
+	Dev Op = "dev"
+	// Proc mounts a fresh procfs for the new PID namespace.
+	Proc Op = "proc"
+	// Tmpfs mounts an empty, writable tmpfs at Path.
+	Tmpfs Op = "tmpfs"
+	// RemountRO makes the mount at Path read-only (not recursively).
+	RemountRO Op = "remount-ro"
+	// HideDir puts an empty, read-only directory over the folder at Path.
+	HideDir Op = "hide-dir"
+	// HideFile puts an empty, read-only file over the file at Path.
+	HideFile Op = "hide-file"
+)
+
+// Stage is one of SPEC's seven resolution stages; mounts are ordered by it.
+type Stage int
+
+// The stages of SPEC "Resolution order", in the order they are applied.
+const (
+	StageRoot      Stage = 1 // read-only root, /dev, /proc, namespaces
+	StageTmp       Stage = 2 // /tmp per the tmp mode
+	StageWorkspace Stage = 3 // workspace masking and re-binding
+	StageWritable  Stage = 4 // writable roots
+	StageReadOnly  Stage = 5 // read-only roots and always-read-only paths
+	StageDeny      Stage = 6 // deny list
+	StageChdir     Stage = 7 // working directory
+)
+
+// String names the stage as plan output shows it.
+func (s Stage) String() string {
+	switch s {
+	case StageRoot:
+		return "root"
+	case StageTmp:
+		return "tmp"
+	case StageWorkspace:
+		return "workspace"
+	case StageWritable:
+		return "writable"
+	case StageReadOnly:
+		return "read-only"
+	case StageDeny:
+		return "deny"
+	case StageChdir:
+		return "chdir"
+	}
+	return fmt.Sprintf("stage(%d)", int(s))
+}
+
+// Origin says which rule asked for something: a policy file, line and key,
+// or a named source such as "default", "flag --writable" or "provider claude".
+type Origin struct {
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Key  string `json:"key"`
+}
+
+// String renders the origin as "file:line key", "file key" or "key".
+func (o Origin) String() string {
+	switch {
+	case o.File != "" && o.Line > 0:
+		return fmt.Sprintf("%s:%d %s", o.File, o.Line, o.Key)
+	case o.File != "":
+		return o.File + " " + o.Key
+	}
+	return o.Key
+}
+
+// Mount is one entry of the ordered mount list.
+type Mount struct {
+	Stage  Stage  `json:"stage"`
+	Op     Op     `json:"op"`
+	Source string `json:"source,omitempty"` // host path for binds; empty means Path
+	Path   string `json:"path"`             // absolute path inside the sandbox
+	Access Access `json:"access"`
+	Origin Origin `json:"origin"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Src returns the host path a bind mount reads from.
+func (m Mount) Src() string {
+	if m.Source != "" {
+		return m.Source
+	}
+	return m.Path
+}
+
+// Layer is one policy layer that was considered during resolution.
+type Layer struct {
+	Name   string `json:"name"`           // "defaults", "user", "project", "env", "flags", "policy"
+	File   string `json:"file,omitempty"` // the policy file, if the layer is a file
+	Status string `json:"status"`         // "loaded", "absent", "trusted", "set"
+}
+
+// Skip is a rule that could not be applied and was left out, with the reason.
+type Skip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+	Origin Origin `json:"origin"`
+}
+
+// Workspace is the resolved workspace: the masked root and the folders of the
+// current workspace re-bound inside it. Root is empty when no workspace is used.
+type Workspace struct {
+	Root    string `json:"root,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Task    string `json:"task,omitempty"`
+	Dir     string `json:"dir,omitempty"`      // <root>/<id>
+	RepoDir string `json:"repo_dir,omitempty"` // <root>/.repos/<id>
+	TaskDir string `json:"task_dir,omitempty"` // <root>/<id>/<task>
+}
+
+// Tmp modes.
+const (
+	TmpWorkspace = "workspace"
+	TmpPrivate   = "private"
+	TmpHost      = "host"
+)
+
+// Tmp is how /tmp looks inside the sandbox.
+type Tmp struct {
+	Mode    string `json:"mode"`
+	HostDir string `json:"host_dir,omitempty"` // for "workspace": the host folder bound at /tmp
+}
+
+// Network modes.
+const (
+	NetOpen      = "open"
+	NetNone      = "none"
+	NetAllowlist = "allowlist"
+)
+
+// Network is the network policy.
+type Network struct {
+	Mode  string   `json:"mode"`
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// Env is the environment CMD receives.
+type Env struct {
+	Mode    string            `json:"mode"` // "inherit" or "clean"
+	Pass    []string          `json:"pass,omitempty"`
+	Deny    []string          `json:"deny,omitempty"`
+	Set     map[string]string `json:"set,omitempty"`
+	Removed []string          `json:"removed,omitempty"` // names removed from the inherited environment, never values
+}
+
+// Limits are resource limits set before CMD starts; zero means unlimited.
+type Limits struct {
+	Processes uint64 `json:"processes,omitempty"`
+	OpenFiles uint64 `json:"open_files,omitempty"`
+	Memory    uint64 `json:"memory,omitempty"`   // bytes of address space
+	CPUTime   uint64 `json:"cpu_time,omitempty"` // seconds
+	FileSize  uint64 `json:"file_size,omitempty"`
+}
+
+// Provider is the agent CLI the command was recognised as.
+type Provider struct {
+	Name      string `json:"name"` // "" when none
+	Reason    string `json:"reason,omitempty"`
+	Supported bool   `json:"supported"`
+}
+
+// Enforcement levels.
+const (
+	Require    = "require"
+	BestEffort = "best-effort"
+)
+
+// Identity is who runs the sandbox.
+type Identity struct {
+	UID  int    `json:"uid"`
+	GID  int    `json:"gid"`
+	Home string `json:"home"`
+}
+
+// Root reports whether the sandbox is started by root.
+func (id Identity) Root() bool { return id.UID == 0 }
+
+// Plan is the fully resolved sandbox: everything a backend needs and nothing
+// it has to look up.
+type Plan struct {
+	Layers    []Layer   `json:"layers"`
+	Enforce   string    `json:"enforce"`
+	Backend   string    `json:"backend"` // requested: auto, bwrap, landlock, windows, seatbelt
+	Identity  Identity  `json:"identity"`
+	Command   []string  `json:"command,omitempty"`
+	Args      []string  `json:"original_command,omitempty"` // the command as given, before provider adjustments
+	Cwd       string    `json:"cwd"`                        // working directory inside the sandbox
+	Mounts    []Mount   `json:"mounts"`
+	Workspace Workspace `json:"workspace"`
+	Tmp       Tmp       `json:"tmp"`
+	Network   Network   `json:"network"`
+	Env       Env       `json:"env"`
+	Limits    Limits    `json:"limits"`
+	Seccomp   []string  `json:"seccomp_allow,omitempty"`
+	Provider  Provider  `json:"provider"`
+	Skipped   []Skip    `json:"skipped,omitempty"`
+	Warnings  []string  `json:"warnings,omitempty"`
+}
+
+// Writable returns the host paths bound read-write, in mount order.
+func (p *Plan) Writable() []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if m.Op == Bind && m.Access == ReadWrite {
+			out = append(out, m.Path)
+		}
+	}
+	return out
+}
+
+// Denied returns the paths hidden by the deny stage, in mount order.
+func (p *Plan) Denied() []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if m.Stage == StageDeny {
+			out = append(out, m.Path)
+		}
+	}
+	return out
+}
+
+// Within reports whether path is dir or lies below it. Both must be clean
+// absolute paths.
+func Within(path, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
