@@ -1,0 +1,236 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnsupported is wrapped by Build where no filter can be built (an OS
+// other than Linux, or a Linux architecture this package has no table for).
+// Callers degrade or refuse on it.
+var ErrUnsupported = errors.New("seccomp filter not supported on this platform")
+
+// Group is a set of syscall rules that a policy blocks or reopens together.
+type Group struct {
+	// Name is how `[seccomp] allow` spells the group.
+	Name string
+	// Why says in one line what a process gains from these syscalls.
+	Why string
+	// Rules are the syscalls the group refuses, and how.
+	Rules []Rule
+}
+
+// Rule refuses one syscall: every call, or only the calls whose argument
+// Arg matches Equal or Bits. Conditions compare the low 32 bits of the
+// argument only; each rule that has one says why that is enough.
+type Rule struct {
+	// Syscall is the kernel's name for the syscall, as in its syscall table.
+	Syscall string
+	// When describes, for people, which calls are refused ("" = every call).
+	When string
+	// Arg is the argument the condition looks at (0-based).
+	Arg int
+	// Equal refuses the call when the argument's low 32 bits equal one of these.
+	Equal []uint32
+	// Bits refuses the call when the argument's low 32 bits have any of these bits set.
+	Bits uint32
+	// Errno is what the refused call returns: "EPERM" or "ENOSYS".
+	Errno string
+}
+
+// conditional reports whether the rule looks at an argument.
+func (r Rule) conditional() bool {
+	return len(r.Equal) > 0 || r.Bits != 0
+}
+
+// Values from the Linux UAPI headers that the rules compare against. They are
+// the same on amd64 and arm64 (asm-generic); seccomp_linux_test.go checks
+// them against golang.org/x/sys/unix. They are spelled out here, not taken
+// from x/sys, so the table compiles and can be shown on every OS.
+const (
+	tiocsti      = 0x5412     // TIOCSTI, asm-generic/ioctls.h
+	tioclinux    = 0x541c     // TIOCLINUX, asm-generic/ioctls.h
+	cloneNewUser = 0x10000000 // CLONE_NEWUSER, linux/sched.h
+)
+
+// groups is the table every filter is built from. Order is the order of the
+// generated checks and of Filter.Blocked.
+var groups = []Group{
+	{
+		Name: "tiocsti",
+		Why:  "TIOCSTI types characters into the terminal's input queue, so a boxed process could run commands in the user's shell after it exits; TIOCLINUX can paste the console selection the same way",
+		Rules: []Rule{{
+			Syscall: "ioctl",
+			When:    "request is TIOCSTI or TIOCLINUX (low 32 bits)",
+			// The kernel declares the request as `unsigned int cmd`, so it
+			// ignores the upper half: (1<<32)|TIOCSTI is still TIOCSTI, and a
+			// 64-bit comparison would let it through. Compare the low 32 bits.
+			Arg:   1,
+			Equal: []uint32{tiocsti, tioclinux},
+			Errno: "EPERM",
+		}},
+	},
+	{
+		Name: "keyring",
+		Why:  "the kernel keyring is not isolated by the box: a process could read or plant keys in the session keyring it inherits",
+		Rules: []Rule{
+			{Syscall: "keyctl", Errno: "EPERM"},
+			{Syscall: "add_key", Errno: "EPERM"},
+			{Syscall: "request_key", Errno: "EPERM"},
+		},
+	},
+	{
+		Name:  "bpf",
+		Why:   "loads programs into the kernel; a frequent source of kernel exploits and side channels",
+		Rules: []Rule{{Syscall: "bpf", Errno: "EPERM"}},
+	},
+	{
+		Name:  "perf",
+		Why:   "performance counters observe other processes and the kernel (side channels, kernel address leaks) and are a frequent source of kernel bugs",
+		Rules: []Rule{{Syscall: "perf_event_open", Errno: "EPERM"}},
+	},
+	{
+		Name:  "userfaultfd",
+		Why:   "lets a process pause the kernel in the middle of a page fault, the usual way to win a kernel race in an exploit",
+		Rules: []Rule{{Syscall: "userfaultfd", Errno: "EPERM"}},
+	},
+	{
+		Name: "kexec",
+		Why:  "replaces the running kernel; nothing in a box has a reason to try, even as root",
+		Rules: []Rule{
+			{Syscall: "kexec_load", Errno: "EPERM"},
+			{Syscall: "kexec_file_load", Errno: "EPERM"},
+		},
+	},
+	{
+		Name: "modules",
+		Why:  "loads or unloads kernel code; nothing in a box has a reason to try, even as root",
+		Rules: []Rule{
+			{Syscall: "init_module", Errno: "EPERM"},
+			{Syscall: "finit_module", Errno: "EPERM"},
+			{Syscall: "delete_module", Errno: "EPERM"},
+		},
+	},
+	{
+		Name: "ptrace",
+		Why:  "reads and writes the memory of other processes in the box, such as the agent CLI holding its API token (reopen for gdb or strace)",
+		Rules: []Rule{
+			{Syscall: "ptrace", Errno: "EPERM"},
+			{Syscall: "process_vm_readv", Errno: "EPERM"},
+			{Syscall: "process_vm_writev", Errno: "EPERM"},
+		},
+	},
+	{
+		Name: "io_uring",
+		Why:  "io_uring performs file and network operations that this filter never sees as syscalls, and is a frequent source of kernel exploits",
+		Rules: []Rule{
+			{Syscall: "io_uring_setup", Errno: "EPERM"},
+			{Syscall: "io_uring_enter", Errno: "EPERM"},
+			{Syscall: "io_uring_register", Errno: "EPERM"},
+		},
+	},
+	{
+		Name: "userns",
+		Why:  "a new user namespace hands the process every capability over fresh mount and network namespaces, the entry point of many kernel exploits (reopen for nested sandboxes such as bwrap or Chromium)",
+		Rules: []Rule{
+			// unshare(2) and clone(2) take the flags in argument 0 on amd64
+			// and arm64. The kernel keeps only their low 32 bits
+			// (lower_32_bits() in kernel/fork.c for clone; unshare rejects
+			// unknown high bits with EINVAL), and CLONE_NEWUSER is a low bit.
+			{Syscall: "unshare", When: "flags include CLONE_NEWUSER", Arg: 0, Bits: cloneNewUser, Errno: "EPERM"},
+			{Syscall: "clone", When: "flags include CLONE_NEWUSER", Arg: 0, Bits: cloneNewUser, Errno: "EPERM"},
+			// clone3(2) takes its flags in a struct in user memory, which a
+			// seccomp filter cannot read, so CLONE_NEWUSER cannot be told
+			// apart from a plain fork. Refuse every clone3 with ENOSYS: that
+			// is what an older kernel says, and glibc (2.34+) and other libcs
+			// then fall back to clone(2), whose flags the rule above checks.
+			// EPERM would be taken as a real failure and break thread creation.
+			{Syscall: "clone3", When: "every call (its flags cannot be inspected)", Errno: "ENOSYS"},
+		},
+	},
+}
+
+// Groups returns every group, blocked by default, in filter order. The
+// result is a copy: changing it does not change any filter.
+func Groups() []Group {
+	out := make([]Group, len(groups))
+	for i, g := range groups {
+		out[i] = g
+		out[i].Rules = make([]Rule, len(g.Rules))
+		for j, r := range g.Rules {
+			out[i].Rules[j] = r
+			out[i].Rules[j].Equal = append([]uint32(nil), r.Equal...)
+		}
+	}
+	return out
+}
+
+// Names returns the group names in filter order.
+func Names() []string {
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = g.Name
+	}
+	return names
+}
+
+// Check reports an error naming the valid groups when allow holds a name
+// that is not a group. It works on every OS, so a policy is validated the
+// same way wherever it is loaded.
+func Check(allow []string) error {
+	_, _, err := split(allow)
+	return err
+}
+
+// split divides the groups into those that stay blocked and those that allow
+// reopens, both in table order.
+func split(allow []string) (blocked, reopened []Group, err error) {
+	open := map[string]bool{}
+	for _, name := range allow {
+		if !known(name) {
+			return nil, nil, fmt.Errorf("unknown seccomp group %q (valid: %s)", name, strings.Join(Names(), ", "))
+		}
+		open[name] = true
+	}
+	for _, g := range Groups() {
+		if open[g.Name] {
+			reopened = append(reopened, g)
+		} else {
+			blocked = append(blocked, g)
+		}
+	}
+	return blocked, reopened, nil
+}
+
+func known(name string) bool {
+	for _, g := range groups {
+		if g.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Filter is a compiled seccomp program and the groups it enforces.
+type Filter struct {
+	// Blocked are the groups the program refuses.
+	Blocked []Group
+	// Reopened are the groups the policy allowed again.
+	Reopened []Group
+	// raw is the program as bwrap reads it: struct sock_filter entries of
+	// 8 bytes each.
+	raw []byte
+}
+
+// Bytes returns the program as an array of struct sock_filter in the
+// machine's byte order (little-endian on amd64 and arm64), the format bwrap
+// --add-seccomp-fd reads.
+func (f *Filter) Bytes() []byte {
+	return append([]byte(nil), f.raw...)
+}
+
+// Len returns the number of BPF instructions in the program.
+func (f *Filter) Len() int {
+	return len(f.raw) / 8
+}

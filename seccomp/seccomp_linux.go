@@ -1,0 +1,242 @@
+//go:build linux && (amd64 || arm64)
+
+package seccomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// syscalls maps the names used in the group table to this architecture's
+// syscall numbers. unix.SYS_* is generated per GOARCH from the kernel's own
+// tables, so the numbers are right for the binary being built.
+var syscalls = map[string]uint32{
+	"ioctl":             unix.SYS_IOCTL,
+	"keyctl":            unix.SYS_KEYCTL,
+	"add_key":           unix.SYS_ADD_KEY,
+	"request_key":       unix.SYS_REQUEST_KEY,
+	"bpf":               unix.SYS_BPF,
+	"perf_event_open":   unix.SYS_PERF_EVENT_OPEN,
+	"userfaultfd":       unix.SYS_USERFAULTFD,
+	"kexec_load":        unix.SYS_KEXEC_LOAD,
+	"kexec_file_load":   unix.SYS_KEXEC_FILE_LOAD,
+	"init_module":       unix.SYS_INIT_MODULE,
+	"finit_module":      unix.SYS_FINIT_MODULE,
+	"delete_module":     unix.SYS_DELETE_MODULE,
+	"ptrace":            unix.SYS_PTRACE,
+	"process_vm_readv":  unix.SYS_PROCESS_VM_READV,
+	"process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
+	"io_uring_setup":    unix.SYS_IO_URING_SETUP,
+	"io_uring_enter":    unix.SYS_IO_URING_ENTER,
+	"io_uring_register": unix.SYS_IO_URING_REGISTER,
+	"unshare":           unix.SYS_UNSHARE,
+	"clone":             unix.SYS_CLONE,
+	"clone3":            unix.SYS_CLONE3,
+}
+
+var errnos = map[string]unix.Errno{
+	"EPERM":  unix.EPERM,
+	"ENOSYS": unix.ENOSYS,
+}
+
+// Offsets into struct seccomp_data (linux/seccomp.h), the input of every
+// filter: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6].
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// argLow is the offset of the low 32 bits of argument i. Classic BPF loads
+// 32 bits at a time; on little-endian machines (amd64 and arm64, the only
+// ones this file is built for) the low half comes first.
+func argLow(i int) uint32 {
+	return offArgs + 8*uint32(i)
+}
+
+// x32Bit marks a syscall number as the x32 ABI on x86-64
+// (__X32_SYSCALL_BIT in arch/x86/include/uapi/asm/unistd.h).
+const x32Bit = 0x40000000
+
+// nativeArch is the AUDIT_ARCH_* value the kernel reports for this
+// architecture's native syscalls.
+func nativeArch() uint32 {
+	if runtime.GOARCH == "arm64" {
+		return unix.AUDIT_ARCH_AARCH64
+	}
+	return unix.AUDIT_ARCH_X86_64
+}
+
+// Build compiles the filter that blocks every group except those named in
+// allow. An unknown name is an error that lists the valid ones.
+func Build(allow []string) (*Filter, error) {
+	blocked, reopened, err := split(allow)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := compile(blocked)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{Blocked: blocked, Reopened: reopened, raw: encode(prog)}, nil
+}
+
+func stmt(code uint16, k uint32) unix.SockFilter {
+	return unix.SockFilter{Code: code, K: k}
+}
+
+func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+}
+
+const (
+	ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	ret  = unix.BPF_RET | unix.BPF_K
+)
+
+func retErrno(e unix.Errno) unix.SockFilter {
+	return stmt(ret, unix.SECCOMP_RET_ERRNO|(uint32(e)&unix.SECCOMP_RET_DATA))
+}
+
+// compile writes the program. Its shape, top to bottom:
+//
+//  1. the architecture check;
+//  2. on x86-64, the x32 check;
+//  3. for each rule: "is it this syscall?" and, if so, a body that ends in
+//     a return (so the accumulator still holds the syscall number whenever
+//     control falls through to the next rule);
+//  4. allow.
+//
+// Steps 1, 2 and the syscall comparisons only read nr and arch, so the
+// kernel (5.11+) can precompute "always allowed" for every syscall no rule
+// names and skip running the filter for them (seccomp_cache_prepare).
+func compile(blocked []Group) ([]unix.SockFilter, error) {
+	prog := []unix.SockFilter{
+		// Syscall numbers only mean something for one architecture: an
+		// x86-64 process can enter the i386 table with `int $0x80`, where
+		// 54 is ioctl and 16 is lchown. So check the architecture before
+		// looking at the number.
+		stmt(ldW, offArch),
+		jump(jeq, nativeArch(), 1, 0),
+		// A foreign architecture is killed, not answered with an errno: no
+		// per-syscall decision is possible without its table, the only
+		// legitimate users (32-bit binaries) cannot run at all without
+		// syscalls, not even exit, and a SIGSYS death ("Bad system call") is
+		// loud and logged by the kernel's audit, where an errno would be a
+		// silent puzzle.
+		stmt(ret, unix.SECCOMP_RET_KILL_PROCESS),
+		stmt(ldW, offNr),
+	}
+	if runtime.GOARCH == "amd64" {
+		// x32 syscalls arrive with the native x86-64 arch value and the
+		// number ORed with 0x40000000; they reach the same kernel code
+		// through a second table, so keyctl|0x40000000 would slip past an
+		// exact comparison with keyctl. Refuse every number from there up
+		// with ENOSYS, which is what kernels built or booted without x32
+		// (Debian's default) answer anyway; -1 (0xffffffff) gets ENOSYS from
+		// the kernel too, so it changes nothing there.
+		prog = append(prog,
+			jump(jge, x32Bit, 0, 1),
+			retErrno(unix.ENOSYS),
+		)
+	}
+	for _, g := range blocked {
+		for _, r := range g.Rules {
+			nr, ok := syscalls[r.Syscall]
+			if !ok {
+				return nil, fmt.Errorf("seccomp group %s: no syscall number for %s on %s", g.Name, r.Syscall, runtime.GOARCH)
+			}
+			e, ok := errnos[r.Errno]
+			if !ok {
+				return nil, fmt.Errorf("seccomp group %s: unknown errno %q for %s", g.Name, r.Errno, r.Syscall)
+			}
+			body := ruleBody(r, e)
+			if len(body) > 255 {
+				return nil, fmt.Errorf("seccomp group %s: rule for %s is too long to jump over", g.Name, r.Syscall)
+			}
+			prog = append(prog, jump(jeq, nr, 0, uint8(len(body))))
+			prog = append(prog, body...)
+		}
+	}
+	prog = append(prog, stmt(ret, unix.SECCOMP_RET_ALLOW))
+	// The kernel refuses longer programs (BPF_MAXINSNS in linux/bpf_common.h).
+	if len(prog) > unix.BPF_MAXINSNS {
+		return nil, fmt.Errorf("seccomp program has %d instructions, the kernel accepts %d", len(prog), unix.BPF_MAXINSNS)
+	}
+	return prog, nil
+}
+
+// ruleBody is what runs once the syscall number matched r. It always ends in
+// a return.
+func ruleBody(r Rule, e unix.Errno) []unix.SockFilter {
+	if !r.conditional() {
+		return []unix.SockFilter{retErrno(e)}
+	}
+	var tests []unix.SockFilter
+	for _, v := range r.Equal {
+		tests = append(tests, jump(jeq, v, 0, 0))
+	}
+	if r.Bits != 0 {
+		tests = append(tests, jump(jset, r.Bits, 0, 0))
+	}
+	// A matching test jumps over the remaining tests and the allow, to the
+	// errno return at the end.
+	for i := range tests {
+		tests[i].Jt = uint8(len(tests) - i)
+	}
+	body := []unix.SockFilter{stmt(ldW, argLow(r.Arg))}
+	body = append(body, tests...)
+	return append(body,
+		stmt(ret, unix.SECCOMP_RET_ALLOW),
+		retErrno(e),
+	)
+}
+
+// encode lays the program out as struct sock_filter { __u16 code; __u8 jt;
+// __u8 jf; __u32 k; }, in little-endian, the byte order of amd64 and arm64.
+func encode(prog []unix.SockFilter) []byte {
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = binary.LittleEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
+	}
+	return b
+}
+
+// Memfd returns a sealed memory file holding the program, positioned at its
+// start, to pass to bwrap as --add-seccomp-fd (for example through
+// exec.Cmd.ExtraFiles). bwrap reads from the current position to the end,
+// and the position is shared with the child, so use a fresh file for each
+// bwrap run. The caller closes it.
+func (f *Filter) Memfd() (*os.File, error) {
+	// MFD_CLOEXEC: only the child we hand it to explicitly gets the fd.
+	fd, err := unix.MemfdCreate("agentbox-seccomp", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("creating seccomp memfd: %w", err)
+	}
+	file := os.NewFile(uintptr(fd), "agentbox-seccomp")
+	if _, err := file.Write(f.raw); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("writing seccomp memfd: %w", err)
+	}
+	// Seal it: whoever else ends up holding the fd cannot change the program
+	// bwrap will load, nor add or remove seals.
+	seals := unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("sealing seccomp memfd: %w", err)
+	}
+	if _, err := file.Seek(0, 0); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("rewinding seccomp memfd: %w", err)
+	}
+	return file, nil
+}
