@@ -1,0 +1,29 @@
+package netproxy
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerUID returns the user id of the process that connected c, as the
+// kernel recorded it at connect(2) time (SO_PEERCRED, unix(7)). It cannot be
+// forged by the peer, and a uid from inside a user namespace is reported as
+// the uid it maps to outside, which is the caller's own for a bwrap box.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if cerr != nil {
+		return -1, cerr
+	}
+	return int(cred.Uid), nil
+}

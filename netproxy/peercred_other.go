@@ -1,0 +1,14 @@
+//go:build !linux
+
+package netproxy
+
+import (
+	"errors"
+	"net"
+)
+
+// peerUID is not available here, so every connection is refused: the
+// allowlist proxy serves the Linux bubblewrap backend only.
+func peerUID(c *net.UnixConn) (int, error) {
+	return -1, errors.New("peer credentials are not available on this OS; the network allowlist needs Linux")
+}
