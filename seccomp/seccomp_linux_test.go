@@ -1,0 +1,314 @@
+//go:build linux && (amd64 || arm64)
+
+package seccomp
+
+import (
+	"io"
+	"runtime"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+// program builds the filter for allow and decodes the bytes bwrap would get.
+func program(t *testing.T, allow []string) []unix.SockFilter {
+	t.Helper()
+	f, err := Build(allow)
+	if err != nil {
+		t.Fatalf("Build(%q): %v", allow, err)
+	}
+	prog, err := decode(f.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
+// foreignArch is an architecture the kernel can run next to the native one:
+// i386 on x86-64 (int $0x80), 32-bit ARM on arm64.
+func foreignArch() uint32 {
+	if runtime.GOARCH == "arm64" {
+		return unix.AUDIT_ARCH_ARM
+	}
+	return unix.AUDIT_ARCH_I386
+}
+
+func TestVerdicts(t *testing.T) {
+	native := nativeArch()
+	all := Names()
+	type tc struct {
+		name  string
+		allow []string
+		call  call
+		want  verdict
+	}
+	tests := []tc{
+		{"read allowed", nil, call{arch: native, nr: unix.SYS_READ}, allow},
+		{"write allowed", nil, call{arch: native, nr: unix.SYS_WRITE, args: [6]uint64{1, 0, 3}}, allow},
+		{"keyctl blocked", nil, call{arch: native, nr: unix.SYS_KEYCTL}, eperm},
+		{"bpf blocked", nil, call{arch: native, nr: unix.SYS_BPF}, eperm},
+		{"ptrace blocked", nil, call{arch: native, nr: unix.SYS_PTRACE}, eperm},
+		{"io_uring_setup blocked", nil, call{arch: native, nr: unix.SYS_IO_URING_SETUP}, eperm},
+
+		{"ioctl TIOCSTI blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCSTI}}, eperm},
+		{"ioctl (1<<32)|TIOCSTI blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, 1<<32 | unix.TIOCSTI}}, eperm},
+		{"ioctl all-ones high half with TIOCSTI blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, 0xffffffff<<32 | unix.TIOCSTI}}, eperm},
+		{"ioctl TIOCLINUX blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCLINUX}}, eperm},
+		{"ioctl (1<<32)|TIOCLINUX blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, 1<<32 | unix.TIOCLINUX}}, eperm},
+		{"ioctl TCGETS allowed", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TCGETS}}, allow},
+		{"ioctl TIOCSTI only in the high half allowed", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCSTI << 32}}, allow},
+		{"ioctl TIOCSTI as the third argument allowed", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TCGETS, unix.TIOCSTI}}, allow},
+		{"ioctl TIOCSTI with tiocsti reopened allowed", []string{"tiocsti"}, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCSTI}}, allow},
+
+		{"foreign arch ioctl killed", nil, call{arch: foreignArch(), nr: 54, args: [6]uint64{0, unix.TIOCSTI}}, kill},
+		{"foreign arch read killed", nil, call{arch: foreignArch(), nr: 3}, kill},
+		{"foreign arch killed with every group reopened", all, call{arch: foreignArch(), nr: 54, args: [6]uint64{0, unix.TIOCSTI}}, kill},
+		{"unknown arch killed", nil, call{arch: 0, nr: unix.SYS_READ}, kill},
+
+		{"clone with CLONE_NEWUSER blocked", nil, call{arch: native, nr: unix.SYS_CLONE, args: [6]uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}}, eperm},
+		{"clone with CLONE_NEWUSER|CLONE_NEWNS blocked", nil, call{arch: native, nr: unix.SYS_CLONE, args: [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_NEWNS}}, eperm},
+		{"plain clone (fork) allowed", nil, call{arch: native, nr: unix.SYS_CLONE, args: [6]uint64{uint64(unix.SIGCHLD)}}, allow},
+		{"thread clone allowed", nil, call{arch: native, nr: unix.SYS_CLONE, args: [6]uint64{unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD | unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID}}, allow},
+		{"clone with CLONE_NEWUSER only in the high half allowed", nil, call{arch: native, nr: unix.SYS_CLONE, args: [6]uint64{unix.CLONE_NEWUSER << 32}}, allow},
+		{"unshare CLONE_NEWUSER blocked", nil, call{arch: native, nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWUSER}}, eperm},
+		{"unshare CLONE_NEWNS allowed", nil, call{arch: native, nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWNS}}, allow},
+		{"clone3 ENOSYS", nil, call{arch: native, nr: unix.SYS_CLONE3}, enosys},
+
+		{"userns reopened: clone with CLONE_NEWUSER allowed", []string{"userns"}, call{arch: native, nr: unix.SYS_CLONE, args: [6]uint64{unix.CLONE_NEWUSER}}, allow},
+		{"userns reopened: unshare CLONE_NEWUSER allowed", []string{"userns"}, call{arch: native, nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWUSER}}, allow},
+		{"userns reopened: clone3 allowed", []string{"userns"}, call{arch: native, nr: unix.SYS_CLONE3}, allow},
+		{"userns reopened: keyctl still blocked", []string{"userns"}, call{arch: native, nr: unix.SYS_KEYCTL}, eperm},
+		{"ptrace reopened: process_vm_readv allowed", []string{"ptrace"}, call{arch: native, nr: unix.SYS_PROCESS_VM_READV}, allow},
+		{"every group reopened: keyctl allowed", all, call{arch: native, nr: unix.SYS_KEYCTL}, allow},
+	}
+	if runtime.GOARCH == "amd64" {
+		tests = append(tests,
+			tc{"x32 keyctl ENOSYS", nil, call{arch: native, nr: x32Bit | unix.SYS_KEYCTL}, enosys},
+			tc{"x32 ioctl TIOCSTI ENOSYS", nil, call{arch: native, nr: x32Bit | 514, args: [6]uint64{0, unix.TIOCSTI}}, enosys},
+			tc{"x32 read ENOSYS", nil, call{arch: native, nr: x32Bit | unix.SYS_READ}, enosys},
+			tc{"x32 ENOSYS with every group reopened", all, call{arch: native, nr: x32Bit | unix.SYS_KEYCTL}, enosys},
+			tc{"nr -1 ENOSYS as the kernel would answer", nil, call{arch: native, nr: 0xffffffff}, enosys},
+			tc{"highest x86-64 number below x32 allowed", nil, call{arch: native, nr: x32Bit - 1}, allow},
+		)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ret, err := run(program(t, tc.allow), tc.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, verdictOf(ret)); diff != "" {
+				t.Errorf("verdict mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEveryRule runs each rule of each group through the filter, blocked and
+// reopened, so a rule added to the table cannot go untested.
+func TestEveryRule(t *testing.T) {
+	native := nativeArch()
+	for _, g := range Groups() {
+		for _, r := range g.Rules {
+			c := call{arch: native, nr: syscalls[r.Syscall]}
+			if len(r.Equal) > 0 {
+				c.args[r.Arg] = uint64(r.Equal[0])
+			}
+			if r.Bits != 0 {
+				c.args[r.Arg] = uint64(r.Bits)
+			}
+			want := verdict{Action: "errno", Errno: errnos[r.Errno]}
+			t.Run(g.Name+"/"+r.Syscall, func(t *testing.T) {
+				for _, tc := range []struct {
+					allow []string
+					want  verdict
+				}{
+					{nil, want},
+					{[]string{g.Name}, allow},
+				} {
+					ret, err := run(program(t, tc.allow), c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(tc.want, verdictOf(ret)); diff != "" {
+						t.Errorf("allow %q: verdict mismatch (-want +got):\n%s", tc.allow, diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestGroupTable(t *testing.T) {
+	// The UAPI values groups.go spells out must be the kernel's.
+	if diff := cmp.Diff([]uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.CLONE_NEWUSER}, []uint32{tiocsti, tioclinux, cloneNewUser}); diff != "" {
+		t.Errorf("UAPI constants (-want +got):\n%s", diff)
+	}
+	names := map[string]bool{}
+	seen := map[string]string{}
+	for _, g := range Groups() {
+		if names[g.Name] {
+			t.Errorf("group %s listed twice", g.Name)
+		}
+		names[g.Name] = true
+		if g.Why == "" || len(g.Rules) == 0 {
+			t.Errorf("group %s needs a why and at least one rule", g.Name)
+		}
+		for _, r := range g.Rules {
+			if _, ok := syscalls[r.Syscall]; !ok {
+				t.Errorf("group %s: no syscall number for %s", g.Name, r.Syscall)
+			}
+			if _, ok := errnos[r.Errno]; !ok {
+				t.Errorf("group %s: unknown errno %q", g.Name, r.Errno)
+			}
+			// Two rules for one syscall would make the first one win silently.
+			if other, ok := seen[r.Syscall]; ok {
+				t.Errorf("%s is in groups %s and %s", r.Syscall, other, g.Name)
+			}
+			seen[r.Syscall] = g.Name
+			if r.conditional() != (r.When != "") && r.Syscall != "clone3" {
+				t.Errorf("group %s: %s: When must describe exactly the conditional rules", g.Name, r.Syscall)
+			}
+			if r.Arg < 0 || r.Arg > 5 {
+				t.Errorf("group %s: %s: argument %d out of range", g.Name, r.Syscall, r.Arg)
+			}
+		}
+	}
+	want := []string{"tiocsti", "keyring", "bpf", "perf", "userfaultfd", "kexec", "modules", "ptrace", "io_uring", "userns"}
+	if diff := cmp.Diff(want, Names()); diff != "" {
+		t.Errorf("Names() (-want +got):\n%s", diff)
+	}
+}
+
+func TestGroupsIsACopy(t *testing.T) {
+	before := program(t, nil)
+	g := Groups()
+	g[0].Rules[0].Equal[0] = 0
+	g[0].Rules[0].Syscall = "read"
+	g[1].Name = "tiocsti"
+	if diff := cmp.Diff(before, program(t, nil)); diff != "" {
+		t.Errorf("changing Groups() changed the filter (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name         string
+		allow        []string
+		wantBlocked  []string
+		wantReopened []string
+		wantErr      string
+	}{
+		{
+			name:        "nothing reopened",
+			wantBlocked: Names(),
+		},
+		{
+			name:         "two reopened, given out of order and twice",
+			allow:        []string{"userns", "ptrace", "userns"},
+			wantBlocked:  []string{"tiocsti", "keyring", "bpf", "perf", "userfaultfd", "kexec", "modules", "io_uring"},
+			wantReopened: []string{"ptrace", "userns"},
+		},
+		{
+			name:    "unknown group",
+			allow:   []string{"userns", "network"},
+			wantErr: `unknown seccomp group "network" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, userns)`,
+		},
+		{
+			name:    "names are exact",
+			allow:   []string{"UserNS"},
+			wantErr: `unknown seccomp group "UserNS" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, userns)`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Build(tc.allow)
+			if checkErr := Check(tc.allow); (checkErr == nil) != (err == nil) {
+				t.Errorf("Check and Build disagree: %v vs %v", checkErr, err)
+			}
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("Build(%q) error = %v, want %s", tc.allow, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := struct{ Blocked, Reopened []string }{groupNames(f.Blocked), groupNames(f.Reopened)}
+			want := struct{ Blocked, Reopened []string }{tc.wantBlocked, tc.wantReopened}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("groups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func groupNames(gs []Group) []string {
+	var names []string
+	for _, g := range gs {
+		names = append(names, g.Name)
+	}
+	return names
+}
+
+func TestBytes(t *testing.T) {
+	f, err := Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := compile(f.Blocked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decode(f.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(prog, got); diff != "" {
+		t.Errorf("Bytes() does not decode to the compiled program (-want +got):\n%s", diff)
+	}
+	if f.Len() != len(prog) {
+		t.Errorf("Len() = %d, want %d", f.Len(), len(prog))
+	}
+	// The first instruction as bwrap reads it: ld [4] (the arch), little-endian.
+	if diff := cmp.Diff([]byte{0x20, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00}, f.Bytes()[:8]); diff != "" {
+		t.Errorf("first instruction bytes (-want +got):\n%s", diff)
+	}
+	b := f.Bytes()
+	b[0] = 0xff
+	if f.Bytes()[0] == 0xff {
+		t.Error("Bytes() returned the filter's own buffer")
+	}
+}
+
+func TestMemfd(t *testing.T) {
+	f, err := Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := f.Memfd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	got, err := io.ReadAll(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(f.Bytes(), got); diff != "" {
+		t.Errorf("memfd content (-want +got):\n%s", diff)
+	}
+	seals, err := unix.FcntlInt(file.Fd(), unix.F_GET_SEALS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if seals != want {
+		t.Errorf("seals = %#x, want %#x", seals, want)
+	}
+	if _, err := file.WriteAt([]byte{0}, 0); err == nil {
+		t.Error("writing to the sealed memfd succeeded")
+	}
+}
