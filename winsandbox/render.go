@@ -1,0 +1,66 @@
+package winsandbox
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Render prints the spec one fact per line, in the order Run applies it; the
+// golden files and `agentbox plan` on Windows use this form.
+func (s *Spec) Render() string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	p("group %s", s.Group)
+	for _, u := range s.Users {
+		if u == s.User {
+			p("user %s (runs the command)", u)
+		} else {
+			p("user %s", u)
+		}
+	}
+	for _, c := range s.Capabilities {
+		p("capability %s %s", c.SID, c.Root)
+	}
+	for _, a := range s.ACEs {
+		kind := "allow"
+		if a.Deny {
+			kind = "deny"
+		}
+		var flags []string
+		if a.Inherit {
+			flags = append(flags, "inherit")
+		}
+		if a.IfUsersCannotRead {
+			flags = append(flags, "if-users-cannot-read")
+		}
+		f := ""
+		if len(flags) > 0 {
+			f = " [" + strings.Join(flags, ",") + "]"
+		}
+		p("ace %s %s %s (0x%x)%s %s  # %s", a.Path, kind, a.Trustee, FileRights(a.Rights), f, a.Rights, a.Origin)
+	}
+	for _, r := range s.Firewall {
+		ports := ""
+		if r.RemotePorts != "" {
+			ports = " ports " + r.RemotePorts
+		}
+		p("firewall %q %s %s %s remote %s%s user %s", r.Name, r.Direction, r.Action, r.Protocol, r.RemoteAddresses, ports, r.LocalUserAuthorizedList)
+	}
+	sp := s.Spawn
+	if sp.Application != "" {
+		p("spawn application %s", sp.Application)
+	}
+	p("spawn command-line %s", sp.CommandLine)
+	p("spawn cwd %s", sp.Cwd)
+	p("spawn restricting-sids %s", strings.Join(sp.RestrictingSIDs, " "))
+	if sp.Limits != (JobLimits{}) {
+		p("spawn limits processes=%d memory=%d cpu=%ds", sp.Limits.ActiveProcesses, sp.Limits.MemoryBytes, sp.Limits.CPUSeconds)
+	}
+	for _, kv := range sp.Env {
+		p("env %s", kv)
+	}
+	for _, n := range s.Notes {
+		p("note %s", n)
+	}
+	return b.String()
+}
