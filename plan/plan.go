@@ -204,6 +204,16 @@ type Identity struct {
 // Root reports whether the sandbox is started by root.
 func (id Identity) Root() bool { return id.UID == 0 }
 
+// Prepare is a folder agentbox owns and creates before the sandbox starts
+// (workspace, task, repo cache, per-workspace tmp, an empty .git/hooks). The
+// backend refuses to use one that exists as a symlink or belongs to another
+// user: a shared /tmp is hostile ground.
+type Prepare struct {
+	Path   string `json:"path"`
+	Mode   uint32 `json:"mode"`
+	Origin Origin `json:"origin"`
+}
+
 // Plan is the fully resolved sandbox: everything a backend needs and nothing
 // it has to look up.
 type Plan struct {
@@ -219,11 +229,16 @@ type Plan struct {
 	Tmp       Tmp       `json:"tmp"`
 	Network   Network   `json:"network"`
 	Env       Env       `json:"env"`
-	Limits    Limits    `json:"limits"`
-	Seccomp   []string  `json:"seccomp_allow,omitempty"`
-	Provider  Provider  `json:"provider"`
-	Skipped   []Skip    `json:"skipped,omitempty"`
-	Warnings  []string  `json:"warnings,omitempty"`
+	// Environ is the environment CMD starts with, before the backend adds its
+	// truthful AGENTBOX_* variables. It holds values, so plan output never
+	// prints it; Env.Removed names what was taken out.
+	Environ  []string  `json:"-"`
+	Limits   Limits    `json:"limits"`
+	Seccomp  []string  `json:"seccomp_allow,omitempty"`
+	Provider Provider  `json:"provider"`
+	Prepare  []Prepare `json:"prepare,omitempty"`
+	Skipped  []Skip    `json:"skipped,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 }
 
 // Writable returns the host paths bound read-write, in mount order.

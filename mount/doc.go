@@ -1,0 +1,8 @@
+// Package mount is the Linux bubblewrap backend. It renders a plan.Plan into
+// bwrap's argument list (pure, compiled on every OS so it is tested
+// everywhere), and on Linux it prepares agentbox's own folders, starts bwrap,
+// supervises it (signals in, exit status out) and runs agentbox's small init
+// as the first process inside the box.
+//
+// It never reads policy files; everything it does is in the plan.
+package mount

@@ -1,0 +1,182 @@
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// forwarded are the signals the init passes on to CMD. The host-side
+// supervisor forwards the same set to the init.
+var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2}
+
+// Init is pid 1 inside the box:
+//
+//	agentbox __init --ready-fd N [--foreground] -- CMD ARGS...
+//
+// It tells the supervisor the box is up, starts CMD (in its own process
+// group, given the terminal's foreground when agentbox had it, so that Ctrl-C
+// and job control reach CMD and not bwrap), forwards signals to it, reaps
+// every orphan, and exits with CMD's status: its own code, or 128+N when a
+// signal N killed it. A pid 1 cannot die of a signal it has no handler for,
+// which is why the init reports 128+N instead of re-raising.
+func Init(args []string) int {
+	readyFD, foreground := -1, false
+	i := 0
+	for ; i < len(args) && args[i] != "--"; i++ {
+		switch args[i] {
+		case "--ready-fd":
+			if i+1 < len(args) {
+				readyFD, _ = strconv.Atoi(args[i+1])
+				i++
+			}
+		case "--foreground":
+			foreground = true
+		case "--rlimit":
+			if i+1 < len(args) {
+				if err := setRlimit(args[i+1]); err != nil {
+					fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
+					return 125
+				}
+				i++
+			}
+		}
+	}
+	cmdArgs := args[min(i+1, len(args)):]
+	if readyFD >= 0 {
+		ready := os.NewFile(uintptr(readyFD), "ready")
+		ready.Write([]byte{'R'})
+		ready.Close()
+	}
+	// CMD inherits only stdin, stdout and stderr: nothing bwrap or agentbox
+	// had open (such as bwrap's info pipe) leaks into the box.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if len(cmdArgs) == 0 {
+		fmt.Fprintln(os.Stderr, "agentbox: error: init: no command")
+		return 125
+	}
+
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+
+	path, err := exec.LookPath(cmdArgs[0])
+	if err != nil {
+		return execError(cmdArgs[0], err)
+	}
+	cmd := exec.Command(path, cmdArgs[1:]...)
+	cmd.Args[0] = cmdArgs[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Its own process group always, so the host can signal it alone; the
+	// terminal's foreground when agentbox had it (Go sets the foreground
+	// group while signals are blocked, so no SIGTTOU stops us).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: foreground, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		if foreground {
+			// The terminal may refuse (e.g. stdin is not its controlling
+			// terminal after all): run without handing it over.
+			cmd = exec.Command(path, cmdArgs[1:]...)
+			cmd.Args[0] = cmdArgs[0]
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			err = cmd.Start()
+		}
+		if err != nil {
+			return execError(cmdArgs[0], err)
+		}
+	}
+	child := cmd.Process.Pid
+
+	go func() {
+		for s := range sigs {
+			unix.Kill(child, s.(syscall.Signal))
+		}
+	}()
+
+	// Reap everything; CMD's end is the box's end.
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "agentbox: error: init: wait: %v\n", err)
+			return 125
+		}
+		if pid != child {
+			continue
+		}
+		switch {
+		case ws.Stopped():
+			// Nothing outside the box can resume a stopped CMD (the
+			// shell that started agentbox waits for agentbox, not for
+			// CMD), so a stop would hang the terminal: continue it.
+			// Job control inside a shell in the box is unaffected.
+			unix.Kill(child, unix.SIGCONT)
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
+		}
+	}
+}
+
+// rlimitNames maps the init's --rlimit names to the kernel's resources.
+var rlimitNames = map[string]int{
+	"nproc":  unix.RLIMIT_NPROC,
+	"nofile": unix.RLIMIT_NOFILE,
+	"as":     unix.RLIMIT_AS,
+	"cpu":    unix.RLIMIT_CPU,
+	"fsize":  unix.RLIMIT_FSIZE,
+}
+
+// setRlimit sets one NAME=VALUE limit, soft and hard, on the init itself; CMD
+// and everything it starts inherit it and cannot raise it again.
+func setRlimit(spec string) error {
+	name, val, _ := strings.Cut(spec, "=")
+	res, ok := rlimitNames[name]
+	n, err := strconv.ParseUint(val, 10, 64)
+	if !ok || err != nil {
+		return fmt.Errorf("bad --rlimit %q", spec)
+	}
+	if err := unix.Setrlimit(res, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+		return fmt.Errorf("setting limit %s to %d: %w", name, n, err)
+	}
+	return nil
+}
+
+// execError reports a command that cannot be started: 127 when it is not
+// found, 126 when it cannot be executed (as shells do).
+func execError(name string, err error) int {
+	var ee *exec.Error
+	if errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound) {
+		fmt.Fprintf(os.Stderr, "agentbox: error: %s: command not found\n", name)
+		return 127
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(os.Stderr, "agentbox: error: %s: command not found\n", name)
+		return 127
+	}
+	fmt.Fprintf(os.Stderr, "agentbox: error: %s: cannot execute: %v\n", name, unwrapPath(err))
+	return 126
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}

@@ -1,0 +1,220 @@
+package mount
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/plan"
+)
+
+// LookBwrap finds bwrap, or returns an ErrUnavailable with the fix.
+func LookBwrap() (string, error) {
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", &unavailable{
+			reason: "bubblewrap (bwrap) is not installed or not on PATH",
+			fix:    "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)",
+		}
+	}
+	return path, nil
+}
+
+// Prepare creates the folders agentbox owns, refusing any that exists as a
+// symlink, is not a folder, or belongs to another user.
+func Prepare(p *plan.Plan) error {
+	for _, d := range p.Prepare {
+		fi, err := os.Lstat(d.Path)
+		if errors.Is(err, os.ErrNotExist) {
+			if err := os.Mkdir(d.Path, os.FileMode(d.Mode)); err != nil {
+				return &BoxError{Op: "creating", Path: d.Path, Err: err}
+			}
+			continue
+		}
+		if err != nil {
+			return &BoxError{Op: "checking", Path: d.Path, Err: err}
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return &BoxError{Op: "refusing", Path: d.Path, Err: errors.New("it is a symlink; agentbox only uses folders it owns")}
+		}
+		if !fi.IsDir() {
+			return &BoxError{Op: "refusing", Path: d.Path, Err: errors.New("it is not a folder")}
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != p.Identity.UID {
+			return &BoxError{Op: "refusing", Path: d.Path, Err: fmt.Errorf("it belongs to uid %d, not to you (uid %d)", st.Uid, p.Identity.UID)}
+		}
+	}
+	return nil
+}
+
+// Foreground reports whether agentbox's stdin is a terminal whose
+// foreground process group is agentbox's own.
+func Foreground() bool {
+	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// Run confines p.Command with bwrap and returns its exit status. It stays as
+// bwrap's parent to forward signals (bwrap forwards none) and to tell a box
+// that failed to start (exit 125) from a command that failed.
+func Run(p *plan.Plan, o Options) (int, error) {
+	if err := Prepare(p); err != nil {
+		return 0, err
+	}
+	fg := Foreground()
+	o.Foreground = fg
+	av, err := Render(p, o)
+	if err != nil {
+		return 0, err
+	}
+
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return 0, &BoxError{Op: "pipe", Err: err}
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return 0, &BoxError{Op: "pipe", Err: err}
+	}
+	extra := []*os.File{infoW, readyW}
+	for range av.NullFDs {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return 0, &BoxError{Op: "opening", Path: os.DevNull, Err: err}
+		}
+		extra = append(extra, f)
+	}
+
+	cmd := exec.Command(o.Bwrap, av.Args...)
+	cmd.Env = p.Environ
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Out of the terminal's foreground group: a Ctrl-C typed at the
+		// terminal goes to CMD (or to agentbox, which forwards it), never
+		// to bwrap, whose death would SIGKILL CMD before it can clean up.
+		Setpgid: true,
+		// When agentbox dies, even by kill -9, bwrap gets SIGKILL, and
+		// bwrap's --die-with-parent takes the whole box with it.
+		Pdeathsig: syscall.SIGKILL,
+	}
+
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	// Pdeathsig follows the thread that forked, so keep it alive.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return 0, &BoxError{Op: "starting", Path: o.Bwrap, Err: err}
+	}
+	for _, f := range extra {
+		f.Close()
+	}
+
+	pidc := make(chan int, 1)
+	go func() { pidc <- readInfo(infoR) }()
+	readyc := make(chan bool, 1)
+	go func() {
+		var b [1]byte
+		n, _ := readyR.Read(b[:])
+		readyc <- n == 1
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	initPid := 0
+	var pending []os.Signal
+	for {
+		select {
+		case pid := <-pidc:
+			initPid = pid
+			for _, s := range pending {
+				unix.Kill(initPid, s.(syscall.Signal))
+			}
+			pending = nil
+		case s := <-sigs:
+			if initPid > 0 {
+				unix.Kill(initPid, s.(syscall.Signal))
+			} else {
+				pending = append(pending, s)
+			}
+		case err := <-done:
+			if fg {
+				restoreForeground()
+			}
+			if !<-readyc {
+				return 0, &BoxError{Op: "bwrap", Err: errors.New("the sandbox could not be set up (see bwrap's message above)")}
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					return 128 + int(ws.Signal()), nil
+				}
+				return ee.ExitCode(), nil
+			}
+			if err != nil {
+				return 0, &BoxError{Op: "waiting for", Path: o.Bwrap, Err: err}
+			}
+			return 0, nil
+		}
+	}
+}
+
+// readInfo reads bwrap's --info-fd JSON and returns the init's host pid.
+func readInfo(r io.ReadCloser) int {
+	defer r.Close()
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(bufio.NewReader(r)).Decode(&info); err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, r)
+	return info.ChildPid
+}
+
+// restoreForeground gives the terminal back to agentbox's process group
+// after CMD had it, ignoring the SIGTTOU a background group would get.
+func restoreForeground() {
+	signal.Ignore(unix.SIGTTOU)
+	defer signal.Reset(unix.SIGTTOU)
+	unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
+}
+
+// Probe starts a trivial box with the namespaces agentbox uses and reports
+// why it fails, with the fix, or nil when bwrap works.
+func Probe(bwrap string) error {
+	cmd := exec.Command(bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--unshare-pid", "--die-with-parent", "--", "true")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimSpace(string(out))
+	if msg == "" {
+		msg = err.Error()
+	}
+	fix := "run `agentbox doctor` to see what this machine can enforce"
+	switch {
+	case strings.Contains(msg, "uid map") || strings.Contains(msg, "RTM_NEWADDR") || strings.Contains(msg, "Permission denied"):
+		fix = "unprivileged user namespaces are restricted; on Ubuntu 23.10+/24.04 AppArmor does this: " +
+			"add an AppArmor profile that grants bwrap `userns` (see README), or " +
+			"sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0 (weaker: for every program)"
+	case strings.Contains(msg, "No permissions to create") || strings.Contains(msg, "Operation not permitted"):
+		fix = "user namespaces are disabled here (a container or sysctl user.max_user_namespaces=0): " +
+			"enable them, run on the host, or use --backend landlock once available"
+	}
+	return &unavailable{reason: "bwrap cannot create a sandbox: " + msg, fix: fix}
+}

@@ -1,0 +1,207 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/plan"
+)
+
+// Flags are the command-line flags that form the last layer. Every list flag
+// is repeatable.
+type Flags struct {
+	Policy        []string
+	Writable      []string
+	ReadOnly      []string
+	Deny          []string
+	Network       string
+	Allow         []string
+	Workspace     string
+	WorkspaceRoot string
+	Task          string
+	Tmp           string
+	EnvMode       string
+	PassEnv       []string
+	DenyEnv       []string
+	Provider      string
+	Backend       string
+	BestEffort    bool
+	Require       bool
+	// AllowBroad permits a writable root that is / or holds the home folder.
+	AllowBroad bool
+}
+
+// Defaults is the built-in first layer.
+func Defaults() *Layer {
+	l := newLayer("defaults", "", "built in")
+	set := func(k, v string) { l.Scalars[k] = Entry{Value: v, Origin: plan.Origin{Key: "default"}} }
+	set("sandbox.enforce", plan.Require)
+	set("sandbox.backend", "auto")
+	set("filesystem.protect_depth", "4")
+	set("tmp.mode", plan.TmpWorkspace)
+	set("network.mode", plan.NetOpen)
+	set("env.mode", "inherit")
+	set("provider.name", "auto")
+	return l
+}
+
+// Load reads every layer SPEC names, in order: defaults, the user's config,
+// the nearest project policy (only if trusted), the environment
+// (AGENTBOX_POLICY and the AGENTBOX_* values), --policy files, and the flags.
+// An untrusted project policy is an *UntrustedError.
+func Load(env Env, flags Flags) ([]*Layer, error) {
+	layers := []*Layer{Defaults()}
+
+	user := ConfigPath(env)
+	if l, err := loadFile(env, "user", user, true); err != nil {
+		return nil, err
+	} else {
+		layers = append(layers, l)
+	}
+
+	if proj := FindProject(env, env.Cwd); proj != "" && proj != user {
+		l, err := loadFile(env, "project", proj, false)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	} else {
+		layers = append(layers, newLayer("project", "", "absent"))
+	}
+
+	if p := env.Getenv("AGENTBOX_POLICY"); p != "" {
+		if !filepath.IsAbs(p) {
+			return nil, &policyError{where: "env AGENTBOX_POLICY", msg: fmt.Sprintf("%q: want an absolute path", p)}
+		}
+		l, err := loadFile(env, "policy", p, true)
+		if err != nil {
+			return nil, err
+		}
+		if l.Status == "absent" {
+			return nil, &policyError{where: "env AGENTBOX_POLICY", msg: fmt.Sprintf("%s: no such file", p)}
+		}
+		layers = append(layers, l)
+	}
+	el, err := envLayer(env)
+	if err != nil {
+		return nil, err
+	}
+	layers = append(layers, el)
+
+	for _, p := range flags.Policy {
+		abs := p
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(env.Cwd, p)
+		}
+		l, err := loadFile(env, "policy", filepath.Clean(abs), true)
+		if err != nil {
+			return nil, err
+		}
+		if l.Status == "absent" {
+			return nil, &policyError{where: "flag --policy", msg: fmt.Sprintf("%s: no such file", p)}
+		}
+		layers = append(layers, l)
+	}
+	fl, err := flagLayer(flags)
+	if err != nil {
+		return nil, err
+	}
+	return append(layers, fl), nil
+}
+
+// loadFile reads one policy file. trusted is true for files the user named or
+// owns; a project policy must match its pinned hash.
+func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
+	data, err := env.FS.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return newLayer(name, path, "absent"), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading policy %s: %w", path, err)
+	}
+	l, err := Parse(name, path, data)
+	if err != nil {
+		return nil, err
+	}
+	l.Hash = Hash(data)
+	if trusted {
+		return l, nil
+	}
+	pinned, err := TrustStore{Path: StorePath(env)}.Lookup(path)
+	if err != nil {
+		return nil, err
+	}
+	if pinned != l.Hash {
+		return nil, &UntrustedError{File: path, Edited: pinned != "", Layer: l}
+	}
+	l.Status = "trusted"
+	return l, nil
+}
+
+// envLayer turns the AGENTBOX_* variables into a layer.
+func envLayer(env Env) (*Layer, error) {
+	l := newLayer("env", "", "absent")
+	scalar := func(name, key string) {
+		if v := env.Getenv(name); v != "" {
+			l.Scalars[key] = Entry{Value: v, Origin: plan.Origin{Key: "env " + name}}
+			l.Status = "set"
+		}
+	}
+	scalar("AGENTBOX_NETWORK", "network.mode")
+	scalar("AGENTBOX_WORKSPACE", "workspace.id")
+	scalar("AGENTBOX_ENFORCE", "sandbox.enforce")
+	scalar("AGENTBOX_BACKEND", "sandbox.backend")
+	if v := env.Getenv("AGENTBOX_DENY"); v != "" {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				l.Lists["filesystem.deny"] = append(l.Lists["filesystem.deny"], Entry{Value: p, Origin: plan.Origin{Key: "env AGENTBOX_DENY"}})
+			}
+		}
+		l.Status = "set"
+	}
+	return l, l.check()
+}
+
+// flagLayer turns the command-line flags into a layer.
+func flagLayer(f Flags) (*Layer, error) {
+	l := newLayer("flags", "", "absent")
+	scalar := func(flag, key, v string) {
+		if v != "" {
+			l.Scalars[key] = Entry{Value: v, Origin: plan.Origin{Key: "flag --" + flag}}
+			l.Status = "set"
+		}
+	}
+	list := func(flag, key string, vs []string) {
+		for _, v := range vs {
+			l.Lists[key] = append(l.Lists[key], Entry{Value: v, Origin: plan.Origin{Key: "flag --" + flag}})
+			l.Status = "set"
+		}
+	}
+	if f.BestEffort && f.Require {
+		return nil, &policyError{where: "flags", msg: "--best-effort and --require contradict each other"}
+	}
+	if f.BestEffort {
+		scalar("best-effort", "sandbox.enforce", plan.BestEffort)
+	}
+	if f.Require {
+		scalar("require", "sandbox.enforce", plan.Require)
+	}
+	scalar("backend", "sandbox.backend", f.Backend)
+	scalar("network", "network.mode", f.Network)
+	scalar("workspace", "workspace.id", f.Workspace)
+	scalar("workspace-root", "workspace.root", f.WorkspaceRoot)
+	scalar("task", "workspace.task", f.Task)
+	scalar("tmp", "tmp.mode", f.Tmp)
+	scalar("env-mode", "env.mode", f.EnvMode)
+	scalar("provider", "provider.name", f.Provider)
+	list("writable", "filesystem.writable", f.Writable)
+	list("read-only", "filesystem.read_only", f.ReadOnly)
+	list("deny", "filesystem.deny", f.Deny)
+	list("allow", "network.allow", f.Allow)
+	list("pass-env", "env.pass", f.PassEnv)
+	list("deny-env", "env.deny", f.DenyEnv)
+	return l, l.check()
+}

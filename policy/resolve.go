@@ -1,0 +1,847 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/provider"
+)
+
+// Options are resolution choices that are not policy values.
+type Options struct {
+	// AllowBroad permits a writable root that is / or holds the home folder.
+	AllowBroad bool
+}
+
+// merged is the union of all layers: the last layer wins for a single
+// value, lists are unioned in layer order.
+type merged struct {
+	scalars   map[string]Entry
+	lists     map[string][]Entry
+	envSet    map[string]Entry
+	providers []ProviderDecl
+}
+
+func merge(layers []*Layer) merged {
+	m := merged{scalars: map[string]Entry{}, lists: map[string][]Entry{}, envSet: map[string]Entry{}}
+	for _, l := range layers {
+		for k, e := range l.Scalars {
+			m.scalars[k] = e
+		}
+		for _, k := range listKeys {
+			m.lists[k] = append(m.lists[k], l.Lists[k]...)
+		}
+		for k, e := range l.EnvSet {
+			m.envSet[k] = e
+		}
+		m.providers = append(m.providers, l.Providers...)
+	}
+	return m
+}
+
+// credentialStores are the well-known credential stores, relative to the
+// home folder, denied by default when they exist.
+var credentialStores = []string{
+	".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
+	".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+	".gem/credentials", ".gnupg", ".netrc", ".git-credentials", ".config/gh/hosts.yml",
+	".terraform.d/credentials.tfrc.json", ".vault-token", ".password-store",
+	".m2/settings-security.xml", ".config/hub",
+}
+
+// startupFiles stay read-only when a writable root is the home folder or
+// holds it: code planted there runs outside the sandbox at the next login.
+var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".gitconfig"}
+
+// resolver carries the world and the merged layers through resolution.
+type resolver struct {
+	registry *provider.Registry
+	env      Env
+	m        merged
+	opts     Options
+	p        *plan.Plan
+}
+
+// Resolve turns layers into a plan for command, in the world env.
+func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Plan, error) {
+	if len(command) == 0 || command[0] == "" {
+		return nil, &policyError{where: "command", msg: "empty command: give the command to run after --"}
+	}
+	r := &resolver{env: env, m: merge(layers), opts: opts, p: &plan.Plan{
+		Identity: plan.Identity{UID: env.UID, GID: env.GID, Home: env.Home},
+		Args:     append([]string(nil), command...),
+		Command:  append([]string(nil), command...),
+	}}
+	for _, l := range layers {
+		r.p.Layers = append(r.p.Layers, plan.Layer{Name: l.Name, File: l.File, Status: l.Status})
+	}
+	steps := []func() error{
+		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
+		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
+		r.environment, r.limits,
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	if err := plan.Validate(r.p); err != nil {
+		return nil, fmt.Errorf("internal error: resolved plan is invalid: %w", err)
+	}
+	return r.p, nil
+}
+
+func (r *resolver) scalar(key string) string { return r.m.scalars[key].Value }
+
+func (r *resolver) modes() error {
+	r.p.Enforce = r.scalar("sandbox.enforce")
+	r.p.Backend = r.scalar("sandbox.backend")
+	r.p.Tmp.Mode = r.scalar("tmp.mode")
+	r.p.Network.Mode = r.scalar("network.mode")
+	for _, e := range r.m.lists["network.allow"] {
+		r.p.Network.Allow = appendNew(r.p.Network.Allow, e.Value)
+	}
+	for _, e := range r.m.lists["network.deny"] {
+		r.p.Network.Deny = appendNew(r.p.Network.Deny, e.Value)
+	}
+	for _, e := range r.m.lists["seccomp.allow"] {
+		r.p.Seccomp = appendNew(r.p.Seccomp, e.Value)
+	}
+	return nil
+}
+
+func appendNew(list []string, s string) []string {
+	for _, v := range list {
+		if v == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// expand turns an entry's value into a clean absolute path: ~, $HOME and
+// ${VAR} expand; a relative path is relative to the policy file's folder and
+// may not climb out of it.
+func (r *resolver) expand(e Entry) (string, error) {
+	v := e.Value
+	if v == "" {
+		return "", originError(e.Origin, "empty path")
+	}
+	if v == "~" || strings.HasPrefix(v, "~/") {
+		v = r.env.Home + v[1:]
+	} else if strings.HasPrefix(v, "~") {
+		return "", originError(e.Origin, fmt.Sprintf("%q: only ~ and ~/ are expanded", e.Value))
+	}
+	var missing string
+	v = expandVars(v, func(name string) string {
+		if name == "HOME" {
+			return r.env.Home
+		}
+		val := r.env.Getenv(name)
+		if val == "" && missing == "" {
+			missing = name
+		}
+		return val
+	})
+	if missing != "" {
+		return "", originError(e.Origin, fmt.Sprintf("%q: variable %s is not set", e.Value, missing))
+	}
+	if strings.ContainsRune(v, 0) {
+		return "", originError(e.Origin, "path holds a NUL byte")
+	}
+	if !filepath.IsAbs(v) {
+		if e.Base == "" {
+			return "", originError(e.Origin, fmt.Sprintf("%q: relative path; want an absolute path or ~/", e.Value))
+		}
+		joined := filepath.Join(e.Base, v)
+		if !plan.Within(joined, e.Base) {
+			return "", originError(e.Origin, fmt.Sprintf("%q: a relative path may not leave the policy's folder %s", e.Value, e.Base))
+		}
+		v = joined
+	}
+	return filepath.Clean(v), nil
+}
+
+// expandVars expands $NAME and ${NAME}.
+func expandVars(s string, get func(string) string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		j := i + 1
+		var name string
+		if s[j] == '{' {
+			end := strings.IndexByte(s[j:], '}')
+			if end < 0 {
+				b.WriteByte(s[i])
+				continue
+			}
+			name = s[j+1 : j+end]
+			i = j + end
+		} else {
+			k := j
+			for k < len(s) && (s[k] == '_' || s[k] >= 'A' && s[k] <= 'Z' || s[k] >= 'a' && s[k] <= 'z' || k > j && s[k] >= '0' && s[k] <= '9') {
+				k++
+			}
+			if k == j {
+				b.WriteByte(s[i])
+				continue
+			}
+			name = s[j:k]
+			i = k - 1
+		}
+		b.WriteString(get(name))
+	}
+	return b.String()
+}
+
+// real resolves symlinks of a path that must exist.
+func (r *resolver) real(p string) (string, error) {
+	return r.env.FS.EvalSymlinks(p)
+}
+
+// realMaybe resolves the symlinks of the longest existing prefix of p, for a
+// path agentbox may still have to create.
+func (r *resolver) realMaybe(p string) string {
+	rest := []string{}
+	cur := p
+	for {
+		if real, err := r.env.FS.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = append([]string{filepath.Base(cur)}, rest...)
+		cur = parent
+	}
+}
+
+func (r *resolver) provider() error {
+	reg := provider.NewRegistry()
+	for _, d := range r.m.providers {
+		var w []string
+		for _, e := range d.Writable {
+			w = append(w, e.Value)
+		}
+		reg.Declare(provider.Provider{Name: d.Name, Title: d.Name, Commands: d.Commands, Writable: w, Supported: d.Sandbox})
+	}
+	name := r.scalar("provider.name")
+	origin := r.m.scalars["provider.name"].Origin
+	switch name {
+	case "none":
+		r.p.Provider = plan.Provider{Reason: "turned off by " + origin.String()}
+		return nil
+	case "auto", "":
+		d := reg.Detect(r.p.Command)
+		if d.Name == "" {
+			r.p.Provider = plan.Provider{Reason: d.Reason}
+			return nil
+		}
+		p, _ := reg.Lookup(d.Name)
+		r.p.Provider = plan.Provider{Name: p.Name, Reason: "detected from " + d.Reason, Supported: p.Supported}
+	default:
+		p, ok := reg.Lookup(name)
+		if !ok {
+			var names []string
+			for _, p := range reg.List() {
+				names = append(names, p.Name)
+			}
+			return originError(origin, fmt.Sprintf("unknown provider %q (known: %s, none, auto)", name, strings.Join(names, ", ")))
+		}
+		r.p.Provider = plan.Provider{Name: p.Name, Reason: "chosen by " + origin.String(), Supported: p.Supported}
+	}
+	r.registry = reg
+	return nil
+}
+
+func (r *resolver) providerInfo() (provider.Provider, bool) {
+	if r.registry == nil || r.p.Provider.Name == "" {
+		return provider.Provider{}, false
+	}
+	return r.registry.Lookup(r.p.Provider.Name)
+}
+
+func (r *resolver) workspace() error {
+	id := r.m.scalars["workspace.id"]
+	task := r.m.scalars["workspace.task"]
+	if id.Value == "" {
+		if task.Value != "" {
+			return originError(task.Origin, "a task needs a workspace: set workspace.id or --workspace")
+		}
+		return nil
+	}
+	rootEntry, ok := r.m.scalars["workspace.root"]
+	if !ok || rootEntry.Value == "" {
+		rootEntry = Entry{Value: "~/agent-work", Origin: plan.Origin{Key: "default workspace.root"}}
+	}
+	root, err := r.expand(rootEntry)
+	if err != nil {
+		return err
+	}
+	root = r.realMaybe(root)
+	if root == "/" || plan.Within(r.env.Home, root) {
+		return originError(rootEntry.Origin, fmt.Sprintf("%s: the workspace root is hidden as a whole, so it cannot be / or hold the home folder", root))
+	}
+	ws := plan.Workspace{Root: root, ID: id.Value, Task: task.Value,
+		Dir: filepath.Join(root, id.Value), RepoDir: filepath.Join(root, ".repos", id.Value)}
+	prep := func(p string, o plan.Origin) {
+		r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: p, Mode: 0o700, Origin: o})
+	}
+	prep(root, rootEntry.Origin)
+	prep(ws.Dir, id.Origin)
+	prep(filepath.Join(root, ".repos"), id.Origin)
+	prep(ws.RepoDir, id.Origin)
+	if task.Value != "" {
+		ws.TaskDir = filepath.Join(ws.Dir, task.Value)
+		prep(ws.TaskDir, task.Origin)
+	}
+	r.p.Workspace = ws
+	return nil
+}
+
+// hiddenByWorkspace reports whether p lies in the masked workspace root but
+// outside the current workspace's folders.
+func (r *resolver) hiddenByWorkspace(p string) bool {
+	ws := r.p.Workspace
+	if ws.Root == "" || !plan.Within(p, ws.Root) {
+		return false
+	}
+	return !plan.Within(p, ws.Dir) && !plan.Within(p, ws.RepoDir)
+}
+
+// projectRoot is the git top-level of the working directory, or the
+// working directory itself.
+func (r *resolver) projectRoot() (string, string) {
+	cwd := r.realMaybe(r.env.Cwd)
+	for dir := cwd; ; dir = filepath.Dir(dir) {
+		if _, err := r.env.FS.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return dir, "default: git top-level of the working directory"
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	return cwd, "default: the working directory"
+}
+
+func (r *resolver) cwd() error {
+	ws := r.p.Workspace
+	switch {
+	case ws.TaskDir != "":
+		r.p.Cwd = ws.TaskDir
+	default:
+		r.p.Cwd = r.realMaybe(r.env.Cwd)
+		if ws.Root != "" && r.hiddenByWorkspace(r.p.Cwd) {
+			r.p.Cwd = ws.Dir
+		}
+	}
+	return nil
+}
+
+func (r *resolver) add(m plan.Mount) { r.p.Mounts = append(r.p.Mounts, m) }
+
+func (r *resolver) rootStage() error {
+	def := plan.Origin{Key: "default"}
+	r.add(plan.Mount{Stage: plan.StageRoot, Op: plan.ROBind, Path: "/", Access: plan.ReadOnly, Origin: def})
+	r.add(plan.Mount{Stage: plan.StageRoot, Op: plan.Dev, Path: "/dev", Access: plan.ReadWrite, Origin: def})
+	r.add(plan.Mount{Stage: plan.StageRoot, Op: plan.Proc, Path: "/proc", Access: plan.ReadWrite, Origin: def})
+	return nil
+}
+
+func (r *resolver) tmpStage() error {
+	origin := r.m.scalars["tmp.mode"].Origin
+	switch r.p.Tmp.Mode {
+	case plan.TmpPrivate:
+		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "fresh and empty for this run"})
+	case plan.TmpHost:
+		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "the host's /tmp, shared with everything"})
+	default:
+		id := r.p.Workspace.ID
+		if id == "" {
+			root, _ := r.projectRoot()
+			sum := sha256.Sum256([]byte(root))
+			id = sanitize(filepath.Base(root)) + "-" + hex.EncodeToString(sum[:4])
+		}
+		tmp := r.env.TempDir
+		if tmp == "" {
+			tmp = "/tmp"
+		}
+		tmp = r.realMaybe(tmp)
+		base := filepath.Join(tmp, "agentbox-"+strconv.Itoa(r.env.UID))
+		r.p.Tmp.HostDir = filepath.Join(base, id)
+		r.p.Prepare = append(r.p.Prepare,
+			plan.Prepare{Path: base, Mode: 0o700, Origin: origin},
+			plan.Prepare{Path: r.p.Tmp.HostDir, Mode: 0o700, Origin: origin})
+		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: r.p.Tmp.HostDir, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "shared by workspace " + id})
+	}
+	return nil
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c == '-' || c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 || strings.HasPrefix(b.String(), ".") {
+		return "root"
+	}
+	return b.String()
+}
+
+func (r *resolver) workspaceStage() error {
+	ws := r.p.Workspace
+	if ws.Root == "" {
+		return nil
+	}
+	id := r.m.scalars["workspace.id"].Origin
+	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Tmpfs, Path: ws.Root, Access: plan.Hidden, Origin: id, Note: "every other workspace is hidden"})
+	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Bind, Path: ws.Dir, Access: plan.ReadWrite, Origin: id})
+	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Bind, Path: ws.RepoDir, Access: plan.ReadWrite, Origin: id})
+	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.RemountRO, Path: ws.Root, Access: plan.Hidden, Origin: id, Note: "nothing can be written beside the workspace folders"})
+	return nil
+}
+
+type pathEntry struct {
+	path   string
+	origin plan.Origin
+	note   string
+}
+
+// sortParentsFirst orders paths so that a parent is mounted before its
+// children, keeping the given order otherwise.
+func sortParentsFirst(list []pathEntry) {
+	sort.SliceStable(list, func(i, j int) bool {
+		return strings.Count(list[i].path, "/") < strings.Count(list[j].path, "/")
+	})
+}
+
+func (r *resolver) writableStage() error {
+	var list []pathEntry
+	seen := map[string]bool{}
+	addPath := func(p string, o plan.Origin, note string) {
+		if !seen[p] {
+			seen[p] = true
+			list = append(list, pathEntry{p, o, note})
+		}
+	}
+	if r.p.Workspace.Root == "" {
+		root, why := r.projectRoot()
+		addPath(root, plan.Origin{Key: why}, "")
+	}
+	for _, e := range r.m.lists["filesystem.writable"] {
+		p, err := r.expand(e)
+		if err != nil {
+			return err
+		}
+		real, err := r.real(p)
+		if err != nil {
+			return originError(e.Origin, fmt.Sprintf("%s: writable root does not exist", p))
+		}
+		if fi, err := r.env.FS.Stat(real); err == nil && !fi.IsDir() {
+			addPath(real, e.Origin, "a single file")
+		} else {
+			addPath(real, e.Origin, "")
+		}
+	}
+	if pr, ok := r.providerInfo(); ok && pr.Supported {
+		origin := plan.Origin{Key: "provider " + pr.Name}
+		for _, w := range pr.Writable {
+			p, err := r.expand(Entry{Value: w, Origin: origin})
+			if err != nil {
+				return err
+			}
+			real, err := r.real(p)
+			if err != nil {
+				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "provider path does not exist yet, so it is not writable", Origin: origin})
+				continue
+			}
+			addPath(real, origin, "")
+		}
+	}
+	for _, w := range list {
+		if w.path == "/" || plan.Within(r.env.Home, w.path) {
+			if !r.opts.AllowBroad {
+				what := "the home folder"
+				if w.path == "/" {
+					what = "/"
+				} else if w.path != r.env.Home {
+					what = "a folder that holds the home folder"
+				}
+				return originError(w.origin, fmt.Sprintf("%s: making %s writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it", w.path, what))
+			}
+			r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("WRITABLE %s (%s): allowed by --allow-broad-writable; shell startup files and .gitconfig stay read-only", w.path, w.origin))
+		}
+		if ws := r.p.Workspace.Root; ws != "" && plan.Within(ws, w.path) {
+			return originError(w.origin, fmt.Sprintf("%s: this writable root holds the workspace root %s; binding it would undo the masking of other workspaces", w.path, ws))
+		}
+		if r.hiddenByWorkspace(w.path) {
+			return originError(w.origin, fmt.Sprintf("%s: this writable root lies in the workspace root %s, which is hidden except workspace %s", w.path, r.p.Workspace.Root, r.p.Workspace.ID))
+		}
+	}
+	sortParentsFirst(list)
+	for _, w := range list {
+		r.add(plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Path: w.path, Access: plan.ReadWrite, Origin: w.origin, Note: w.note})
+	}
+	return nil
+}
+
+// writableRegions are the folders the sandbox can write: writable roots and
+// the workspace folders.
+func (r *resolver) writableRegions() []string {
+	var out []string
+	for _, m := range r.p.Mounts {
+		if m.Op == plan.Bind && m.Access == plan.ReadWrite && m.Path != "/tmp" {
+			out = append(out, m.Path)
+		}
+	}
+	return out
+}
+
+func (r *resolver) inWritable(p string) bool {
+	for _, w := range r.writableRegions() {
+		if plan.Within(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *resolver) readOnlyStage() error {
+	var list []pathEntry
+	seen := map[string]bool{}
+	addPath := func(p string, o plan.Origin, note string) {
+		if !seen[p] && r.inWritable(p) && !r.hiddenByWorkspace(p) {
+			seen[p] = true
+			list = append(list, pathEntry{p, o, note})
+		}
+	}
+	for _, e := range r.m.lists["filesystem.read_only"] {
+		p, err := r.expand(e)
+		if err != nil {
+			return err
+		}
+		real, err := r.real(p)
+		if err != nil {
+			r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "read-only path does not exist", Origin: e.Origin})
+			continue
+		}
+		addPath(real, e.Origin, "")
+	}
+	// Every loaded policy file: the agent must not loosen its own sandbox.
+	for _, l := range r.p.Layers {
+		if l.File != "" && (l.Status == "loaded" || l.Status == "trusted") {
+			if real, err := r.real(l.File); err == nil {
+				addPath(real, plan.Origin{Key: "always: loaded policy file"}, "")
+			}
+		}
+	}
+	// Git hooks and config: code planted there runs outside the sandbox the
+	// next time the user runs git.
+	depth, _ := strconv.Atoi(r.scalar("filesystem.protect_depth"))
+	for _, w := range r.writableRegions() {
+		for _, g := range r.findGitDirs(w, depth) {
+			for _, name := range []string{"hooks", "config"} {
+				p := filepath.Join(g, name)
+				fi, err := r.env.FS.Lstat(p)
+				switch {
+				case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+					if real, err := r.real(p); err == nil {
+						addPath(real, plan.Origin{Key: "always: git " + name}, "symlink "+p)
+					}
+				case err == nil:
+					addPath(p, plan.Origin{Key: "always: git " + name}, "")
+				case name == "hooks" && r.inWritable(p):
+					r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: p, Mode: 0o755, Origin: plan.Origin{Key: "always: git hooks"}})
+					addPath(p, plan.Origin{Key: "always: git hooks"}, "created empty")
+				default:
+					r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist", Origin: plan.Origin{Key: "always: git " + name}})
+				}
+			}
+		}
+	}
+	// Provider control files inside each writable root.
+	if pr, ok := r.providerInfo(); ok {
+		for _, w := range r.writableRegions() {
+			for _, c := range pr.Control {
+				p := filepath.Join(w, c)
+				if _, err := r.env.FS.Lstat(p); err != nil {
+					continue
+				}
+				if real, err := r.real(p); err == nil {
+					addPath(real, plan.Origin{Key: "always: provider " + pr.Name + " control file"}, "")
+				}
+			}
+		}
+	}
+	// Shell startup files when the home folder is writable.
+	if r.inWritable(r.env.Home) {
+		for _, f := range startupFiles {
+			p := filepath.Join(r.env.Home, f)
+			if real, err := r.real(p); err == nil {
+				addPath(real, plan.Origin{Key: "always: shell startup file"}, "")
+			} else {
+				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist, and the home folder is writable", Origin: plan.Origin{Key: "always: shell startup file"}})
+			}
+		}
+	}
+	sortParentsFirst(list)
+	for _, e := range list {
+		r.add(plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: e.path, Access: plan.ReadOnly, Origin: e.origin, Note: e.note})
+	}
+	return nil
+}
+
+// findGitDirs returns the git folders of the repository at root and of
+// nested repositories down to depth, skipping node_modules and vendor.
+// Submodules' folders under .git/modules are included, and a .git file
+// (worktree or submodule) leads to the folder it names.
+func (r *resolver) findGitDirs(root string, depth int) []string {
+	var out []string
+	var walk func(dir string, d int)
+	walk = func(dir string, d int) {
+		gp := filepath.Join(dir, ".git")
+		if fi, err := r.env.FS.Lstat(gp); err == nil {
+			switch {
+			case fi.IsDir():
+				out = append(out, gp)
+				out = append(out, r.moduleDirs(filepath.Join(gp, "modules"), 4)...)
+			case fi.Mode().IsRegular():
+				if g := r.gitFileTarget(gp); g != "" {
+					out = append(out, g)
+				}
+			}
+		}
+		if d >= depth {
+			return
+		}
+		entries, err := r.env.FS.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if !e.IsDir() || e.Name() == ".git" || e.Name() == "node_modules" || e.Name() == "vendor" {
+				continue
+			}
+			walk(filepath.Join(dir, e.Name()), d+1)
+		}
+	}
+	walk(root, 0)
+	return out
+}
+
+// moduleDirs finds submodule git folders (those holding a config) under dir.
+func (r *resolver) moduleDirs(dir string, depth int) []string {
+	if depth == 0 {
+		return nil
+	}
+	entries, err := r.env.FS.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, err := r.env.FS.Lstat(filepath.Join(p, "config")); err == nil {
+			out = append(out, p)
+			out = append(out, r.moduleDirs(filepath.Join(p, "modules"), depth-1)...)
+			continue
+		}
+		out = append(out, r.moduleDirs(p, depth-1)...)
+	}
+	return out
+}
+
+// gitFileTarget reads a "gitdir: PATH" file and returns the real folder.
+func (r *resolver) gitFileTarget(file string) string {
+	data, err := r.env.FS.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return ""
+	}
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(file), target)
+	}
+	real, err := r.real(target)
+	if err != nil {
+		return ""
+	}
+	return real
+}
+
+func (r *resolver) denyStage() error {
+	type denyEntry struct {
+		pathEntry
+		dir bool
+	}
+	var list []denyEntry
+	seen := map[string]bool{}
+	add := func(p string, o plan.Origin, reportMissing bool) error {
+		if p == "/" {
+			return originError(o, "cannot deny /: nothing would be left to run")
+		}
+		real, err := r.real(p)
+		if err != nil {
+			if reportMissing {
+				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "deny path does not exist", Origin: o})
+			}
+			return nil
+		}
+		if seen[real] {
+			return nil
+		}
+		seen[real] = true
+		if r.hiddenByWorkspace(real) && real != r.p.Workspace.Root {
+			r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: real, Reason: "already hidden by workspace masking", Origin: o})
+			return nil
+		}
+		fi, err := r.env.FS.Stat(real)
+		if err != nil {
+			return nil
+		}
+		note := ""
+		if real != p {
+			note = "symlink " + p
+		}
+		for _, w := range r.writableRegions() {
+			if plan.Within(w, real) {
+				note = strings.TrimPrefix(note+"; deny wins over writable "+w, "; ")
+			}
+		}
+		list = append(list, denyEntry{pathEntry{real, o, note}, fi.IsDir()})
+		return nil
+	}
+	for _, e := range r.m.lists["filesystem.deny"] {
+		p, err := r.expand(e)
+		if err != nil {
+			return err
+		}
+		if err := add(p, e.Origin, true); err != nil {
+			return err
+		}
+	}
+	for _, c := range credentialStores {
+		if err := add(filepath.Join(r.env.Home, c), plan.Origin{Key: "default: credential store"}, false); err != nil {
+			return err
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool {
+		return strings.Count(list[i].path, "/") < strings.Count(list[j].path, "/")
+	})
+	for _, d := range list {
+		op := plan.HideFile
+		if d.dir {
+			op = plan.HideDir
+		}
+		r.add(plan.Mount{Stage: plan.StageDeny, Op: op, Path: d.path, Access: plan.Hidden, Origin: d.origin, Note: d.note})
+	}
+	return nil
+}
+
+// truthful are the variables only agentbox sets, and only when confinement
+// is in force; inherited copies are never passed on.
+var truthful = []string{"AGENTBOX", "AGENTBOX_BACKEND", "AGENTBOX_WRITABLE", "AGENTBOX_DENY", "AGENTBOX_NETWORK", "AGENTBOX_DEGRADED"}
+
+// cleanBaseline is kept in clean mode besides env.pass: none of it is a
+// secret and without it most tools cannot start.
+var cleanBaseline = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LC_*", "TZ"}
+
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *resolver) environment() error {
+	e := &r.p.Env
+	e.Mode = r.scalar("env.mode")
+	for _, en := range r.m.lists["env.pass"] {
+		if _, err := path.Match(en.Value, ""); err != nil {
+			return originError(en.Origin, fmt.Sprintf("%q: bad pattern", en.Value))
+		}
+		e.Pass = appendNew(e.Pass, en.Value)
+	}
+	for _, en := range r.m.lists["env.deny"] {
+		if _, err := path.Match(en.Value, ""); err != nil {
+			return originError(en.Origin, fmt.Sprintf("%q: bad pattern", en.Value))
+		}
+		e.Deny = appendNew(e.Deny, en.Value)
+	}
+	for _, k := range sortedKeys(r.m.envSet) {
+		en := r.m.envSet[k]
+		if contains(truthful, k) || k == "TMPDIR" {
+			return originError(en.Origin, fmt.Sprintf("%s is set by agentbox itself and cannot be overridden", k))
+		}
+		if e.Set == nil {
+			e.Set = map[string]string{}
+		}
+		e.Set[k] = en.Value
+	}
+	var out []string
+	for _, kv := range r.env.Environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		keep := true
+		switch {
+		case contains(truthful, name):
+			keep = false
+		case matchAny(e.Deny, name):
+			keep = false
+			e.Removed = appendNew(e.Removed, name)
+		case e.Mode == "clean" && !matchAny(e.Pass, name) && !matchAny(cleanBaseline, name):
+			keep = false
+			e.Removed = appendNew(e.Removed, name)
+		}
+		if _, set := e.Set[name]; set {
+			keep = false
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range sortedKeys(e.Set) {
+		out = append(out, k+"="+e.Set[k])
+	}
+	sort.Strings(e.Removed)
+	r.p.Environ = out
+	return nil
+}
+
+func (r *resolver) limits() error {
+	l := &r.p.Limits
+	l.Processes, _ = strconv.ParseUint(r.scalar("limits.processes"), 10, 64)
+	l.OpenFiles, _ = strconv.ParseUint(r.scalar("limits.open_files"), 10, 64)
+	l.Memory, _ = ParseSize(r.scalar("limits.memory"))
+	l.FileSize, _ = ParseSize(r.scalar("limits.file_size"))
+	l.CPUTime, _ = ParseDuration(r.scalar("limits.cpu_time"))
+	return nil
+}

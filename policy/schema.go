@@ -1,0 +1,84 @@
+package policy
+
+// Schema is policy file version 1 as SPEC describes it. Decoding is strict:
+// a key that is not a field here is an error naming the file, line and key.
+type Schema struct {
+	Version    int                           `toml:"version"`
+	Sandbox    SandboxSchema                 `toml:"sandbox"`
+	Filesystem FilesystemSchema              `toml:"filesystem"`
+	Workspace  WorkspaceSchema               `toml:"workspace"`
+	Tmp        TmpSchema                     `toml:"tmp"`
+	Network    NetworkSchema                 `toml:"network"`
+	Env        EnvSchema                     `toml:"env"`
+	Limits     LimitsSchema                  `toml:"limits"`
+	Seccomp    SeccompSchema                 `toml:"seccomp"`
+	Provider   ProviderSchema                `toml:"provider"`
+	Providers  map[string]ProviderDeclSchema `toml:"providers"`
+}
+
+// SandboxSchema is the [sandbox] table.
+type SandboxSchema struct {
+	Enforce string `toml:"enforce"`
+	Backend string `toml:"backend"`
+}
+
+// FilesystemSchema is the [filesystem] table.
+type FilesystemSchema struct {
+	Writable     []string `toml:"writable"`
+	ReadOnly     []string `toml:"read_only"`
+	Deny         []string `toml:"deny"`
+	ProtectDepth int      `toml:"protect_depth"`
+}
+
+// WorkspaceSchema is the [workspace] table.
+type WorkspaceSchema struct {
+	Root string `toml:"root"`
+	ID   string `toml:"id"`
+	Task string `toml:"task"`
+}
+
+// TmpSchema is the [tmp] table.
+type TmpSchema struct {
+	Mode string `toml:"mode"`
+}
+
+// NetworkSchema is the [network] table.
+type NetworkSchema struct {
+	Mode  string   `toml:"mode"`
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+}
+
+// EnvSchema is the [env] table.
+type EnvSchema struct {
+	Mode string            `toml:"mode"`
+	Pass []string          `toml:"pass"`
+	Deny []string          `toml:"deny"`
+	Set  map[string]string `toml:"set"`
+}
+
+// LimitsSchema is the [limits] table.
+type LimitsSchema struct {
+	Processes int64  `toml:"processes"`
+	OpenFiles int64  `toml:"open_files"`
+	Memory    string `toml:"memory"`
+	CPUTime   string `toml:"cpu_time"`
+	FileSize  string `toml:"file_size"`
+}
+
+// SeccompSchema is the [seccomp] table.
+type SeccompSchema struct {
+	Allow []string `toml:"allow"`
+}
+
+// ProviderSchema is the [provider] table.
+type ProviderSchema struct {
+	Name string `toml:"name"`
+}
+
+// ProviderDeclSchema is one [providers.NAME] table.
+type ProviderDeclSchema struct {
+	Commands []string `toml:"commands"`
+	Writable []string `toml:"writable"`
+	Sandbox  bool     `toml:"sandbox"`
+}
