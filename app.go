@@ -18,7 +18,7 @@ func newApp() *cli.App {
 		EnableBashCompletion: true,
 		// A path may hold a comma: every list flag is repeated instead.
 		DisableSliceFlagSeparator: true,
-		ExitErrHandler:       func(*cli.Context, error) {},
+		ExitErrHandler:            func(*cli.Context, error) {},
 		Commands: []*cli.Command{
 			{
 				Name:      "run",

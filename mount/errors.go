@@ -34,4 +34,3 @@ func (e *BoxError) Error() string {
 }
 
 func (e *BoxError) Unwrap() error { return e.Err }
-
