@@ -1,0 +1,476 @@
+package landlock
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/agentbox/agentbox/plan"
+)
+
+// Level says how well Landlock honours one rule of the plan.
+type Level string
+
+// The three levels, as `agentbox plan` prints them.
+const (
+	// Enforced: the kernel refuses what the rule forbids.
+	Enforced Level = "enforced"
+	// Weaker: the rule is enforced, but less than bubblewrap would; How says how.
+	Weaker Level = "enforced-weaker"
+	// NotEnforced: Landlock cannot honour the rule at all; How says why.
+	NotEnforced Level = "not-enforced"
+)
+
+// RuleStatus is how one mount or rule of the plan fares under Landlock.
+type RuleStatus struct {
+	Rule   string `json:"rule"` // "root", "dev", "tmp", "workspace", "writable", "read-only", "deny", "network", ...
+	Path   string `json:"path,omitempty"`
+	Origin string `json:"origin,omitempty"`
+	Level  Level  `json:"level"`
+	How    string `json:"how,omitempty"`
+}
+
+// Grant gives Rights on the file hierarchy at Path, except on the subtrees
+// listed in Except. Landlock cannot subtract, so when Except is not empty the
+// grant is applied to Path's children one by one, leaving out the excepted
+// ones, recursively (see Expand); Path itself and the folders between it and
+// an excepted path get nothing from this grant.
+type Grant struct {
+	Path     string   `json:"path"`
+	Rights   Rights   `json:"rights"`
+	Except   []string `json:"except,omitempty"`
+	Optional bool     `json:"optional,omitempty"` // skipped when it does not exist (device nodes)
+}
+
+// Assessment is a plan translated for Landlock: what to grant, what to
+// restrict besides files, the environment CMD needs, and the honest status of
+// every rule.
+type Assessment struct {
+	// ABI is the Landlock ABI version the assessment was made for; Apply
+	// refuses a kernel that has less.
+	ABI int `json:"abi"`
+	// HandledFS are the filesystem rights restricted: everything not granted
+	// below is refused.
+	HandledFS Rights `json:"handled_fs"`
+	// Grants are the filesystem grants, in plan order, before carving.
+	Grants []Grant `json:"grants"`
+	// ReadPaths and WritePaths are the roots of the grants that give read
+	// and write rights.
+	ReadPaths  []string `json:"read_paths"`
+	WritePaths []string `json:"write_paths"`
+	// BlockTCP refuses every TCP connect(2) and bind(2) (ABI 4+).
+	BlockTCP bool `json:"block_tcp,omitempty"`
+	// BlockUDP refuses every UDP bind, connect and send (ABI 10+).
+	BlockUDP bool `json:"block_udp,omitempty"`
+	// ScopeSignal refuses signals to processes outside the sandbox (ABI 6+).
+	ScopeSignal bool `json:"scope_signal,omitempty"`
+	// ScopeAbstractUnix refuses connecting to abstract UNIX sockets outside
+	// the sandbox (ABI 6+); set with network "none", as bwrap's
+	// --unshare-net would cut them.
+	ScopeAbstractUnix bool `json:"scope_abstract_unix,omitempty"`
+	// DropCaps drops every capability before exec: a root process keeps
+	// its capabilities under Landlock, and CAP_SYS_MODULE alone would let it
+	// load kernel code (bwrap's --cap-drop ALL, for the same reason).
+	DropCaps bool `json:"drop_caps,omitempty"`
+	// Env are variables CMD must get on top of the plan's environment.
+	Env map[string]string `json:"env,omitempty"`
+	// Rules are the status of every mount and rule of the plan.
+	Rules []RuleStatus `json:"rules"`
+}
+
+// NotEnforced returns the rules Landlock cannot honour at all. Under
+// enforce = "require" each one is an error.
+func (a Assessment) NotEnforced() []RuleStatus {
+	var out []RuleStatus
+	for _, r := range a.Rules {
+		if r.Level == NotEnforced {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Weaker returns the rules that are enforced less strictly than bubblewrap
+// would; `agentbox run` names them in one stderr line.
+func (a Assessment) Weaker() []RuleStatus {
+	var out []RuleStatus
+	for _, r := range a.Rules {
+		if r.Level == Weaker {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// devNodes are the device files CMD may open under /dev: the same set
+// bubblewrap's --dev creates. Every other node of the host's /dev (disks,
+// /dev/mem, GPUs) stays inaccessible, which matters most for root: with its
+// capabilities dropped it still owns /dev/sda.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts"}
+
+// layer is one step of the plan seen by Landlock: Rights on the hierarchy at
+// path, covering what earlier layers said about it.
+type layer struct {
+	path     string
+	rights   Rights
+	optional bool
+	mount    int // index in plan.Mounts
+}
+
+// Assess translates p for a kernel with Landlock ABI abi. It is pure: no
+// system calls, so `agentbox plan` can show it on every OS.
+func Assess(p *plan.Plan, abi int) Assessment {
+	a := Assessment{ABI: abi, HandledFS: handledFS(abi)}
+	if abi < 1 {
+		a.Rules = unavailable(p, abi)
+		return a
+	}
+	ls := layers(p, a.HandledFS)
+	a.Grants = grants(ls)
+	for _, g := range a.Grants {
+		if g.Rights&readRights != 0 {
+			a.ReadPaths = append(a.ReadPaths, g.Path)
+		}
+		if g.Rights&writeRights != 0 {
+			a.WritePaths = append(a.WritePaths, g.Path)
+		}
+	}
+	a.DropCaps = p.Identity.Root()
+	a.ScopeSignal = abi >= 6
+	if p.Network.Mode == plan.NetNone {
+		a.BlockTCP = abi >= 4
+		a.BlockUDP = abi >= 10
+		a.ScopeAbstractUnix = abi >= 6
+	}
+	if dir := tmpDir(p); dir != "" {
+		a.Env = map[string]string{"TMPDIR": dir}
+	}
+	a.Rules = classify(p, a, ls)
+	return a
+}
+
+// tmpDir is the folder TMPDIR points at: the per-workspace (or per-run)
+// folder, since Landlock cannot put it at /tmp.
+func tmpDir(p *plan.Plan) string {
+	switch p.Tmp.Mode {
+	case plan.TmpWorkspace, plan.TmpPrivate:
+		return p.Tmp.HostDir
+	case plan.TmpHost:
+		return "/tmp"
+	}
+	return ""
+}
+
+func accessRights(a plan.Access) Rights {
+	switch a {
+	case plan.ReadOnly:
+		return readRights
+	case plan.ReadWrite:
+		return readRights | writeRights
+	}
+	return 0
+}
+
+// layers turns the mount list into Landlock layers. A bind whose source is
+// not its path cannot be remapped: the path gets nothing and the source gets
+// the access in place.
+func layers(p *plan.Plan, handled Rights) []layer {
+	var ls []layer
+	add := func(i int, path string, r Rights, optional bool) {
+		ls = append(ls, layer{path: path, rights: r & handled, optional: optional, mount: i})
+	}
+	for i, m := range p.Mounts {
+		switch m.Op {
+		case plan.ROBind, plan.Bind:
+			if m.Src() != m.Path {
+				add(i, m.Path, 0, false)
+			}
+			add(i, m.Src(), accessRights(m.Access), false)
+		case plan.Dev:
+			add(i, m.Path, rightReadDir, false)
+			for _, n := range devNodes {
+				add(i, path.Join(m.Path, n), devRights, true)
+			}
+			// POSIX shared memory and semaphores live here; it is the
+			// host's, unlike the fresh one bwrap makes (see classify).
+			add(i, path.Join(m.Path, "shm"), readRights|writeRights, true)
+		case plan.Proc:
+			add(i, m.Path, readRights, false)
+		case plan.Tmpfs:
+			// An empty tmpfs cannot be made; what was there becomes
+			// inaccessible instead. A private /tmp uses Tmp.HostDir when
+			// the caller made a fresh folder for it.
+			add(i, m.Path, 0, false)
+			if m.Stage == plan.StageTmp && m.Access == plan.ReadWrite && p.Tmp.HostDir != "" {
+				add(i, p.Tmp.HostDir, readRights|writeRights, false)
+			}
+		case plan.RemountRO:
+			// Non-recursive in bwrap: it affects the mount at this very
+			// path, not the ones bound below it later or earlier.
+			for j := len(ls) - 1; j >= 0; j-- {
+				if ls[j].path == m.Path {
+					ls[j].rights &^= writeRights
+					break
+				}
+			}
+		default: // HideDir, HideFile and anything unknown: nothing
+			add(i, m.Path, 0, false)
+		}
+	}
+	return ls
+}
+
+// grants computes the grant list so that the union of all grants gives
+// every path exactly the rights of the last layer covering it, which is the
+// bwrap semantics "later mounts cover earlier ones". A layer covered as a
+// whole by a later one grants nothing; otherwise it excepts every later
+// layer inside it that has fewer rights (a later layer with at least its
+// rights needs no carving: the union already gives the later rights there).
+func grants(ls []layer) []Grant {
+	var out []Grant
+	for i, l := range ls {
+		if l.rights == 0 || coveredLater(ls, i) {
+			continue
+		}
+		var except []string
+		for _, n := range ls[i+1:] {
+			if n.path != l.path && plan.Within(n.path, l.path) && n.rights&l.rights != l.rights {
+				except = append(except, n.path)
+			}
+		}
+		out = append(out, Grant{Path: l.path, Rights: l.rights, Except: outermost(except), Optional: l.optional})
+	}
+	return out
+}
+
+func coveredLater(ls []layer, i int) bool {
+	for _, n := range ls[i+1:] {
+		if plan.Within(ls[i].path, n.path) {
+			return true
+		}
+	}
+	return false
+}
+
+// outermost drops paths that lie inside another path of the list, and
+// duplicates; the order of the rest is kept.
+func outermost(paths []string) []string {
+	var out []string
+	for i, p := range paths {
+		inner := false
+		for j, q := range paths {
+			if i != j && plan.Within(p, q) && (p != q || j < i) {
+				inner = true
+				break
+			}
+		}
+		if !inner {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// carved returns the folders that get none of g's rights because something
+// below them is excepted: g.Path and every folder between it and an
+// excepted path.
+func carved(g Grant) []string {
+	var out []string
+	for _, e := range g.Except {
+		for d := path.Dir(e); plan.Within(d, g.Path); d = path.Dir(d) {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+			if d == g.Path {
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// parentsOf returns the folders left without g-rights because x is excepted,
+// over all grants that except x.
+func parentsOf(gs []Grant, x string) []string {
+	var out []string
+	for _, g := range gs {
+		if !slices.Contains(g.Except, x) {
+			continue
+		}
+		for d := path.Dir(x); plan.Within(d, g.Path); d = path.Dir(d) {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+			if d == g.Path {
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func grantAt(gs []Grant, p string, r Rights) (Grant, bool) {
+	for _, g := range gs {
+		if g.Path == p && g.Rights&r != 0 {
+			return g, true
+		}
+	}
+	return Grant{}, false
+}
+
+func list(paths []string) string {
+	const max = 4
+	if len(paths) > max {
+		return strings.Join(paths[:max], ", ") + fmt.Sprintf(" and %d more", len(paths)-max)
+	}
+	return strings.Join(paths, ", ")
+}
+
+// classify gives every mount of the plan, and the rules that are not
+// mounts, their Landlock level.
+func classify(p *plan.Plan, a Assessment, ls []layer) []RuleStatus {
+	var out []RuleStatus
+	add := func(m plan.Mount, rule string, lv Level, how string) {
+		out = append(out, RuleStatus{Rule: rule, Path: m.Path, Origin: m.Origin.String(), Level: lv, How: how})
+	}
+	for _, m := range p.Mounts {
+		switch {
+		case m.Stage == plan.StageRoot && m.Op == plan.ROBind:
+			how := "read and execute; nothing outside the writable roots can be changed"
+			if g, ok := grantAt(a.Grants, m.Path, readRights); ok && len(g.Except) > 0 {
+				how += "; " + list(carved(g)) + " cannot be listed, because Landlock cannot grant a folder without everything below it and " +
+					list(g.Except) + " are left out"
+			}
+			add(m, "root", Enforced, how)
+		case m.Op == plan.Dev:
+			add(m, "dev", Weaker, "the host's /dev: only "+strings.Join(devNodes, ", ")+
+				" and shm can be opened (other device nodes are visible but refused); /dev/shm is shared with the host")
+		case m.Op == plan.Proc:
+			add(m, "proc", Weaker, "the host's /proc, read-only: no PID namespace, so other processes are visible (Landlock refuses to ptrace them)")
+		case m.Stage == plan.StageTmp:
+			classifyTmp(p, m, add)
+		case m.Stage == plan.StageWorkspace && m.Op == plan.Tmpfs:
+			add(m, "workspace", Weaker, "other workspaces are inaccessible (EACCES) rather than absent: stat still shows that "+
+				m.Path+" and the folders in it exist, and "+m.Path+" cannot be listed")
+		case m.Stage == plan.StageWorkspace && m.Op == plan.RemountRO:
+			add(m, "workspace", Enforced, "nothing can be created in "+m.Path)
+		case m.Op == plan.Bind || m.Op == plan.ROBind:
+			classifyBind(a, m, add)
+		case m.Op == plan.HideDir || m.Op == plan.HideFile:
+			how := "inaccessible (EACCES) rather than an empty " + map[plan.Op]string{plan.HideDir: "folder", plan.HideFile: "file"}[m.Op] +
+				": stat still shows it exists"
+			if ps := parentsOf(a.Grants, m.Path); len(ps) > 0 {
+				how += "; " + list(ps) + " cannot be listed, because Landlock cannot grant a folder without everything below it"
+			}
+			add(m, "deny", Weaker, how)
+		case m.Op == plan.Tmpfs:
+			add(m, m.Stage.String(), Weaker, "an empty tmpfs cannot be mounted: "+m.Path+" is inaccessible instead")
+		default:
+			add(m, m.Stage.String(), NotEnforced, fmt.Sprintf("Landlock has no equivalent of %s", m.Op))
+		}
+	}
+	return append(out, classifyRest(p, a)...)
+}
+
+func classifyTmp(p *plan.Plan, m plan.Mount, add func(plan.Mount, string, Level, string)) {
+	switch {
+	case m.Op == plan.Bind && m.Src() == m.Path:
+		add(m, "tmp", Enforced, "the host's /tmp, writable; TMPDIR=/tmp")
+	case m.Op == plan.Bind:
+		add(m, "tmp", Weaker, "/tmp cannot be remapped: TMPDIR="+m.Src()+" (writable); the host's /tmp is neither readable nor writable, so programs that ignore TMPDIR fail to use /tmp")
+	case p.Tmp.HostDir != "":
+		add(m, "tmp", Weaker, "/tmp cannot be remapped or replaced by a tmpfs: TMPDIR="+p.Tmp.HostDir+", a fresh folder for this run; the host's /tmp is neither readable nor writable")
+	default:
+		add(m, "tmp", NotEnforced, "a private /tmp needs a fresh folder in plan Tmp.HostDir (Landlock cannot mount a tmpfs); none was given, so there is no writable temporary folder")
+	}
+}
+
+func classifyBind(a Assessment, m plan.Mount, add func(plan.Mount, string, Level, string)) {
+	rule := m.Stage.String()
+	if m.Src() != m.Path {
+		add(m, rule, NotEnforced, "Landlock cannot show "+m.Src()+" at "+m.Path)
+		return
+	}
+	if m.Access == plan.ReadOnly {
+		add(m, rule, Enforced, "read-only: nothing in it can be written, created, removed or renamed, and it cannot be moved away (the folders above it get no write right)")
+		return
+	}
+	g, ok := grantAt(a.Grants, m.Path, writeRights)
+	if !ok {
+		add(m, rule, Enforced, "covered by a later rule")
+		return
+	}
+	if len(g.Except) == 0 {
+		add(m, rule, Enforced, "writable")
+		return
+	}
+	folders := carved(g)
+	how := "writable, except that nothing can be created, removed or renamed directly in " + list(folders) +
+		" (existing files there stay writable): Landlock rights reach everything below a folder, so these folders get no write right to keep " +
+		list(g.Except) + " read-only or hidden"
+	for _, f := range folders {
+		if path.Base(f) == ".git" {
+			how += "; git cannot create its lock files in " + f + ", so commits fail"
+			break
+		}
+	}
+	add(m, rule, Weaker, how)
+}
+
+// classifyRest covers the rules that are not mounts.
+func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
+	var out []RuleStatus
+	add := func(rule string, lv Level, how string) {
+		out = append(out, RuleStatus{Rule: rule, Level: lv, How: how})
+	}
+	signals := "it cannot signal them (ABI 6 scope)"
+	if !a.ScopeSignal {
+		signals = "it can signal those of the same user (signal scoping needs ABI 6)"
+	}
+	add("pid-namespace", Weaker, "no PID namespace: CMD sees the host's processes; Landlock refuses to ptrace them and "+signals)
+	add("die-with-parent", Weaker, "no PID namespace: CMD dies with agentbox (PR_SET_PDEATHSIG), but processes CMD leaves running in the background can outlive it")
+	if a.DropCaps {
+		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
+	}
+	switch p.Network.Mode {
+	case plan.NetOpen, "":
+		add("network", Enforced, "open: not restricted")
+	case plan.NetNone:
+		switch {
+		case a.ABI >= 10:
+			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused, and abstract UNIX sockets outside the sandbox; MPTCP, SCTP and ICMP ping sockets are not covered, and nothing can listen on a private loopback as under bwrap")
+		case a.ABI >= 4:
+			how := "none: TCP connect and bind are refused (ABI 4); UDP is not blocked before ABI 10 (DNS still works and can carry data); MPTCP, SCTP and ICMP ping sockets are not covered; nothing can listen on a private loopback as under bwrap"
+			if a.ScopeAbstractUnix {
+				how += "; abstract UNIX sockets outside the sandbox are refused (ABI 6)"
+			}
+			add("network", Weaker, how)
+		default:
+			add("network", NotEnforced, fmt.Sprintf("none: Landlock ABI %d has no network rules (TCP needs ABI 4)", a.ABI))
+		}
+	case plan.NetAllowlist:
+		add("network", NotEnforced, "allowlist: Landlock filters TCP by port, not by host, and the plan names no proxy port to confine CMD to")
+	default:
+		add("network", NotEnforced, "unknown network mode "+p.Network.Mode)
+	}
+	if a.ABI < 2 {
+		add("landlock-abi", Weaker, "ABI 1: files cannot be moved or linked between folders at all (EXDEV)")
+	}
+	if a.ABI < 3 {
+		add("landlock-abi", Weaker, fmt.Sprintf("ABI %d: truncate(2) is not restricted, so files outside the writable roots that the user owns can be emptied", a.ABI))
+	}
+	return out
+}
+
+// unavailable marks every rule not enforced when the kernel has no Landlock.
+func unavailable(p *plan.Plan, abi int) []RuleStatus {
+	why := fmt.Sprintf("Landlock is not available (ABI %d): the kernel lacks it or it is not enabled in the lsm= boot list", abi)
+	var out []RuleStatus
+	for _, m := range p.Mounts {
+		out = append(out, RuleStatus{Rule: m.Stage.String(), Path: m.Path, Origin: m.Origin.String(), Level: NotEnforced, How: why})
+	}
+	return append(out, RuleStatus{Rule: "network", Level: NotEnforced, How: why})
+}

@@ -1,0 +1,159 @@
+package landlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// ABI returns the Landlock ABI version of the running kernel, 0 when
+// Landlock is missing or disabled (landlock_create_ruleset with
+// LANDLOCK_CREATE_RULESET_VERSION, see landlock(7)).
+func ABI() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	switch errno {
+	case 0:
+		return int(v), nil
+	case unix.ENOSYS:
+		return 0, errors.New("the kernel has no Landlock (needs Linux 5.13 or later)")
+	case unix.EOPNOTSUPP:
+		return 0, errors.New("landlock is built into the kernel but not enabled: add it to the lsm= boot parameter")
+	}
+	return 0, fmt.Errorf("probing the landlock ABI: %w", errno)
+}
+
+// Apply confines the calling process as a says, for good: call it in the
+// child that is about to exec CMD, never in a process that goes on
+// supervising. It drops capabilities first when a.DropCaps is set, then
+// restricts every thread with Landlock and sets no_new_privs (without which
+// a setuid program could escape the restriction).
+//
+// Apply locks the calling goroutine to its OS thread and leaves it locked:
+// capabilities belong to a thread, and only the thread that calls execve(2)
+// survives it, so call syscall.Exec from the same goroutine (or use Exec).
+//
+// The ABI is pinned: the ruleset handles exactly the rights the assessment
+// was made for, and Apply fails if the kernel has an older ABI than a.ABI
+// rather than silently enforcing less than `agentbox plan` showed.
+func Apply(a Assessment) error {
+	if a.ABI < 1 {
+		return errors.New("landlock is not available on this kernel")
+	}
+	have, err := ABI()
+	if err != nil {
+		return err
+	}
+	if have < a.ABI {
+		return fmt.Errorf("the kernel has landlock ABI %d, the plan was assessed for ABI %d", have, a.ABI)
+	}
+	rules, err := Expand(a.Grants, os.DirFS("/"))
+	if err != nil {
+		return err
+	}
+	cfg := ll.Config{HandledAccessFS: ll.AccessFSSet(a.HandledFS)}
+	var lrules []ll.Rule
+	for _, r := range rules {
+		lrules = append(lrules, ll.PathAccess(ll.AccessFSSet(r.Rights), r.Path))
+	}
+	// No port rules: with the TCP (and UDP) rights handled and nothing
+	// granted, every connect and bind is refused.
+	if a.BlockTCP {
+		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindTCP | accessNetConnectTCP)
+	}
+	if a.BlockUDP {
+		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindUDP | accessNetConnectSendUDP)
+	}
+	if a.ScopeSignal {
+		cfg.Scoped |= ll.ScopedSet(scopeSignal)
+	}
+	if a.ScopeAbstractUnix {
+		cfg.Scoped |= ll.ScopedSet(scopeAbstractUnixSocket)
+	}
+	runtime.LockOSThread()
+	if a.DropCaps || os.Geteuid() == 0 {
+		if err := dropCaps(); err != nil {
+			return err
+		}
+	}
+	if err := cfg.Restrict(lrules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// Exec confines the process with Apply and replaces it with argv, looked up
+// in PATH when it has no slash. It returns only on failure.
+func Exec(a Assessment, argv, env []string) error {
+	if len(argv) == 0 {
+		return errors.New("no command to run")
+	}
+	if err := Apply(a); err != nil {
+		return err
+	}
+	bin := argv[0]
+	if !strings.Contains(bin, "/") {
+		p, err := lookPath(bin, env)
+		if err != nil {
+			return err
+		}
+		bin = p
+	}
+	return syscall.Exec(bin, argv, env)
+}
+
+// lookPath searches the PATH of env, the one CMD gets.
+func lookPath(name string, env []string) (string, error) {
+	pathVar := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathVar = v
+		}
+	}
+	for _, dir := range strings.Split(pathVar, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		if unix.Access(p, unix.X_OK) == nil {
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: %w", name, os.ErrNotExist)
+}
+
+// dropCaps empties the bounding set (so exec cannot hand a root process its
+// capabilities back), the ambient set, and the effective, permitted and
+// inheritable sets, on the calling thread. bwrap does the same with
+// --cap-drop ALL for root: a root process with CAP_SYS_MODULE could load a
+// kernel module, which Landlock does not restrict.
+func dropCaps() error {
+	last := unix.CAP_LAST_CAP
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("dropping capabilities: %w", err)
+	}
+	return nil
+}
