@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -27,8 +28,10 @@ func (p *Proxy) serveHTTP(c *net.UnixConn, br *bufio.Reader) {
 	for {
 		req, err := http.ReadRequest(br)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				writeText(c, http.StatusBadRequest, "agentbox: bad proxy request: "+err.Error()+"\n")
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				reason := "bad proxy request: " + err.Error()
+				p.record("http", "", Decision{Reason: reason}, nil)
+				writeText(c, http.StatusBadRequest, "agentbox: "+reason+"\n")
 			}
 			return
 		}
@@ -116,8 +119,13 @@ func (p *Proxy) forward(c *net.UnixConn, req *http.Request) bool {
 		req.Header["User-Agent"] = []string{""} // stops Write adding Go's own
 	}
 	req.Close = true // one request per upstream connection, see above
-	// req.Host is the URL's host (an absolute URI overrides the Host header,
-	// RFC 9112 section 3.2.2), so the origin sees the host that was checked.
+	// The origin sees the host that was checked, in its canonical form
+	// ("127.1" arrives as "127.0.0.1"), whatever Host header the client
+	// sent: an absolute URI overrides it anyway (RFC 9112 section 3.2.2).
+	req.Host = target
+	if req.URL.Port() == "" {
+		req.Host = strings.TrimSuffix(target, ":80")
+	}
 	if err := req.Write(up); err != nil {
 		writeText(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s: sending request: %v\n", target, err))
 		return false
