@@ -205,10 +205,10 @@ func TestSOCKS5(t *testing.T) {
 	}
 	b := startBox(t, allow, nil, boxOptions{allowUID: os.Getuid()})
 	tests := []struct {
-		name string
-		addr []byte
+		name  string
+		addr  []byte
 		need6 bool
-		want byte
+		want  byte
 	}{
 		{name: "domain allowed", addr: socksName("example.test"), want: socksOK},
 		{name: "domain upper case allowed", addr: socksName("Example.TEST."), want: socksOK},
