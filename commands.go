@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/seccomp"
 )
 
 func planCommand(c *cli.Context) error {
@@ -48,11 +49,11 @@ func planCommand(c *cli.Context) error {
 		if bwrap == "" {
 			bwrap = "bwrap"
 		}
-		av, err := mount.Render(p, mount.Options{Bwrap: bwrap, Self: self})
+		av, err := mount.Render(p, mount.Options{Bwrap: bwrap, Self: self, Seccomp: true})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(w, mount.Shell(bwrap, av))
+		fmt.Fprintln(w, mount.Shell(bwrap, self, av))
 	case c.Bool("json"):
 		out := struct {
 			*plan.Plan
@@ -63,6 +64,24 @@ func planCommand(c *cli.Context) error {
 		return enc.Encode(out)
 	default:
 		p.WriteText(w, backend)
+		if backend == mount.Backend {
+			f, err := seccomp.Build(p.Seccomp)
+			if err != nil {
+				fmt.Fprintf(w, "seccomp:   NOT in force: %v\n", err)
+				break
+			}
+			var blocked, reopened []string
+			for _, g := range f.Blocked {
+				blocked = append(blocked, g.Name)
+			}
+			for _, g := range f.Reopened {
+				reopened = append(reopened, g.Name+" ("+g.Why+")")
+			}
+			fmt.Fprintf(w, "seccomp:   blocked: %s; foreign architectures killed\n", strings.Join(blocked, ", "))
+			if len(reopened) > 0 {
+				fmt.Fprintf(w, "  reopened by policy: %s\n", strings.Join(reopened, "; "))
+			}
+		}
 	}
 	return nil
 }

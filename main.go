@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/seccomp"
 )
 
 // Exit statuses of agentbox's own failures (SPEC "Commands").
@@ -23,6 +24,9 @@ func main() {
 	// anything else is set up.
 	if len(os.Args) > 1 && os.Args[1] == mount.InitCommand {
 		os.Exit(mount.Init(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == mount.SeccompCommand {
+		os.Exit(writeSeccomp(os.Args[2:]))
 	}
 	os.Exit(run(os.Args))
 }
@@ -72,4 +76,18 @@ func printError(err error) {
 
 func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "agentbox: warning: "+format+"\n", args...)
+}
+
+// writeSeccomp writes the seccomp program for the reopened groups to stdout.
+func writeSeccomp(allow []string) int {
+	f, err := seccomp.Build(allow)
+	if err != nil {
+		printError(err)
+		return exitFailure
+	}
+	if _, err := os.Stdout.Write(f.Bytes()); err != nil {
+		printError(err)
+		return exitFailure
+	}
+	return 0
 }

@@ -144,7 +144,7 @@ func runCommand(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	code, err := mount.Run(p, mount.Options{Bwrap: choice.bwrap, Self: self})
+	code, err := mount.Run(p, mount.Options{Bwrap: choice.bwrap, Self: self, Seccomp: true})
 	if err != nil {
 		return diagnose(err, choice.bwrap)
 	}

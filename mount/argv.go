@@ -2,7 +2,6 @@ package mount
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -16,18 +15,24 @@ const Backend = "bwrap"
 const (
 	infoFD  = 3 // bwrap --info-fd: bwrap writes the init's host pid here
 	readyFD = 4 // the init writes one byte here once the box is set up
-	firstFD = 5 // then one /dev/null per hidden file (--ro-bind-data)
+	selfFD    = 5 // the agentbox executable, run as the init through /proc/self/fd
+	seccompFD = 6 // the seccomp program (a sealed memfd), for --add-seccomp-fd
+	firstFD   = 7 // then one /dev/null per hidden file (--ro-bind-data)
 )
 
 // Options are the facts about the run that are not in the plan.
 type Options struct {
 	Bwrap string // the bwrap executable
-	Self  string // the agentbox executable, run as the init inside the box
+	// Self is the agentbox executable, run as the init inside the box. It
+	// is passed as an open file (fd 5) and started as /proc/self/fd/5, so
+	// the init runs even when agentbox's own folder is hidden or replaced
+	// in the box (an agentbox in /tmp, in a denied or masked folder).
+	Self string
 	// Foreground is true when agentbox owns the terminal's foreground: the
 	// init then hands the terminal's foreground to CMD.
 	Foreground bool
-	// SeccompFD, when not zero, is an inherited fd holding a seccomp program.
-	SeccompFD int
+	// Seccomp is true when a seccomp program is passed on fd 6.
+	Seccomp bool
 }
 
 // Argv is a rendered bwrap command: the arguments and the file descriptors
@@ -36,6 +41,10 @@ type Argv struct {
 	Args []string
 	// NullFDs are the fds that must be open on /dev/null (hidden files).
 	NullFDs []int
+	// Seccomp is true when fd 6 must hold the seccomp program built with
+	// the reopened groups SeccompAllow.
+	Seccomp      bool
+	SeccompAllow []string
 }
 
 // Render turns the plan into bwrap's argument list (without argv[0]).
@@ -96,8 +105,14 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			}
 		}
 	}
-	if o.SeccompFD != 0 {
-		add("--add-seccomp-fd", strconv.Itoa(o.SeccompFD))
+	if o.Seccomp {
+		// The syscall filter (package seccomp): no TIOCSTI keystroke
+		// injection into the user's terminal, no foreign-architecture
+		// syscalls, no keyring, bpf, ptrace, io_uring or new user
+		// namespaces unless the policy reopens a group. Because TIOCSTI is
+		// refused here, the box keeps the terminal's session
+		// (no --new-session) and job control works.
+		add("--add-seccomp-fd", strconv.Itoa(seccompFD))
 	}
 	add("--chdir", p.Cwd)
 	for _, name := range p.Env.Removed {
@@ -110,7 +125,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	add("--info-fd", strconv.Itoa(infoFD))
 	// agentbox's init is pid 1 in the box: it forwards signals to CMD, hands
 	// it the terminal, reaps orphans and reports CMD's exit status.
-	add("--as-pid-1", "--", o.Self, InitCommand, "--ready-fd", strconv.Itoa(readyFD))
+	add("--as-pid-1", "--", "/proc/self/fd/"+strconv.Itoa(selfFD), InitCommand, "--ready-fd", strconv.Itoa(readyFD))
 	if o.Foreground {
 		add("--foreground")
 	}
@@ -119,7 +134,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	}
 	add("--")
 	add(p.Command...)
-	return Argv{Args: a, NullFDs: nulls}, nil
+	return Argv{Args: a, NullFDs: nulls, Seccomp: o.Seccomp, SeccompAllow: p.Seccomp}, nil
 }
 
 // rlimits renders the plan's limits as the init's --rlimit NAME=VALUE
@@ -152,19 +167,23 @@ func Truthful(p *plan.Plan) []string {
 
 // Shell renders a command line with POSIX shell quoting, followed by the fd
 // redirections bwrap and the init expect, so it can be pasted and run.
-func Shell(bwrap string, av Argv) string {
+// The seccomp program comes from `agentbox __seccomp`, through bash process
+// substitution.
+func Shell(bwrap, self string, av Argv) string {
 	words := []string{quote(bwrap)}
 	for _, s := range av.Args {
 		words = append(words, quote(s))
 	}
-	fds := append([]int{infoFD, readyFD}, av.NullFDs...)
-	sort.Ints(fds)
-	for _, fd := range fds {
-		dir := "<"
-		if fd == infoFD || fd == readyFD {
-			dir = ">"
+	words = append(words, fmt.Sprintf("%d>/dev/null", infoFD), fmt.Sprintf("%d>/dev/null", readyFD), fmt.Sprintf("%d<%s", selfFD, quote(self)))
+	if av.Seccomp {
+		gen := []string{quote(self), SeccompCommand}
+		for _, g := range av.SeccompAllow {
+			gen = append(gen, quote(g))
 		}
-		words = append(words, fmt.Sprintf("%d%s/dev/null", fd, dir))
+		words = append(words, fmt.Sprintf("%d< <(%s)", seccompFD, strings.Join(gen, " ")))
+	}
+	for _, fd := range av.NullFDs {
+		words = append(words, fmt.Sprintf("%d</dev/null", fd))
 	}
 	return strings.Join(words, " ")
 }

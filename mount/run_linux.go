@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/seccomp"
 )
 
 // LookBwrap finds bwrap, or returns an ErrUnavailable with the fix.
@@ -86,7 +87,24 @@ func Run(p *plan.Plan, o Options) (int, error) {
 	if err != nil {
 		return 0, &BoxError{Op: "pipe", Err: err}
 	}
-	extra := []*os.File{infoW, readyW}
+	self, err := os.Open(o.Self)
+	if err != nil {
+		return 0, &BoxError{Op: "opening", Path: o.Self, Err: err}
+	}
+	extra := []*os.File{infoW, readyW, self}
+	if o.Seccomp {
+		f, err := seccomp.Build(p.Seccomp)
+		if err != nil {
+			return 0, &BoxError{Op: "building the seccomp filter", Err: err}
+		}
+		mfd, err := f.Memfd()
+		if err != nil {
+			return 0, &BoxError{Op: "building the seccomp filter", Err: err}
+		}
+		extra = append(extra, mfd)
+	} else {
+		extra = append(extra, nil)
+	}
 	for range av.NullFDs {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
@@ -120,7 +138,9 @@ func Run(p *plan.Plan, o Options) (int, error) {
 		return 0, &BoxError{Op: "starting", Path: o.Bwrap, Err: err}
 	}
 	for _, f := range extra {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 	}
 
 	pidc := make(chan int, 1)

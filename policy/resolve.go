@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
+	"github.com/agentbox/agentbox/seccomp"
 )
 
 // Options are resolution choices that are not policy values.
@@ -114,6 +115,9 @@ func (r *resolver) modes() error {
 		r.p.Network.Deny = appendNew(r.p.Network.Deny, e.Value)
 	}
 	for _, e := range r.m.lists["seccomp.allow"] {
+		if err := seccomp.Check([]string{e.Value}); err != nil {
+			return originError(e.Origin, err.Error())
+		}
 		r.p.Seccomp = appendNew(r.p.Seccomp, e.Value)
 	}
 	return nil

@@ -1,0 +1,202 @@
+//go:build linux
+
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Stage 1: the whole host is read-only, /dev and /proc are the box's own.
+func TestRootIsReadOnly(t *testing.T) {
+	w := newWorld(t)
+	outside := filepath.Join(w.base, "outside")
+	mkdir(t, outside)
+	r := w.sh(nil, `touch /usr/agentbox-probe; touch `+outside+`/x; touch $HOME/x; echo done`)
+	expectCode(t, r, 0)
+	if n := strings.Count(r.stderr, "Read-only file system"); n != 3 {
+		t.Fatalf("want 3 EROFS failures, got %d:\n%s", n, r)
+	}
+	for _, p := range []string{"/usr/agentbox-probe", filepath.Join(outside, "x"), filepath.Join(w.home, "x")} {
+		if exists(p) {
+			t.Errorf("%s was created on the host", p)
+		}
+	}
+}
+
+func TestOwnProcAndPIDNamespace(t *testing.T) {
+	w := newWorld(t)
+	r := w.sh(nil, `tr '\0' ' ' < /proc/1/cmdline; echo; ls /proc | grep -c '^[0-9]'`)
+	expectCode(t, r, 0)
+	expectContains(t, "pid 1", r.stdout, "__init")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || len(lines[1]) > 2 {
+		t.Fatalf("want only a handful of processes visible, got %q", r.stdout)
+	}
+}
+
+// As root, bwrap keeps every capability unless told otherwise, and
+// `mount -o remount,rw /` would then make the host's / writable.
+func TestRemountEscapeFails(t *testing.T) {
+	w := newWorld(t)
+	r := w.sh(nil, `mount -o remount,rw / 2>&1; echo remount=$?; touch /usr/agentbox-remount-probe 2>&1; grep CapEff /proc/self/status`)
+	expectCode(t, r, 0)
+	expectNotContains(t, "remount", r.stdout, "remount=0")
+	expectContains(t, "write after remount", r.stdout, "Read-only file system")
+	expectContains(t, "capabilities", r.stdout, "CapEff:\t0000000000000000")
+	if exists("/usr/agentbox-remount-probe") {
+		os.Remove("/usr/agentbox-remount-probe")
+		t.Fatal("the remount escape wrote to the host's /usr")
+	}
+}
+
+// Stage 4: a writable root is writable and what is written there is on the
+// host afterwards.
+func TestWritableRootPersists(t *testing.T) {
+	w := newWorld(t)
+	extra := filepath.Join(w.base, "extra")
+	mkdir(t, extra)
+	r := w.sh([]string{"--writable", extra}, `echo hi > made.txt && echo there > `+extra+`/e.txt && echo ok`)
+	expectCode(t, r, 0)
+	for p, want := range map[string]string{filepath.Join(w.project, "made.txt"): "hi\n", filepath.Join(extra, "e.txt"): "there\n"} {
+		got, err := os.ReadFile(p)
+		if err != nil || string(got) != want {
+			t.Errorf("%s on the host: %q, %v; want %q", p, got, err, want)
+		}
+	}
+}
+
+// A symlink in a writable root that points at a read-only place does not
+// make that place writable.
+func TestSymlinkOutOfWritableRoot(t *testing.T) {
+	w := newWorld(t)
+	target := filepath.Join(w.base, "target")
+	mkdir(t, target)
+	if err := os.Symlink(target, filepath.Join(w.project, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(w.project, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	r := w.sh(nil, `touch link/x; touch etc/agentbox-probe; echo done`)
+	expectCode(t, r, 0)
+	if n := strings.Count(r.stderr, "Read-only file system"); n != 2 {
+		t.Fatalf("want 2 EROFS failures, got:\n%s", r)
+	}
+	if exists(filepath.Join(target, "x")) || exists("/etc/agentbox-probe") {
+		t.Fatal("a write through a symlink escaped the writable root")
+	}
+}
+
+// A writable root given as a symlink is resolved: the real folder is bound.
+func TestSymlinkedWritableRoot(t *testing.T) {
+	w := newWorld(t)
+	real := filepath.Join(w.base, "real")
+	mkdir(t, real)
+	link := filepath.Join(w.base, "alias")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	r := w.sh([]string{"--writable", link}, `echo x > `+link+`/f && echo ok`)
+	expectCode(t, r, 0)
+	if !exists(filepath.Join(real, "f")) {
+		t.Fatal("write through the symlinked writable root did not land in its target")
+	}
+}
+
+func gitInit(t *testing.T, w *world, dir string) {
+	t.Helper()
+	c := w.cmdRaw("git", "init", "-q", dir)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+}
+
+// Stage 5: .git/hooks and .git/config of the top repository and of nested
+// ones stay read-only; the rest of .git is writable so commits work.
+func TestGitHooksAndConfigReadOnly(t *testing.T) {
+	w := newWorld(t)
+	gitInit(t, w, w.project)
+	gitInit(t, w, filepath.Join(w.project, "sub", "nested"))
+	gitInit(t, w, filepath.Join(w.project, "node_modules", "pkg"))
+	// A repository whose hooks folder is missing gets an empty one, for real.
+	os.RemoveAll(filepath.Join(w.project, "sub", "nested", ".git", "hooks"))
+	w.env = append(w.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+
+	r := w.sh(nil, `
+erofs() { if ( "$@" ) 2>&1 | grep -q 'Read-only file system'; then echo EROFS; else echo WRITTEN; fi; }
+echo hooks=$(erofs sh -c 'echo evil > .git/hooks/pre-commit')
+echo config=$(erofs sh -c "echo '[core]' >> .git/config")
+echo nested=$(erofs sh -c 'echo evil > sub/nested/.git/hooks/post-checkout')
+echo nestedconfig=$(erofs sh -c "echo '[x]' >> sub/nested/.git/config")
+mkdir -p node_modules/pkg/.git/hooks && echo fine > node_modules/pkg/.git/hooks/x; echo skipped=$?
+echo content > file.txt && git add file.txt && git -c user.name=t -c user.email=t@example.invalid commit -qm first; echo commit=$?
+`)
+	expectCode(t, r, 0)
+	for _, want := range []string{"hooks=EROFS", "config=EROFS", "nested=EROFS", "nestedconfig=EROFS", "skipped=0", "commit=0"} {
+		expectContains(t, "git protection", r.stdout, want)
+	}
+	if exists(filepath.Join(w.project, ".git", "hooks", "pre-commit")) {
+		t.Fatal("a hook was planted on the host")
+	}
+	if fi, err := os.Stat(filepath.Join(w.project, "sub", "nested", ".git", "hooks")); err != nil || !fi.IsDir() {
+		t.Fatalf("the missing hooks folder was not created for real: %v", err)
+	}
+	log := w.cmdRaw("git", "-C", w.project, "log", "--oneline")
+	if out, err := log.CombinedOutput(); err != nil || !strings.Contains(string(out), "first") {
+		t.Fatalf("the commit made in the box is not on the host: %v %s", err, out)
+	}
+}
+
+// Stage 6: a denied folder is an empty read-only folder, a denied file an
+// empty read-only file, and deny wins over writable.
+func TestDeny(t *testing.T) {
+	w := newWorld(t)
+	secretDir := filepath.Join(w.project, "secrets")
+	write(t, filepath.Join(secretDir, "key.pem"), "PRIVATE")
+	secretFile := filepath.Join(w.project, ".env")
+	write(t, secretFile, "TOKEN=abc")
+	r := w.sh([]string{"--deny", secretDir, "--deny", secretFile}, `
+ls -A secrets | wc -l
+cat .env | wc -c
+touch secrets/new 2>&1 | grep -q 'Read-only' && echo dirwrite=EROFS
+(echo x > .env) 2>&1 | grep -q 'Read-only' && echo filewrite=EROFS
+`)
+	expectCode(t, r, 0)
+	expectContains(t, "deny", r.stdout, "0\n0\n")
+	expectContains(t, "deny", r.stdout, "dirwrite=EROFS")
+	expectContains(t, "deny", r.stdout, "filewrite=EROFS")
+	if got, _ := os.ReadFile(secretFile); string(got) != "TOKEN=abc" {
+		t.Fatalf("the denied file changed on the host: %q", got)
+	}
+	plan := w.run("plan", "--deny", w.project, "--", "true")
+	expectCode(t, plan, 0)
+	expectContains(t, "plan", plan.stdout, "deny wins over writable "+w.project)
+}
+
+// With no policy, the credential stores that exist are denied.
+func TestDefaultCredentialStoresDenied(t *testing.T) {
+	w := newWorld(t)
+	write(t, filepath.Join(w.home, ".aws", "credentials"), "[default]\naws_secret_access_key=x\n")
+	write(t, filepath.Join(w.home, ".netrc"), "machine x password y\n")
+	r := w.sh(nil, `ls -A $HOME/.aws | wc -l; wc -c < $HOME/.netrc; echo $AGENTBOX_DENY`)
+	expectCode(t, r, 0)
+	expectContains(t, "defaults", r.stdout, "0\n0\n")
+	expectContains(t, "AGENTBOX_DENY", r.stdout, filepath.Join(w.home, ".aws"))
+}
+
+// A missing deny path is skipped and reported, not an error.
+func TestMissingDenyReported(t *testing.T) {
+	w := newWorld(t)
+	r := w.run("plan", "--deny", filepath.Join(w.base, "nope"), "--", "true")
+	expectCode(t, r, 0)
+	expectContains(t, "plan", r.stdout, "deny path does not exist")
+}
+
+func (w *world) cmdRaw(name string, args ...string) *execCmd {
+	c := newExecCmd(name, args...)
+	c.Env = w.env
+	return c
+}

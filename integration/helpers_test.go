@@ -1,0 +1,186 @@
+//go:build linux
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bin is the agentbox binary under test.
+var bin string
+
+func TestMain(m *testing.M) {
+	bin = os.Getenv("AGENTBOX_BIN")
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "agentbox-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		bin = filepath.Join(dir, "agentbox")
+		build := exec.Command("go", "build", "-o", bin, "..")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building agentbox:", err)
+			os.Exit(1)
+		}
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// need skips the test with why when a capability is missing, and fails it
+// instead when AGENTBOX_MUST_WORK=1 says everything must run.
+func need(t *testing.T, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("AGENTBOX_MUST_WORK") == "1" {
+		t.Fatalf("cannot run: %s (AGENTBOX_MUST_WORK=1 forbids skipping)", why)
+	}
+	t.Skipf("skipped: %s", why)
+}
+
+func isRoot() bool { return os.Getuid() == 0 }
+
+// world is an isolated home and project for one test, outside /tmp (the box
+// replaces /tmp, so paths there would not be what the test means).
+type world struct {
+	t       *testing.T
+	base    string
+	home    string
+	project string
+	cwd     string
+	env     []string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	base, err := os.MkdirTemp("/var/tmp", "abit-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ = filepath.EvalSymlinks(base)
+	t.Cleanup(func() {
+		// Folders the box made read-only are still writable on the host.
+		os.RemoveAll(base)
+	})
+	w := &world{t: t, base: base, home: filepath.Join(base, "home"), project: filepath.Join(base, "proj")}
+	mkdir(t, w.home)
+	mkdir(t, w.project)
+	w.cwd = w.project
+	w.env = []string{
+		"HOME=" + w.home,
+		"PATH=" + os.Getenv("PATH"),
+		"XDG_STATE_HOME=" + filepath.Join(w.home, ".local", "state"),
+		"LANG=C",
+	}
+	return w
+}
+
+func mkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	mkdir(t, filepath.Dir(p))
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// cmd prepares agentbox with args in the world.
+func (w *world) cmd(args ...string) *exec.Cmd {
+	c := exec.Command(bin, args...)
+	c.Dir = w.cwd
+	c.Env = w.env
+	return c
+}
+
+// run runs agentbox with args and returns what happened.
+func (w *world) run(args ...string) result {
+	w.t.Helper()
+	return w.runIn("", args...)
+}
+
+func (w *world) runIn(stdin string, args ...string) result {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, args...)
+	c.Dir = w.cwd
+	c.Env = w.env
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	} else if err != nil {
+		w.t.Fatalf("running agentbox %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// sh runs a shell script confined with extra agentbox flags before "--".
+func (w *world) sh(flags []string, script string) result {
+	w.t.Helper()
+	args := append([]string{"run"}, flags...)
+	args = append(args, "--", "sh", "-c", script)
+	return w.run(args...)
+}
+
+func expectCode(t *testing.T, r result, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("want exit %d, got %s", code, r)
+	}
+}
+
+func expectContains(t *testing.T, what, got, want string) {
+	t.Helper()
+	if !strings.Contains(got, want) {
+		t.Fatalf("%s: want it to contain %q, got:\n%s", what, want, got)
+	}
+}
+
+func expectNotContains(t *testing.T, what, got, notWant string) {
+	t.Helper()
+	if strings.Contains(got, notWant) {
+		t.Fatalf("%s: want it NOT to contain %q, got:\n%s", what, notWant, got)
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
