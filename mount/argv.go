@@ -13,8 +13,8 @@ const Backend = "bwrap"
 
 // The file descriptors bwrap and the init inherit, in this order.
 const (
-	infoFD  = 3 // bwrap --info-fd: bwrap writes the init's host pid here
-	readyFD = 4 // the init writes one byte here once the box is set up
+	infoFD    = 3 // bwrap --info-fd: bwrap writes the init's host pid here
+	readyFD   = 4 // the init writes one byte here once the box is set up
 	selfFD    = 5 // the agentbox executable, run as the init through /proc/self/fd
 	seccompFD = 6 // the seccomp program (a sealed memfd), for --add-seccomp-fd
 	firstFD   = 7 // then one /dev/null per hidden file (--ro-bind-data)
