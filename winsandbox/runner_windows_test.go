@@ -203,3 +203,21 @@ func TestWindowsRunnerSpawnError(t *testing.T) {
 		t.Fatalf("error = %+v, want a spawn error with a Windows code", e)
 	}
 }
+
+func TestWindowsDPAPIRoundTrip(t *testing.T) {
+	pw, err := newPassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := protect([]byte(pw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(blob), pw) {
+		t.Fatal("the protected blob holds the password in clear")
+	}
+	got, err := unprotect(blob)
+	if err != nil || string(got) != pw {
+		t.Fatalf("unprotect = %q, %v", got, err)
+	}
+}

@@ -188,3 +188,7 @@ func netLocalGroupAddMembers(group *uint16, level uint32, buf unsafe.Pointer, n 
 	r, _, _ := procNetLocalGroupAddMembers.Call(0, uintptr(unsafe.Pointer(group)), uintptr(level), uintptr(buf), uintptr(n))
 	return netStatus(r)
 }
+
+// unsafePointer converts the address of an ACE's SidStart field, where the
+// SID begins, to an unsafe.Pointer.
+func unsafePointer(p *uint32) unsafe.Pointer { return unsafe.Pointer(p) }
