@@ -21,7 +21,9 @@ var bin string
 func TestMain(m *testing.M) {
 	bin = os.Getenv("AGENTBOX_BIN")
 	if bin == "" {
-		dir, err := os.MkdirTemp("", "agentbox-bin-")
+		// Outside /tmp: the box replaces /tmp, and tests run the binary
+		// inside the box too.
+		dir, err := os.MkdirTemp("/var/tmp", "agentbox-bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

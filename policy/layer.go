@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,10 +118,18 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 		if errors.As(err, &pe) {
 			line := pe.Position.Line
 			msg := pe.Message
+			if strings.Contains(msg, `got '\n'`) && line > 1 {
+				// The lexer has already stepped over the end of the line
+				// that holds the mistake.
+				line--
+			}
 			if pe.LastKey != "" && strings.Contains(msg, "incompatible types") {
 				return nil, &policyError{where: fmt.Sprintf("%s:%d", file, line), key: pe.LastKey, msg: "wrong type: " + typeMessage(msg)}
 			}
 			return nil, &policyError{where: fmt.Sprintf("%s:%d", file, line), msg: "malformed TOML: " + msg}
+		}
+		if m := decodeErr.FindStringSubmatch(err.Error()); m != nil {
+			return nil, &policyError{where: file + ":" + m[1], key: m[2], msg: "wrong type: " + typeMessage(m[3])}
 		}
 		return nil, &policyError{where: file, msg: err.Error()}
 	}
@@ -197,10 +206,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// decodeErr matches the decoder's type errors, which carry the line and key
+// only in their text.
+var decodeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
+
 // typeMessage turns the TOML decoder's type complaint into plain words.
 func typeMessage(msg string) string {
 	msg = strings.TrimPrefix(msg, "incompatible types: ")
 	msg = strings.ReplaceAll(msg, "destination has type []string", "want a list of strings")
+	msg = strings.ReplaceAll(msg, "destination has type slice", "want a list")
 	msg = strings.ReplaceAll(msg, "destination has type string", "want a string")
 	msg = strings.ReplaceAll(msg, "destination has type int64", "want an integer")
 	msg = strings.ReplaceAll(msg, "destination has type int", "want an integer")

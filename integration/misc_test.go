@@ -1,0 +1,113 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Network none: own namespace, loopback only; open shares the host's.
+func TestNetworkModes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	w := newWorld(t)
+	probe := fmt.Sprintf(`tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' '; echo; bash -c 'echo > /dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected || echo refused`, port)
+	r := w.sh(nil, probe)
+	expectCode(t, r, 0)
+	expectContains(t, "open", r.stdout, "connected")
+	r = w.sh([]string{"--network", "none"}, probe)
+	expectCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "lo \n") {
+		t.Fatalf("network none: want only lo, got %q", r.stdout)
+	}
+	expectContains(t, "none", r.stdout, "refused")
+}
+
+// The truthful variables are set only when confined; degraded runs say so.
+func TestTruthfulVariables(t *testing.T) {
+	w := newWorld(t)
+	w.env = append(w.env, "AGENTBOX_WRITABLE=/forged", "AGENTBOX=1")
+	r := w.sh(nil, `echo "$AGENTBOX|$AGENTBOX_BACKEND|$AGENTBOX_WRITABLE|$AGENTBOX_NETWORK|$TMPDIR|$AGENTBOX_DEGRADED"`)
+	expectCode(t, r, 0)
+	want := fmt.Sprintf("1|bwrap|/tmp,%s|open|/tmp|\n", w.project)
+	if r.stdout != want {
+		t.Fatalf("confined: got %q, want %q", r.stdout, want)
+	}
+	r = w.run("run", "--", bin, "status")
+	expectCode(t, r, 0)
+	expectContains(t, "status", r.stdout, "sandbox:  active (bwrap)")
+}
+
+// Without bwrap: require refuses with the fix, best-effort warns once and
+// runs unconfined with AGENTBOX_DEGRADED and none of the truthful variables.
+func TestNoBwrap(t *testing.T) {
+	w := newWorld(t)
+	// A PATH holding sh, env and echo but no bwrap.
+	pathDir := filepath.Join(w.base, "bin")
+	mkdir(t, pathDir)
+	for _, tool := range []string{"sh", "echo", "cat"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Symlink(p, filepath.Join(pathDir, tool))
+	}
+	w.env = append(w.env, "PATH="+pathDir)
+	r := w.sh(nil, `echo ran`)
+	expectCode(t, r, 125)
+	expectContains(t, "stderr", r.stderr, "bubblewrap (bwrap) is not installed")
+	expectContains(t, "stderr", r.stderr, "agentbox: hint: install it")
+	expectNotContains(t, "stdout", r.stdout, "ran")
+
+	r = w.sh([]string{"--best-effort"}, `echo "ran|$AGENTBOX|$AGENTBOX_BACKEND|$AGENTBOX_DEGRADED"; exit 4`)
+	expectCode(t, r, 4)
+	if got := strings.Count(r.stderr, "\n"); got != 1 || !strings.HasPrefix(r.stderr, "agentbox: warning: running UNCONFINED") {
+		t.Fatalf("want one warning line, got %q", r.stderr)
+	}
+	expectContains(t, "stdout", r.stdout, "ran|||bwrap-missing:")
+}
+
+// plan --argv prints a command line that, run as is, is the same box.
+func TestPlanArgvRuns(t *testing.T) {
+	w := newWorld(t)
+	// plan creates nothing; a first run prepares agentbox's own folders.
+	expectCode(t, w.sh(nil, "true"), 0)
+	r := w.run("plan", "--argv", "--", "sh", "-c", "echo $AGENTBOX; touch /usr/x 2>&1 | grep -c Read-only")
+	expectCode(t, r, 0)
+	c := exec.Command("bash", "-c", r.stdout)
+	c.Dir, c.Env = w.cwd, w.env
+	out, err := c.CombinedOutput()
+	if err != nil || string(out) != "1\n1\n" {
+		t.Fatalf("running the printed argv: %v\n%s\nargv: %s", err, out, r.stdout)
+	}
+	j := w.run("plan", "--json", "--", "true")
+	expectCode(t, j, 0)
+	expectContains(t, "json", j.stdout, `"stage": 1`)
+}
+
+// agentbox status outside a box says so and exits 1.
+func TestStatusOutside(t *testing.T) {
+	w := newWorld(t)
+	r := w.run("status")
+	expectCode(t, r, 1)
+	expectContains(t, "status", r.stdout, "not active")
+}
