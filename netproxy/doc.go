@@ -21,6 +21,24 @@
 // out of the namespace at all, and one that uses them reaches only what the
 // rules allow.
 //
+// Wiring, for the caller:
+//
+//   - outside the box: rules from Compile(allow, deny); p := Listen("", rules,
+//     Options{Log: ..., AllowUID: os.Getuid()}); go p.Serve(); Close after
+//     the command exits, then Stats for the denial count. Listen also removes
+//     the folders that runs killed with SIGKILL left behind.
+//   - bwrap: --unshare-net (the box's only interface is loopback: this is
+//     what makes it fail closed) and --bind DIR DIR for DIR =
+//     filepath.Dir(p.SocketPath()), so the socket has the same path inside.
+//   - inside the box, in its first process: ln := net.Listen("tcp",
+//     "127.0.0.1:PORT") (bwrap has brought lo up), then Bridge(ln, socketPath);
+//     optionally Forward(ln2, socketPath, "localhost:3000") on
+//     127.0.0.1:3000 for each explicitly allowed loopback service.
+//   - the command's environment: HTTP_PROXY, HTTPS_PROXY and their
+//     lower-case forms = http://127.0.0.1:PORT; ALL_PROXY and all_proxy =
+//     socks5h://127.0.0.1:PORT (the "h": the proxy resolves names);
+//     NO_PROXY and no_proxy = localhost,127.0.0.1.
+//
 // What does not belong here: reading policy files (package policy), the
 // bwrap arguments and starting the box (package mount), and UDP, which the
 // box simply does not have.

@@ -1,7 +1,10 @@
 package netproxy
 
 import (
+	"errors"
 	"net"
+	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,4 +29,17 @@ func peerUID(c *net.UnixConn) (int, error) {
 		return -1, cerr
 	}
 	return int(cred.Uid), nil
+}
+
+// alive reports whether process pid exists; signal 0 checks without sending.
+// EPERM means it exists as another user's.
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// ownedByUs reports whether fi belongs to the current user.
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,6 +29,9 @@ const (
 
 // SocketName is the proxy socket's file name inside its private folder.
 const SocketName = "proxy.sock"
+
+// folderPrefix starts the name of every proxy folder: agentbox-net-PID-RANDOM.
+const folderPrefix = "agentbox-net-"
 
 // Options configure a Proxy.
 type Options struct {
@@ -75,11 +79,13 @@ func Listen(dir string, rules *Rules, opts Options) (*Proxy, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
+	sweep(dir)
 	// MkdirTemp makes a new folder with mode 0700 and fails rather than reuse
 	// an existing one, so nobody can have planted a socket or symlink in it.
 	// The folder's mode, not the socket's, is what stops other users: Linux
-	// checks search permission on the path when connecting.
-	priv, err := os.MkdirTemp(dir, "agentbox-net-")
+	// checks search permission on the path when connecting. The name carries
+	// our pid so that a later run can tell a folder left by a killed run.
+	priv, err := os.MkdirTemp(dir, fmt.Sprintf("%s%d-", folderPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("creating proxy folder: %w", err)
 	}
@@ -372,4 +378,30 @@ func copyHalf(dst, src net.Conn) {
 		return
 	}
 	dst.Close()
+}
+
+// sweep removes the folders that runs killed with SIGKILL left in dir: a
+// folder is ours when its name says agentbox-net-PID-, it is a real folder
+// (not a symlink) owned by our uid, and process PID is gone. Only its socket
+// and then the folder itself are removed, never anything else, so a folder
+// that holds something unexpected stays.
+func sweep(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), folderPrefix)
+		pid, _, ok2 := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || !ok2 || err != nil || n <= 0 || n == os.Getpid() || alive(n) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if fi, err := os.Lstat(path); err != nil || !fi.IsDir() || !ownedByUs(fi) {
+			continue
+		}
+		os.Remove(filepath.Join(path, SocketName))
+		os.Remove(path)
+	}
 }

@@ -486,3 +486,80 @@ func TestCurl(t *testing.T) {
 		})
 	}
 }
+
+// TestForward reaches a host service through an in-box port forward, the
+// way a dev server on the host's localhost:PORT is reached (issue item 5),
+// and checks that a forward to a port the policy does not name is closed.
+func TestForward(t *testing.T) {
+	srv := serveTCP(t, "tcp", "127.0.0.1:0", echo)
+	p := strconv.Itoa(srv.port())
+	b := startBox(t, []string{"localhost:" + p}, nil, boxOptions{allowUID: os.Getuid()})
+	forward := func(target string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- Forward(ln, b.p.SocketPath(), target) }()
+		t.Cleanup(func() {
+			ln.Close()
+			if err := <-done; err != nil {
+				t.Errorf("Forward: %v", err)
+			}
+		})
+		return ln.Addr().String()
+	}
+
+	c, err := net.Dial("tcp", forward("localhost:"+p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := roundTrip(t, c, c, "ping"); got != "ping" {
+		t.Errorf("echo = %q, want ping", got)
+	}
+
+	d, err := net.Dial("tcp", forward("localhost:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(d); len(got) != 0 || err != nil {
+		t.Errorf("denied forward read %q, %v; want a plain close", got, err)
+	}
+	logHas(t, b.log.String(), "allow socks5 localhost:"+p)
+	logHas(t, b.log.String(), "deny socks5 localhost:1", "no allow rule matches")
+
+	if err := Forward(nil, "", "no-port"); err == nil || !strings.Contains(err.Error(), `forward target "no-port"`) {
+		t.Errorf("Forward with a bad target: %v, want an error naming it", err)
+	}
+}
+
+// TestSweep checks that Listen removes the folder a killed run left, and
+// nothing else.
+func TestSweep(t *testing.T) {
+	dir := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("cannot run true:", err)
+	}
+	stale := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-1", dead.Process.Pid))
+	live := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-2", os.Getppid()))
+	full := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-3", dead.Process.Pid))
+	for _, d := range []string{stale, live, full} {
+		os.Mkdir(d, 0o700)
+		os.WriteFile(filepath.Join(d, SocketName), nil, 0o600)
+	}
+	os.WriteFile(filepath.Join(full, "other"), nil, 0o600)
+	link := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-4", dead.Process.Pid))
+	os.Symlink(live, link)
+
+	b := startBox(t, nil, nil, boxOptions{dir: dir, allowUID: os.Getuid()})
+	mustNotExist(t, stale)
+	for _, keep := range []string{live, full, filepath.Join(full, "other"), link, filepath.Join(live, SocketName), b.p.SocketPath()} {
+		if _, err := os.Lstat(keep); err != nil {
+			t.Errorf("%s: %v, want it kept", keep, err)
+		}
+	}
+}
