@@ -294,3 +294,13 @@ func logHas(tb testing.TB, log string, parts ...string) {
 	}
 	tb.Errorf("no log line with %q in:\n%s", parts, log)
 }
+
+// needed skips the test with reason, or fails it when AGENTBOX_MUST_WORK=1
+// says that everything must run, so nothing silently stops being tested.
+func needed(t *testing.T, reason string) {
+	t.Helper()
+	if os.Getenv("AGENTBOX_MUST_WORK") == "1" {
+		t.Fatalf("%s (and AGENTBOX_MUST_WORK=1)", reason)
+	}
+	t.Skip(reason)
+}

@@ -226,7 +226,7 @@ func TestSOCKS5(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.need6 && !have6 {
-				t.Skip("no IPv6 loopback here")
+				needed(t, "no IPv6 loopback here")
 			}
 			c, br, code := socksVia(t, b.addr, tc.addr, port)
 			defer c.Close()
@@ -300,15 +300,15 @@ func TestPeerUID(t *testing.T) {
 // folder stops it, then (with the folder opened on purpose) the uid check.
 func TestOtherUser(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("needs root to run a command as another user")
+		t.Skip("needs root to run a command as another user") // a property of the run, not of the machine
 	}
 	setpriv, err1 := exec.LookPath("setpriv")
 	curl, err2 := exec.LookPath("curl")
 	if err1 != nil || err2 != nil {
-		t.Skip("needs setpriv and curl")
+		needed(t, "needs setpriv and curl")
 	}
 	if err := exec.Command("id", "abtest").Run(); err != nil {
-		t.Skip("needs the user abtest")
+		needed(t, "needs the user abtest")
 	}
 	parent, err := os.MkdirTemp("", "netproxy-test-")
 	if err != nil {
@@ -455,7 +455,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 func TestCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		t.Skip("curl not installed")
+		needed(t, "curl not installed")
 	}
 	_, port := webServer(t)
 	b := startBox(t, []string{"example.test", "*.wild.test"}, nil, boxOptions{allowUID: os.Getuid()})
@@ -542,7 +542,7 @@ func TestSweep(t *testing.T) {
 	dir := t.TempDir()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
-		t.Skip("cannot run true:", err)
+		needed(t, "cannot run true: "+err.Error())
 	}
 	stale := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-1", dead.Process.Pid))
 	live := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-2", os.Getppid()))
