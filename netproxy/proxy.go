@@ -62,6 +62,9 @@ type Proxy struct {
 	allowed, denied atomic.Int64
 	logMu           sync.Mutex
 
+	ctx    context.Context // cancelled by Close, so no lookup or dial outlives it
+	cancel context.CancelFunc
+
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{}
@@ -117,6 +120,7 @@ func Listen(dir string, rules *Rules, opts Options) (*Proxy, error) {
 		conns: map[net.Conn]struct{}{},
 	}
 	p.dial = (&net.Dialer{}).DialContext
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
 
@@ -172,6 +176,7 @@ func (p *Proxy) Close() error {
 	p.once.Do(func() {
 		p.mu.Lock()
 		p.closed = true
+		p.cancel()
 		for c := range p.conns {
 			c.Close()
 		}
@@ -275,7 +280,7 @@ func (p *Proxy) open(proto, raw string, port int) (conn net.Conn, target string,
 	if !d.Allowed {
 		return nil, target, d, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, dialTimeout)
 	defer cancel()
 	addrs := []netip.Addr{h.addr}
 	if h.name != "" {
