@@ -1,0 +1,248 @@
+package doctor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentbox/agentbox/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// probeTimeout bounds every command the doctor starts: a wedged bwrap must
+// not hang `agentbox run`.
+const probeTimeout = 2 * time.Second
+
+// probeArgs is a trivial sandbox with the namespaces agentbox's bwrap
+// backend uses (mount/argv.go): bwrap adds the user namespace itself when
+// not run as root, exactly as it does for a real run.
+var probeArgs = []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	"--unshare-pid", "--die-with-parent", "--", "true"}
+
+// Probe finds out what this machine can enforce. It starts bwrap and a user
+// namespace for real (a few milliseconds) and refreshes BwrapWorks' cache.
+func Probe() Report {
+	r := Report{OS: runtime.GOOS, UID: os.Getuid()}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		r.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	r.UserNS.Sysctls = usernsSysctls()
+	r.Bwrap = probeBwrapFull()
+	if r.Bwrap.Path != "" {
+		writeCache(r.Bwrap.Path, r.Bwrap.Works, r.Bwrap.Error)
+	}
+	r.UserNS.Works, r.UserNS.Error = probeUserns()
+	r.AppArmor = probeAppArmor()
+	r.Landlock.ABI, r.Landlock.Error = landlockABI()
+	r.Seccomp = probeSeccomp()
+	r.Cgroup = probeCgroup()
+	r.Container = probeContainer()
+	r.Auto = choose(r.Bwrap, r.Landlock)
+	r.Problems = diagnose(r)
+	return r
+}
+
+func landlockABI() (int, string) {
+	abi, err := landlock.ABI()
+	if err != nil {
+		return 0, err.Error()
+	}
+	return abi, ""
+}
+
+// readSysctl returns a sysctl's value, and false when this kernel lacks it.
+func readSysctl(name string) (string, bool) {
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+func usernsSysctls() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{sysctlUsernsClone, sysctlMaxUserns, sysctlAppArmorUsern} {
+		if v, ok := readSysctl(name); ok {
+			m[name] = v
+		}
+	}
+	return m
+}
+
+func probeBwrapFull() Bwrap {
+	bin, err := exec.LookPath("bwrap")
+	if err != nil {
+		return Bwrap{}
+	}
+	b := Bwrap{Path: bin, Probe: bin + " " + strings.Join(probeArgs, " ")}
+	if out, err := run(bin, "--version"); err == nil {
+		b.Version = strings.TrimSpace(out)
+	}
+	b.Works, b.Error = probeBwrap(bin)
+	netArgs := append([]string{"--unshare-net"}, probeArgs...)
+	if out, err := run(bin, netArgs...); err != nil {
+		b.NetworkNoneError = failure(out, err)
+	} else {
+		b.NetworkNone = true
+	}
+	return b
+}
+
+// probeBwrap starts the trivial sandbox and returns bwrap's message when it
+// fails.
+func probeBwrap(bin string) (bool, string) {
+	out, err := run(bin, probeArgs...)
+	if err != nil {
+		return false, failure(out, err)
+	}
+	return true, ""
+}
+
+// run starts a command with probeTimeout and returns its combined output.
+func run(bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return string(out), errors.New("did not finish within " + probeTimeout.String())
+	}
+	return string(out), err
+}
+
+// failure is the one line that says why a probe failed: the command's own
+// last line of output, else the error.
+func failure(out string, err error) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return last
+	}
+	return err.Error()
+}
+
+// probeUserns starts /bin/true in a new user namespace, which is what bwrap
+// needs when it is not run as root.
+func probeUserns() (bool, string) {
+	bin, err := exec.LookPath("true")
+	if err != nil {
+		return false, "no true(1) to start: " + err.Error()
+	}
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	if err := cmd.Run(); err != nil {
+		return false, "starting a process in a new user namespace: " + err.Error()
+	}
+	return true, ""
+}
+
+func probeAppArmor() AppArmor {
+	var a AppArmor
+	if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err == nil {
+		a.Enabled = strings.TrimSpace(string(b)) == "Y"
+	}
+	a.RestrictUserns, _ = readSysctl(sysctlAppArmorUsern)
+	if f, err := os.Open("/sys/kernel/security/apparmor/profiles"); err == nil {
+		defer f.Close()
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if strings.Contains(s.Text(), "bwrap") {
+				a.BwrapProfile = s.Text()
+				break
+			}
+		}
+	}
+	return a
+}
+
+func probeSeccomp() Seccomp {
+	if b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail"); err == nil {
+		return Seccomp{Available: true, Actions: strings.Fields(string(b))}
+	}
+	// Without the sysctl, PR_GET_SECCOMP still tells whether the kernel
+	// has seccomp at all (EINVAL when it does not).
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
+		return Seccomp{Error: "prctl(PR_GET_SECCOMP): " + err.Error()}
+	}
+	return Seccomp{Available: true}
+}
+
+func probeCgroup() Cgroup {
+	var c Cgroup
+	var st unix.Statfs_t
+	switch {
+	case unix.Statfs("/sys/fs/cgroup", &st) != nil:
+		c.Layout = "none"
+		return c
+	case st.Type == unix.CGROUP2_SUPER_MAGIC:
+		c.V2, c.Layout = true, "unified"
+	case unix.Statfs("/sys/fs/cgroup/unified", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC:
+		c.Layout = "hybrid"
+	default:
+		c.Layout = "legacy"
+	}
+	if !c.V2 {
+		return c
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return c
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			c.Path = p
+		}
+	}
+	dir := filepath.Join("/sys/fs/cgroup", c.Path)
+	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); err == nil {
+		c.Controllers = strings.Fields(string(b))
+	}
+	// Delegated: we may create child cgroups and move processes into them.
+	c.Delegated = unix.Access(dir, unix.W_OK) == nil &&
+		unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) == nil
+	return c
+}
+
+func probeContainer() Container {
+	var c Container
+	found := func(kind, evidence string) {
+		c.Detected = true
+		if c.Kind == "" {
+			c.Kind = kind
+		}
+		c.Evidence = append(c.Evidence, evidence)
+	}
+	if _, err := os.Stat("/.dockerenv"); err == nil {
+		found("docker", "/.dockerenv exists")
+	}
+	if _, err := os.Stat("/run/.containerenv"); err == nil {
+		found("podman", "/run/.containerenv exists")
+	}
+	if v := os.Getenv("container"); v != "" {
+		found(v, "$container="+v)
+	}
+	if b, err := os.ReadFile("/proc/1/cgroup"); err == nil {
+		for _, k := range []string{"docker", "kubepods", "containerd", "lxc", "libpod"} {
+			if bytes.Contains(b, []byte(k)) {
+				found(k, "/proc/1/cgroup mentions "+k)
+				break
+			}
+		}
+	}
+	if bin, err := exec.LookPath("systemd-detect-virt"); err == nil {
+		out, _ := run(bin, "--container")
+		if v := strings.TrimSpace(out); v != "" && v != "none" {
+			found(v, "systemd-detect-virt --container: "+v)
+		}
+	}
+	return c
+}

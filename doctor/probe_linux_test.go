@@ -1,0 +1,335 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+// These tests probe the real machine. AGENTBOX_DOCTOR_HELPER names a
+// prebuilt testdata/probecmd (to run the test binary as another user without
+// a Go toolchain); AGENTBOX_DOCTOR_MUST_WORK=1 turns skips into failures.
+
+var helperPath string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if p := os.Getenv("AGENTBOX_DOCTOR_HELPER"); p != "" {
+			helperPath = p
+			return m.Run()
+		}
+		dir, err := os.MkdirTemp("", "probecmd-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		os.Chmod(dir, 0o755)
+		helperPath = filepath.Join(dir, "probecmd")
+		if out, err := exec.Command("go", "build", "-o", helperPath, "./testdata/probecmd").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building the helper: %v\n%s", err, out)
+			helperPath = ""
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func skipUnless(t *testing.T, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("AGENTBOX_DOCTOR_MUST_WORK") != "" {
+		t.Fatalf("cannot run: %s (AGENTBOX_DOCTOR_MUST_WORK is set)", why)
+	}
+	t.Skip(why)
+}
+
+// isolate gives the test its own probe cache.
+func isolate(t *testing.T) string {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", dir)
+	return dir
+}
+
+func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+// TestReportJSONShape pins the field names of `agentbox doctor --json`.
+func TestReportJSONShape(t *testing.T) {
+	isolate(t)
+	b, err := json.Marshal(Probe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]any
+	if err := json.Unmarshal(b, &top); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"apparmor", "auto", "bwrap", "cgroup", "container", "kernel", "landlock", "os", "problems", "seccomp", "uid", "user_namespaces"}
+	if diff := cmp.Diff(want, keys(top)); diff != "" {
+		t.Errorf("top-level keys (-want +got):\n%s", diff)
+	}
+	for section, fields := range map[string][]string{
+		"bwrap":           {"path", "works", "network_none_works"},
+		"user_namespaces": {"sysctls", "works"},
+		"apparmor":        {"enabled"},
+		"landlock":        {"abi"},
+		"seccomp":         {"available"},
+		"cgroup":          {"v2", "layout", "delegated"},
+		"container":       {"detected"},
+		"auto":            {"backend", "reason"},
+	} {
+		m, ok := top[section].(map[string]any)
+		if !ok {
+			t.Errorf("%s is not an object", section)
+			continue
+		}
+		for _, f := range fields {
+			if _, ok := m[f]; !ok {
+				t.Errorf("%s.%s missing from %v", section, f, keys(m))
+			}
+		}
+	}
+}
+
+// TestProbeThisMachine: bwrap works here, for root and for an ordinary user
+// (run the test binary as both).
+func TestProbeThisMachine(t *testing.T) {
+	isolate(t)
+	_, err := exec.LookPath("bwrap")
+	skipUnless(t, err == nil, "bwrap is not installed")
+	r := Probe()
+	if !r.Bwrap.Works || r.Auto.Backend != "bwrap" {
+		t.Fatalf("uid %d: bwrap works = %v (%s), auto = %+v", os.Getuid(), r.Bwrap.Works, r.Bwrap.Error, r.Auto)
+	}
+	if !strings.HasPrefix(r.Bwrap.Version, "bubblewrap ") {
+		t.Errorf("version %q", r.Bwrap.Version)
+	}
+	if ok, why := BwrapWorks(); !ok {
+		t.Errorf("BwrapWorks = false, %q", why)
+	}
+	if r.Landlock.ABI < 1 {
+		t.Errorf("no landlock ABI: %s", r.Landlock.Error)
+	}
+	if !r.Seccomp.Available {
+		t.Errorf("seccomp: %s", r.Seccomp.Error)
+	}
+}
+
+// TestNoBwrapInPath: without bwrap, auto falls back to Landlock and the
+// report says how to install bwrap.
+func TestNoBwrapInPath(t *testing.T) {
+	isolate(t)
+	t.Setenv("PATH", t.TempDir())
+	r := Probe()
+	if r.Bwrap.Path != "" || r.Bwrap.Works {
+		t.Fatalf("bwrap found in an empty PATH: %+v", r.Bwrap)
+	}
+	if r.Landlock.ABI >= 1 && r.Auto.Backend != "landlock" {
+		t.Errorf("auto = %+v, want landlock", r.Auto)
+	}
+	if len(r.Problems) == 0 || !strings.Contains(r.Problems[0].Fix, "install bubblewrap") {
+		t.Errorf("problems = %+v, want an install fix first", r.Problems)
+	}
+	if ok, why := BwrapWorks(); ok || !strings.Contains(why, "not installed") {
+		t.Errorf("BwrapWorks = %v, %q", ok, why)
+	}
+}
+
+// fakeBwrap puts a script named bwrap first in PATH.
+func fakeBwrap(t *testing.T, script string) string {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bwrap")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	return p
+}
+
+// TestCacheInvalidation: the fast probe answers from the cache until
+// something in its key changes, here the bwrap executable.
+func TestCacheInvalidation(t *testing.T) {
+	isolate(t)
+	bin := fakeBwrap(t, "exit 0")
+	if s := CheckBwrap(); !s.Works || s.Cached {
+		t.Fatalf("first call: %+v, want a real probe that works", s)
+	}
+	if s := CheckBwrap(); !s.Works || !s.Cached {
+		t.Fatalf("second call: %+v, want the cached answer", s)
+	}
+	// An "upgrade" that breaks bwrap: new size and mtime.
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := CheckBwrap()
+	if s.Works || s.Cached || !strings.Contains(s.Reason, "uid map") {
+		t.Fatalf("after changing bwrap: %+v, want a fresh probe that fails", s)
+	}
+	if err := Forget(); err != nil {
+		t.Fatal(err)
+	}
+	if s := CheckBwrap(); s.Cached {
+		t.Errorf("after Forget: %+v, want a fresh probe", s)
+	}
+}
+
+// TestFastProbeTiming measures the hot path: cached answers must cost well
+// under the 2 ms budget.
+func TestFastProbeTiming(t *testing.T) {
+	isolate(t)
+	_, err := exec.LookPath("bwrap")
+	skipUnless(t, err == nil, "bwrap is not installed")
+	start := time.Now()
+	cold := CheckBwrap()
+	coldTime := time.Since(start)
+	const n = 200
+	start = time.Now()
+	for range n {
+		if s := CheckBwrap(); !s.Cached {
+			t.Fatalf("not cached: %+v", s)
+		}
+	}
+	cached := time.Since(start) / n
+	t.Logf("uid %d: cold probe %v (works=%v), cached %v per call", os.Getuid(), coldTime, cold.Works, cached)
+	if cached > 2*time.Millisecond {
+		t.Errorf("a cached answer costs %v, want well under 2ms", cached)
+	}
+}
+
+func BenchmarkCheckBwrapCached(b *testing.B) {
+	b.Setenv("XDG_CACHE_HOME", b.TempDir())
+	CheckBwrap()
+	for b.Loop() {
+		CheckBwrap()
+	}
+}
+
+// TestUserNamespacesDenied denies user namespaces for real, without touching
+// the host's sysctls: the test starts a shell in a new user namespace, sets
+// user.max_user_namespaces=0 there (the user.* sysctls belong to each user
+// namespace; the host's value stays as it was), then asks the probe as an
+// ordinary user before and after. The probe must re-probe when the sysctl
+// changes, report bwrap unusable with bwrap's reason, and pick Landlock.
+//
+// Run as root, the namespace maps root and the user abtest, and the probe
+// runs as abtest (and once as root, which needs no user namespace, so bwrap
+// still works for it). Run as an ordinary user, the namespace maps only that
+// user, who keeps CAP_SYS_RESOURCE there just long enough to set the sysctl.
+func TestUserNamespacesDenied(t *testing.T) {
+	skipUnless(t, helperPath != "", "the probecmd helper could not be built")
+	_, err := exec.LookPath("bwrap")
+	skipUnless(t, err == nil, "bwrap is not installed")
+	setpriv, err := exec.LookPath("setpriv")
+	skipUnless(t, err == nil, "setpriv is not installed")
+
+	// Not t.TempDir: its parent is 0700, closed to the ordinary user.
+	dir, err := os.MkdirTemp("", "doctor-userns-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	root := os.Geteuid() == 0
+	uid, gid := os.Getuid(), os.Getgid()
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	var as, asRoot string
+	if root {
+		u, err := user.Lookup("abtest")
+		skipUnless(t, err == nil, "no user abtest to map")
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: gid, HostID: gid, Size: 1}}
+		// setpriv --clear-groups calls setgroups(2), which a mapped root may do.
+		attr.GidMappingsEnableSetgroups = true
+		as = fmt.Sprintf("%s --reuid=%d --regid=%d --clear-groups", setpriv, uid, gid)
+		asRoot = fmt.Sprintf("XDG_CACHE_HOME=%s/rootcache %s report > %s/root.json", dir, helperPath, dir)
+	} else {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		// Writing a user.* sysctl of our own namespace needs
+		// CAP_SYS_RESOURCE in it; the probe runs without it (bwrap refuses
+		// to start with capabilities it was not given by setuid).
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_RESOURCE}
+		as = setpriv + " --inh-caps=-all --ambient-caps=-all"
+	}
+	script := fmt.Sprintf(`set -e
+export XDG_CACHE_HOME=%[1]s/cache HOME=%[1]s
+%[2]s %[3]s fast > %[1]s/before.json
+echo 0 > /proc/sys/user/max_user_namespaces
+%[2]s %[3]s fast > %[1]s/after.json
+%[2]s %[3]s fast > %[1]s/again.json
+%[2]s %[3]s report > %[1]s/report.json
+%[4]s
+`, dir, as, helperPath, asRoot)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = attr
+	out, err := cmd.CombinedOutput()
+	skipUnless(t, err == nil, fmt.Sprintf("cannot set up the user namespace: %v: %s", err, out))
+
+	read := func(name string, v any) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s: %v: %s", name, err, b)
+		}
+	}
+	var before, after, again BwrapStatus
+	read("before.json", &before)
+	read("after.json", &after)
+	read("again.json", &again)
+	if !before.Works || before.Cached {
+		t.Errorf("before: %+v, want a fresh probe that works", before)
+	}
+	if after.Works || after.Cached || after.Reason == "" {
+		t.Errorf("after max_user_namespaces=0: %+v, want a fresh probe that fails with bwrap's reason", after)
+	}
+	if again.Works || !again.Cached {
+		t.Errorf("asked again: %+v, want the cached failure", again)
+	}
+	var r Report
+	read("report.json", &r)
+	t.Logf("as uid %d: bwrap: %s; user ns: %s; auto: %s", uid, r.Bwrap.Error, r.UserNS.Error, r.Auto.Backend)
+	if r.Bwrap.Works || r.Bwrap.Error == "" || r.UserNS.Works {
+		t.Errorf("ordinary user: bwrap %+v, user ns %+v; want both unusable with a reason", r.Bwrap, r.UserNS)
+	}
+	if r.UserNS.Sysctls[sysctlMaxUserns] != "0" {
+		t.Errorf("sysctls = %v, want %s = 0", r.UserNS.Sysctls, sysctlMaxUserns)
+	}
+	if r.Auto.Backend != "landlock" || len(r.Auto.Passed) == 0 {
+		t.Errorf("auto = %+v, want landlock, passing over bwrap", r.Auto)
+	}
+	if len(r.Problems) == 0 || !strings.Contains(r.Problems[0].Problem, "max_user_namespaces is 0") {
+		t.Errorf("problems = %+v, want the sysctl named first", r.Problems)
+	}
+	if root {
+		var rr Report
+		read("root.json", &rr)
+		if !rr.Bwrap.Works || rr.Auto.Backend != "bwrap" {
+			t.Errorf("root: bwrap %+v, auto %+v; root creates no user namespace, so bwrap must still work", rr.Bwrap, rr.Auto)
+		}
+	}
+	if host, _ := readSysctl(sysctlMaxUserns); host == "0" {
+		t.Errorf("the host's %s is 0: the test must not touch it", sysctlMaxUserns)
+	}
+}

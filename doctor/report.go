@@ -1,0 +1,327 @@
+package doctor
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Report is what `agentbox doctor` shows; its JSON form is `doctor --json`.
+type Report struct {
+	OS        string    `json:"os"`
+	Kernel    string    `json:"kernel,omitempty"`
+	UID       int       `json:"uid"`
+	Bwrap     Bwrap     `json:"bwrap"`
+	UserNS    UserNS    `json:"user_namespaces"`
+	AppArmor  AppArmor  `json:"apparmor"`
+	Landlock  Landlock  `json:"landlock"`
+	Seccomp   Seccomp   `json:"seccomp"`
+	Cgroup    Cgroup    `json:"cgroup"`
+	Container Container `json:"container"`
+	Auto      Auto      `json:"auto"`
+	Problems  []Problem `json:"problems"`
+}
+
+// Bwrap is what was found out about bubblewrap.
+type Bwrap struct {
+	Path    string `json:"path"`              // "" when not in PATH
+	Version string `json:"version,omitempty"` // "bubblewrap 0.8.0"
+	// Works is true when a trivial sandbox with the namespaces agentbox
+	// uses (mount, PID, and a user namespace when not root) started.
+	Works bool   `json:"works"`
+	Error string `json:"error,omitempty"` // bwrap's own message when it failed
+	Probe string `json:"probe,omitempty"` // the command that was tried
+	// NetworkNone is the same probe with --unshare-net, which network =
+	// "none" needs (it fails alone when the loopback cannot be set up).
+	NetworkNone      bool   `json:"network_none_works"`
+	NetworkNoneError string `json:"network_none_error,omitempty"`
+}
+
+// UserNS is the state of unprivileged user namespaces.
+type UserNS struct {
+	// Sysctls are the user namespace knobs this kernel has, by sysctl name:
+	// kernel.unprivileged_userns_clone (Debian/Ubuntu patch),
+	// user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns.
+	Sysctls map[string]string `json:"sysctls"`
+	// Works is true when a child could be started in a new user namespace.
+	Works bool   `json:"works"`
+	Error string `json:"error,omitempty"`
+}
+
+// AppArmor is the AppArmor state that matters for bwrap.
+type AppArmor struct {
+	Enabled bool `json:"enabled"`
+	// RestrictUserns is kernel.apparmor_restrict_unprivileged_userns ("" when
+	// the kernel has no such sysctl): "1" confines the user namespaces of
+	// every program that has no profile allowing `userns`.
+	RestrictUserns string `json:"restrict_unprivileged_userns,omitempty"`
+	// BwrapProfile is the loaded profile that names bwrap, if any.
+	BwrapProfile string `json:"bwrap_profile,omitempty"`
+}
+
+// Landlock is the kernel's Landlock support.
+type Landlock struct {
+	ABI   int    `json:"abi"` // 0: not available
+	Error string `json:"error,omitempty"`
+}
+
+// Seccomp is the kernel's seccomp support.
+type Seccomp struct {
+	Available bool     `json:"available"`
+	Actions   []string `json:"actions,omitempty"` // /proc/sys/kernel/seccomp/actions_avail
+	Error     string   `json:"error,omitempty"`
+}
+
+// Cgroup is the cgroup setup.
+type Cgroup struct {
+	V2          bool     `json:"v2"`     // /sys/fs/cgroup is a cgroup2 file system
+	Layout      string   `json:"layout"` // "unified", "hybrid", "legacy" or "none"
+	Path        string   `json:"path,omitempty"`
+	Controllers []string `json:"controllers,omitempty"` // available in our cgroup
+	Delegated   bool     `json:"delegated"`             // our cgroup is writable by us
+}
+
+// Container says whether agentbox runs inside a container, and why it thinks so.
+type Container struct {
+	Detected bool     `json:"detected"`
+	Kind     string   `json:"kind,omitempty"` // docker, podman, lxc, kubernetes, ...
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Auto is the backend `backend = "auto"` picks here, and why every better
+// one was passed over.
+type Auto struct {
+	Backend string   `json:"backend"` // "bwrap", "landlock" or "none"
+	Reason  string   `json:"reason"`
+	Passed  []string `json:"passed_over,omitempty"`
+}
+
+// Problem is something wrong with a fix.
+type Problem struct {
+	Problem  string `json:"problem"`
+	Fix      string `json:"fix"`
+	TradeOff string `json:"trade_off,omitempty"`
+}
+
+// choose picks the backend auto uses: bwrap when a trivial sandbox really
+// starts, else Landlock when the kernel has it, else none.
+func choose(b Bwrap, l Landlock) Auto {
+	var passed []string
+	if b.Works {
+		return Auto{Backend: "bwrap", Reason: "bwrap started a trivial sandbox"}
+	}
+	why := b.Error
+	if b.Path == "" {
+		why = "not installed (not found in PATH)"
+	}
+	passed = append(passed, "bwrap: "+why)
+	if l.ABI >= 1 {
+		return Auto{Backend: "landlock", Reason: fmt.Sprintf("the kernel has Landlock ABI %d", l.ABI), Passed: passed}
+	}
+	lwhy := l.Error
+	if lwhy == "" {
+		lwhy = "not available"
+	}
+	passed = append(passed, "landlock: "+lwhy)
+	return Auto{Backend: "none", Reason: "no backend works here: under enforce = \"require\" agentbox run refuses (exit 125); under \"best-effort\" it warns and runs unconfined", Passed: passed}
+}
+
+// appArmorProfile is the profile that lets bwrap create user namespaces
+// while the kernel restricts them for everything else. Ubuntu ships the
+// same kind of profile for programs that need user namespaces.
+func appArmorProfile(bwrap string) string {
+	return `abi <abi/4.0>,
+include <tunables/global>
+
+profile bwrap ` + bwrap + ` flags=(unconfined) {
+  userns,
+
+  # Site-specific additions and overrides.
+  include if exists <local/bwrap>
+}
+`
+}
+
+// Text writes the report for humans.
+func (r Report) Text(w io.Writer) {
+	p := func(label, format string, a ...any) {
+		fmt.Fprintf(w, "%-12s %s\n", label, fmt.Sprintf(format, a...))
+	}
+	cont := func(format string, a ...any) { fmt.Fprintf(w, "%-12s %s\n", "", fmt.Sprintf(format, a...)) }
+	osLine := r.OS
+	if r.Kernel != "" {
+		osLine += " " + r.Kernel
+	}
+	p("system", "%s, uid %d", osLine, r.UID)
+	switch {
+	case r.Bwrap.Path == "":
+		p("bwrap", "not installed (not found in PATH)")
+	case r.Bwrap.Works:
+		p("bwrap", "%s (%s): works", r.Bwrap.Path, r.Bwrap.Version)
+	default:
+		p("bwrap", "%s (%s): does not work: %s", r.Bwrap.Path, r.Bwrap.Version, r.Bwrap.Error)
+	}
+	if r.Bwrap.Path != "" {
+		if r.Bwrap.NetworkNone {
+			cont("with --unshare-net (network none): works")
+		} else {
+			cont("with --unshare-net (network none): does not work: %s", r.Bwrap.NetworkNoneError)
+		}
+	}
+	state := "allowed"
+	if !r.UserNS.Works {
+		state = "denied: " + r.UserNS.Error
+	}
+	p("user ns", "%s", state)
+	for _, k := range sortedKeys(r.UserNS.Sysctls) {
+		cont("%s = %s", k, r.UserNS.Sysctls[k])
+	}
+	switch {
+	case !r.AppArmor.Enabled:
+		p("apparmor", "not enabled")
+	case r.AppArmor.RestrictUserns == "1":
+		p("apparmor", "enabled, restricts unprivileged user namespaces")
+	default:
+		p("apparmor", "enabled, does not restrict user namespaces")
+	}
+	if r.AppArmor.BwrapProfile != "" {
+		cont("profile for bwrap: %s", r.AppArmor.BwrapProfile)
+	}
+	if r.Landlock.ABI >= 1 {
+		p("landlock", "ABI %d", r.Landlock.ABI)
+	} else {
+		p("landlock", "not available: %s", r.Landlock.Error)
+	}
+	if r.Seccomp.Available {
+		p("seccomp", "available (%s)", strings.Join(r.Seccomp.Actions, " "))
+	} else {
+		p("seccomp", "not available: %s", r.Seccomp.Error)
+	}
+	cg := "cgroup v1 (" + r.Cgroup.Layout + ")"
+	if r.Cgroup.V2 {
+		cg = "cgroup v2"
+	}
+	if r.Cgroup.Path != "" {
+		cg += ", in " + r.Cgroup.Path
+	}
+	if r.Cgroup.Delegated {
+		cg += ", delegated to us"
+	}
+	p("cgroup", "%s", cg)
+	if r.Container.Detected {
+		p("container", "%s (%s)", r.Container.Kind, strings.Join(r.Container.Evidence, "; "))
+	} else {
+		p("container", "none detected")
+	}
+	p("auto", "%s: %s", r.Auto.Backend, r.Auto.Reason)
+	for _, s := range r.Auto.Passed {
+		cont("passed over %s", s)
+	}
+	if len(r.Problems) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nproblems")
+	for _, pr := range r.Problems {
+		fmt.Fprintf(w, "- %s\n", pr.Problem)
+		fmt.Fprintf(w, "  fix: %s\n", indent(pr.Fix, "       "))
+		if pr.TradeOff != "" {
+			fmt.Fprintf(w, "  trade-off: %s\n", pr.TradeOff)
+		}
+	}
+}
+
+func indent(s, prefix string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// The sysctls that decide whether unprivileged user namespaces work.
+const (
+	sysctlUsernsClone   = "kernel.unprivileged_userns_clone"
+	sysctlMaxUserns     = "user.max_user_namespaces"
+	sysctlAppArmorUsern = "kernel.apparmor_restrict_unprivileged_userns"
+)
+
+const usernsTradeOff = "user namespaces let every unprivileged program reach kernel code that used to need root, " +
+	"a frequent source of privilege-escalation bugs; that is why distributions restrict them"
+
+// diagnose lists every problem the facts show, each with a fix. It is pure
+// so that machines we cannot be (Ubuntu 24.04 with AppArmor, a locked-down
+// container) are tested from hand-made facts.
+func diagnose(r Report) []Problem {
+	var out []Problem
+	add := func(problem, fix, tradeOff string) {
+		out = append(out, Problem{Problem: problem, Fix: fix, TradeOff: tradeOff})
+	}
+	restricted := r.AppArmor.RestrictUserns == "1"
+	bwrapPath := r.Bwrap.Path
+	if bwrapPath == "" {
+		bwrapPath = "/usr/bin/bwrap"
+	}
+	appArmorFix := "either let bwrap alone create user namespaces with an AppArmor profile:\n" +
+		"  sudo tee /etc/apparmor.d/bwrap <<'EOF'\n" + appArmorProfile(bwrapPath) + "EOF\n" +
+		"  sudo apparmor_parser -r /etc/apparmor.d/bwrap\n" +
+		"or lift the restriction for every program:\n" +
+		"  sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\n" +
+		"  echo kernel.apparmor_restrict_unprivileged_userns=0 | sudo tee /etc/sysctl.d/60-agentbox-userns.conf"
+	appArmorTradeOff := "the profile is the narrow fix: only " + bwrapPath + " (and whoever runs it) may create user namespaces; " +
+		"the sysctl re-opens them to every program: " + usernsTradeOff
+	switch {
+	case r.Bwrap.Path == "":
+		add("bubblewrap is not installed (bwrap is not in PATH)",
+			"sudo apt install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch); until then auto uses Landlock",
+			"")
+	case !r.Bwrap.Works:
+		problem := "bwrap cannot start a sandbox: " + r.Bwrap.Error
+		switch {
+		case restricted && r.UID != 0:
+			add(problem+" (AppArmor restricts unprivileged user namespaces)", appArmorFix, appArmorTradeOff)
+		case r.UserNS.Sysctls[sysctlMaxUserns] == "0":
+			add(problem+" (user.max_user_namespaces is 0)",
+				"sudo sysctl -w user.max_user_namespaces=15000, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
+				usernsTradeOff)
+		case r.UserNS.Sysctls[sysctlUsernsClone] == "0":
+			add(problem+" (kernel.unprivileged_userns_clone is 0)",
+				"sudo sysctl -w kernel.unprivileged_userns_clone=1, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
+				usernsTradeOff)
+		case r.Container.Detected:
+			add(problem+" (inside a "+r.Container.Kind+" container, which forbids namespaces)",
+				"allow user namespaces in the container (docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or podman, which allows them), run agentbox on the host, or keep the Landlock backend",
+				"a looser container profile lets everything in the container reach more of the kernel")
+		default:
+			add(problem, "read bwrap's message above; `agentbox run --backend landlock` needs no namespaces", "")
+		}
+	case !r.Bwrap.NetworkNone:
+		fix := `network = "none" cannot use bwrap here; use the landlock backend (it blocks TCP only) or network = "open"`
+		tradeOff := ""
+		if restricted && r.UID != 0 {
+			fix, tradeOff = appArmorFix, appArmorTradeOff
+		}
+		add("bwrap --unshare-net fails: "+r.Bwrap.NetworkNoneError, fix, tradeOff)
+	}
+	switch {
+	case r.Landlock.ABI < 1:
+		add("Landlock is not available: "+r.Landlock.Error,
+			"use Linux 5.13 or later with landlock in the lsm= boot parameter (e.g. lsm=landlock,lockdown,yama,integrity,apparmor,bpf)", "")
+	case r.Landlock.ABI < 4:
+		add(fmt.Sprintf("Landlock ABI %d cannot restrict TCP: with the landlock backend, network = \"none\" is not enforced", r.Landlock.ABI),
+			"use Linux 6.7 or later (Landlock ABI 4)", "")
+	}
+	if !r.Seccomp.Available {
+		add("seccomp is not available: "+r.Seccomp.Error, "use a kernel built with CONFIG_SECCOMP_FILTER", "")
+	}
+	if !r.Cgroup.V2 {
+		add("cgroup v2 is not mounted at /sys/fs/cgroup (layout: "+r.Cgroup.Layout+")",
+			"boot with systemd.unified_cgroup_hierarchy=1; in a container, run it with a cgroup v2 host", "")
+	}
+	if r.Auto.Backend == "none" {
+		add("no backend can confine commands here",
+			"fix one of the problems above; until then `agentbox run --best-effort` runs commands unconfined and says so", "")
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package doctor
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestChoose(t *testing.T) {
+	tests := []struct {
+		name    string
+		b       Bwrap
+		l       Landlock
+		backend string
+		passed  int
+	}{
+		{"bwrap works", Bwrap{Path: "/usr/bin/bwrap", Works: true}, Landlock{ABI: 7}, "bwrap", 0},
+		{"bwrap fails", Bwrap{Path: "/usr/bin/bwrap", Error: "bwrap: setting up uid map: Permission denied"}, Landlock{ABI: 7}, "landlock", 1},
+		{"no bwrap", Bwrap{}, Landlock{ABI: 1}, "landlock", 1},
+		{"nothing", Bwrap{}, Landlock{Error: "no landlock"}, "none", 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := choose(tc.b, tc.l)
+			if a.Backend != tc.backend || len(a.Passed) != tc.passed {
+				t.Errorf("choose = %+v, want backend %s with %d passed over", a, tc.backend, tc.passed)
+			}
+		})
+	}
+}
+
+// base is a healthy machine; each case of TestDiagnose breaks one thing.
+func base() Report {
+	return Report{
+		OS: "linux", UID: 1000,
+		Bwrap:    Bwrap{Path: "/usr/bin/bwrap", Version: "bubblewrap 0.9.0", Works: true, NetworkNone: true},
+		UserNS:   UserNS{Sysctls: map[string]string{sysctlMaxUserns: "63000"}, Works: true},
+		Landlock: Landlock{ABI: 6},
+		Seccomp:  Seccomp{Available: true},
+		Cgroup:   Cgroup{V2: true, Layout: "unified"},
+		Auto:     Auto{Backend: "bwrap"},
+	}
+}
+
+func TestDiagnose(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Report)
+		want  []string // substrings of each problem, in order
+		fixes []string // substrings the first problem's fix must hold
+	}{
+		{"healthy", func(*Report) {}, nil, nil},
+		{"ubuntu 24.04: apparmor restricts user namespaces", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: setting up uid map: Permission denied"
+			r.Bwrap.NetworkNone = false
+			r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1"}
+			r.UserNS.Sysctls[sysctlAppArmorUsern] = "1"
+			r.Auto.Backend = "landlock"
+		}, []string{"AppArmor restricts unprivileged user namespaces"}, []string{
+			"profile bwrap /usr/bin/bwrap flags=(unconfined) {", "  userns,", "abi <abi/4.0>,", "include <tunables/global>",
+			"apparmor_parser -r /etc/apparmor.d/bwrap", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+		}},
+		{"no bwrap", func(r *Report) {
+			r.Bwrap = Bwrap{}
+			r.Auto.Backend = "landlock"
+		}, []string{"not installed"}, []string{"apt install bubblewrap"}},
+		{"max_user_namespaces is 0", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: Creating new namespace failed: No space left on device"
+			r.UserNS.Sysctls[sysctlMaxUserns] = "0"
+		}, []string{"user.max_user_namespaces is 0"}, []string{"sysctl -w user.max_user_namespaces="}},
+		{"debian knob", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to creating new namespace"
+			r.UserNS.Sysctls[sysctlUsernsClone] = "0"
+		}, []string{"unprivileged_userns_clone is 0"}, []string{"kernel.unprivileged_userns_clone=1"}},
+		{"container", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: Creating new namespace failed: Operation not permitted"
+			r.Container = Container{Detected: true, Kind: "docker"}
+		}, []string{"docker container"}, []string{"seccomp=unconfined"}},
+		{"loopback", func(r *Report) {
+			r.Bwrap.NetworkNone, r.Bwrap.NetworkNoneError = false, "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted"
+		}, []string{"--unshare-net fails"}, []string{"landlock backend"}},
+		{"old kernel, nothing works", func(r *Report) {
+			r.Bwrap = Bwrap{}
+			r.Landlock = Landlock{Error: "no landlock"}
+			r.Seccomp = Seccomp{Error: "EINVAL"}
+			r.Cgroup = Cgroup{Layout: "legacy"}
+			r.Auto.Backend = "none"
+		}, []string{"not installed", "Landlock is not available", "seccomp", "cgroup v2", "no backend"}, []string{"bubblewrap"}},
+		{"landlock without TCP", func(r *Report) { r.Landlock.ABI = 3 }, []string{"cannot restrict TCP"}, []string{"6.7"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base()
+			tc.edit(&r)
+			got := diagnose(r)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d problems, want %d: %+v", len(got), len(tc.want), got)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i].Problem, w) {
+					t.Errorf("problem %d = %q, want it to mention %q", i, got[i].Problem, w)
+				}
+				if got[i].Fix == "" {
+					t.Errorf("problem %q has no fix", got[i].Problem)
+				}
+			}
+			for _, f := range tc.fixes {
+				if !strings.Contains(got[0].Fix, f) {
+					t.Errorf("fix %q lacks %q", got[0].Fix, f)
+				}
+			}
+			if strings.Contains(tc.name, "apparmor") && got[0].TradeOff == "" {
+				t.Error("the AppArmor fix must state its trade-off")
+			}
+		})
+	}
+}
+
+// TestText checks that the readable report names every fact and prints
+// every problem with its fix.
+func TestText(t *testing.T) {
+	r := base()
+	r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: setting up uid map: Permission denied"
+	r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1"}
+	r.Auto = choose(r.Bwrap, r.Landlock)
+	r.Problems = diagnose(r)
+	var b bytes.Buffer
+	r.Text(&b)
+	out := b.String()
+	for _, want := range []string{"bwrap ", "user ns", "apparmor", "landlock     ABI 6", "seccomp", "cgroup", "container",
+		"auto         landlock", "passed over bwrap: bwrap: setting up uid map", "problems", "fix: either", "trade-off:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if diff := cmp.Diff(len(r.Problems), strings.Count(out, "\n- ")); diff != "" {
+		t.Errorf("problems printed (-want +got):\n%s", diff)
+	}
+}
