@@ -21,7 +21,7 @@ import (
 
 // These tests probe the real machine. AGENTBOX_DOCTOR_HELPER names a
 // prebuilt testdata/probecmd (to run the test binary as another user without
-// a Go toolchain); AGENTBOX_DOCTOR_MUST_WORK=1 turns skips into failures.
+// a Go toolchain); AGENTBOX_MUST_WORK=1 (as CI sets it) turns skips into failures.
 
 var helperPath string
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		os.Chmod(dir, 0o755)
 		helperPath = filepath.Join(dir, "probecmd")
-		if out, err := exec.Command("go", "build", "-o", helperPath, "./testdata/probecmd").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-mod=readonly", "-buildvcs=false", "-o", helperPath, "./testdata/probecmd").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building the helper: %v\n%s", err, out)
 			helperPath = ""
 		}
@@ -53,8 +53,8 @@ func skipUnless(t *testing.T, ok bool, why string) {
 	if ok {
 		return
 	}
-	if os.Getenv("AGENTBOX_DOCTOR_MUST_WORK") != "" {
-		t.Fatalf("cannot run: %s (AGENTBOX_DOCTOR_MUST_WORK is set)", why)
+	if os.Getenv("AGENTBOX_MUST_WORK") == "1" {
+		t.Fatalf("cannot run: %s (AGENTBOX_MUST_WORK=1 forbids skipping)", why)
 	}
 	t.Skip(why)
 }
@@ -226,8 +226,8 @@ func BenchmarkCheckBwrapCached(b *testing.B) {
 // ordinary user before and after. The probe must re-probe when the sysctl
 // changes, report bwrap unusable with bwrap's reason, and pick Landlock.
 //
-// Run as root, the namespace maps root and the user abtest, and the probe
-// runs as abtest (and once as root, which needs no user namespace, so bwrap
+// Run as root, the namespace maps root and an ordinary user (see
+// ordinaryUser), and the probe runs as that user (and once as root, which needs no user namespace, so bwrap
 // still works for it). Run as an ordinary user, the namespace maps only that
 // user, who keeps CAP_SYS_RESOURCE there just long enough to set the sysctl.
 func TestUserNamespacesDenied(t *testing.T) {
@@ -251,8 +251,8 @@ func TestUserNamespacesDenied(t *testing.T) {
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
 	var as, asRoot string
 	if root {
-		u, err := user.Lookup("abtest")
-		skipUnless(t, err == nil, "no user abtest to map")
+		u := ordinaryUser()
+		skipUnless(t, u != nil, "no ordinary user to map (abtest, agentbox-test, nobody)")
 		uid, _ = strconv.Atoi(u.Uid)
 		gid, _ = strconv.Atoi(u.Gid)
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: uid, HostID: uid, Size: 1}}
@@ -332,4 +332,18 @@ echo 0 > /proc/sys/user/max_user_namespaces
 	if host, _ := readSysctl(sysctlMaxUserns); host == "0" {
 		t.Errorf("the host's %s is 0: the test must not touch it", sysctlMaxUserns)
 	}
+}
+
+// ordinaryUser is the unprivileged user the root variant maps: the one
+// scripts/test.sh creates, the one this machine has, or nobody.
+func ordinaryUser() *user.User {
+	for _, name := range []string{os.Getenv("AGENTBOX_TEST_USER"), "agentbox-test", "abtest", "nobody"} {
+		if name == "" {
+			continue
+		}
+		if u, err := user.Lookup(name); err == nil && u.Uid != "0" {
+			return u
+		}
+	}
+	return nil
 }
