@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -106,9 +107,14 @@ func (w *world) trust(rel string) {
 	}
 }
 
-// norm replaces the world's root with $ROOT.
+// tmpID matches the hash part of a per-workspace tmp id derived from a
+// folder ("proj-1a2b3c4d"), which depends on where the world is.
+var tmpID = regexp.MustCompile(`\b(agentbox-\d+/[A-Za-z0-9_.-]+|workspace [A-Za-z0-9_.-]+)-[0-9a-f]{8}\b`)
+
+// norm replaces the world's root with $ROOT and the hash of a derived tmp
+// id with HASH.
 func (w *world) norm(s string) string {
-	return strings.ReplaceAll(s, w.root, "$ROOT")
+	return tmpID.ReplaceAllString(strings.ReplaceAll(s, w.root, "$ROOT"), "$1-HASH")
 }
 
 // resolve loads every layer with flags and resolves them for command.
