@@ -1,0 +1,381 @@
+package mount
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.bwrap.golden")
+
+// goldenWorld builds the fixed host the golden cases are resolved in: a
+// home folder with two credential stores, a repository with a nested one
+// whose hooks are missing, a secret file and folder, and a host tmp folder.
+func goldenWorld(t *testing.T) (root string, env policy.Env) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{"home/u/.aws", "home/u/proj/.git/hooks", "home/u/proj/sub/.git", "home/u/proj/private", "tmp", "state"}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := []string{"home/u/.netrc", "home/u/proj/.git/config", "home/u/proj/sub/.git/config", "home/u/proj/secret.txt"}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env = policy.Env{
+		GOOS:    "linux",
+		UID:     1000,
+		GID:     1000,
+		Home:    filepath.Join(root, "home/u"),
+		Cwd:     filepath.Join(root, "home/u/proj"),
+		TempDir: filepath.Join(root, "tmp"),
+		Environ: []string{
+			"HOME=" + filepath.Join(root, "home/u"),
+			"PATH=/usr/bin:/bin",
+			"XDG_STATE_HOME=" + filepath.Join(root, "state"),
+			"GITHUB_TOKEN=ghp_secret",
+			"EDITOR=vi",
+		},
+		FS: policy.OSFS{},
+	}
+	return root, env
+}
+
+// tmpHash matches the hash part of a tmp id derived from a folder, which
+// depends on where the world is.
+var tmpHash = regexp.MustCompile(`\b(proj)-[0-9a-f]{8}\b`)
+
+func normalize(root, s string) string {
+	return tmpHash.ReplaceAllString(strings.ReplaceAll(s, root, "$ROOT"), "$1-HASH")
+}
+
+// TestGoldenArgv resolves each testdata/<case>.toml as a trusted project
+// policy in the fixed world and compares the rendered bwrap arguments with
+// testdata/<case>.bwrap.golden, one argument per line.
+func TestGoldenArgv(t *testing.T) {
+	tests := []struct {
+		name string
+		root bool // run as uid 0
+		opts Options
+	}{
+		{name: "defaults"},
+		{name: "root", root: true},
+		{name: "workspace-task", opts: Options{Foreground: true}},
+		{name: "deny"},
+		{name: "network-none"},
+		{name: "tmp-private"},
+		{name: "tmp-host"},
+		{name: "limits"},
+		{name: "env", opts: Options{Seccomp: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root, env := goldenWorld(t)
+			if tc.root {
+				env.UID, env.GID = 0, 0
+			}
+			data, err := os.ReadFile(filepath.Join("testdata", tc.name+".toml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			proj := filepath.Join(env.Cwd, policy.ProjectFile)
+			if err := os.WriteFile(proj, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := (policy.TrustStore{Path: policy.StorePath(env)}).Trust(proj, policy.Hash(data)); err != nil {
+				t.Fatal(err)
+			}
+			layers, err := policy.Load(env, policy.Flags{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := policy.Resolve(layers, env, []string{"make", "test"}, policy.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.opts.Bwrap, tc.opts.Self = "/usr/bin/bwrap", "/usr/local/bin/agentbox"
+			av, err := Render(p, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, a := range av.Args {
+				b.WriteString(normalize(root, a) + "\n")
+			}
+			got := b.String()
+			golden := filepath.Join("testdata", tc.name+".bwrap.golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./mount -update to write it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", golden, diff)
+			}
+			checkArgv(t, p, av)
+		})
+	}
+}
+
+// checkArgv asserts the properties every rendered plan has, whatever the
+// policy: the root first, namespaces, capabilities dropped exactly for
+// root, one null fd per hidden file, and the command last.
+func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
+	t.Helper()
+	args := av.Args
+	if diff := cmp.Diff([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent"}, args[:9]); diff != "" {
+		t.Errorf("first arguments (-want +got):\n%s", diff)
+	}
+	joined := "\x00" + strings.Join(args, "\x00") + "\x00"
+	if got, want := strings.Contains(joined, "\x00--cap-drop\x00ALL\x00"), p.Identity.UID == 0; got != want {
+		t.Errorf("--cap-drop ALL present: %v, want %v (uid %d)", got, want, p.Identity.UID)
+	}
+	if got, want := strings.Contains(joined, "\x00--unshare-net\x00"), p.Network.Mode == plan.NetNone; got != want {
+		t.Errorf("--unshare-net present: %v, want %v (network %s)", got, want, p.Network.Mode)
+	}
+	if diff := cmp.Diff(p.Command, args[len(args)-len(p.Command):]); diff != "" {
+		t.Errorf("command at the end (-want +got):\n%s", diff)
+	}
+	if args[len(args)-len(p.Command)-1] != "--" {
+		t.Errorf("no -- before the command in %q", args)
+	}
+	hidden := 0
+	for _, m := range p.Mounts {
+		if m.Op == plan.HideFile {
+			hidden++
+		}
+	}
+	if len(av.NullFDs) != hidden {
+		t.Errorf("%d null fds for %d hidden files", len(av.NullFDs), hidden)
+	}
+	for i, fd := range av.NullFDs {
+		if fd != firstFD+i {
+			t.Errorf("null fd %d is %d, want %d", i, fd, firstFD+i)
+		}
+	}
+}
+
+func testPlan() *plan.Plan {
+	def := plan.Origin{Key: "default"}
+	return &plan.Plan{
+		Enforce:  plan.Require,
+		Identity: plan.Identity{UID: 1000, GID: 1000, Home: "/home/u"},
+		Command:  []string{"true"},
+		Cwd:      "/home/u/proj",
+		Mounts: []plan.Mount{
+			{Stage: plan.StageRoot, Op: plan.ROBind, Path: "/", Access: plan.ReadOnly, Origin: def},
+			{Stage: plan.StageRoot, Op: plan.Dev, Path: "/dev", Access: plan.ReadWrite, Origin: def},
+			{Stage: plan.StageRoot, Op: plan.Proc, Path: "/proc", Access: plan.ReadWrite, Origin: def},
+			{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: def},
+			{Stage: plan.StageWritable, Op: plan.Bind, Path: "/home/u/proj", Access: plan.ReadWrite, Origin: def},
+			{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/.netrc", Access: plan.Hidden, Origin: def},
+			{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/proj/.env", Access: plan.Hidden, Origin: def},
+		},
+		Tmp:     plan.Tmp{Mode: plan.TmpPrivate},
+		Network: plan.Network{Mode: plan.NetOpen},
+		Env:     plan.Env{Mode: "inherit"},
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(p *plan.Plan)
+		want   string
+	}{
+		{"allowlist", func(p *plan.Plan) { p.Network.Mode = plan.NetAllowlist },
+			"network mode allowlist is not available yet (issue 5): use open or none"},
+		{"invalid plan", func(p *plan.Plan) { p.Command = nil },
+			"empty command"},
+		{"unknown operation", func(p *plan.Plan) {
+			p.Mounts = append(p.Mounts, plan.Mount{Stage: plan.StageDeny, Op: "overlay", Path: "/x", Origin: plan.Origin{Key: "test"}})
+		}, "mount overlay /x: operation not supported by bwrap"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testPlan()
+			tc.change(p)
+			_, err := Render(p, Options{})
+			if err == nil {
+				t.Fatalf("Render succeeded, want %q", tc.want)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRenderSmallPlan(t *testing.T) {
+	p := testPlan()
+	p.Env.Removed = []string{"GITHUB_TOKEN"}
+	p.Limits = plan.Limits{Processes: 10, OpenFiles: 20, Memory: 30, CPUTime: 40, FileSize: 50}
+	av, err := Render(p, Options{Foreground: true, Seccomp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent",
+		"--tmpfs", "/tmp",
+		"--bind", "/home/u/proj", "/home/u/proj",
+		"--ro-bind-data", "7", "/home/u/.netrc",
+		"--ro-bind-data", "8", "/home/u/proj/.env",
+		"--add-seccomp-fd", "6",
+		"--chdir", "/home/u/proj",
+		"--unsetenv", "GITHUB_TOKEN",
+		"--setenv", "AGENTBOX", "1",
+		"--setenv", "AGENTBOX_BACKEND", "bwrap",
+		"--setenv", "AGENTBOX_WRITABLE", "/home/u/proj",
+		"--setenv", "AGENTBOX_DENY", "/home/u/.netrc,/home/u/proj/.env",
+		"--setenv", "AGENTBOX_NETWORK", "open",
+		"--setenv", "TMPDIR", "/tmp",
+		"--info-fd", "3",
+		"--as-pid-1", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--foreground",
+		"--rlimit", "nproc=10", "--rlimit", "nofile=20", "--rlimit", "as=30", "--rlimit", "cpu=40", "--rlimit", "fsize=50",
+		"--", "true",
+	}
+	if diff := cmp.Diff(want, av.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{7, 8}, av.NullFDs); diff != "" {
+		t.Errorf("null fds (-want +got):\n%s", diff)
+	}
+	if !av.Seccomp {
+		t.Error("Argv.Seccomp is false with Options.Seccomp true")
+	}
+}
+
+func TestTruthful(t *testing.T) {
+	p := testPlan()
+	p.Network.Mode = plan.NetNone
+	want := []string{
+		"AGENTBOX=1",
+		"AGENTBOX_BACKEND=bwrap",
+		"AGENTBOX_WRITABLE=/home/u/proj",
+		"AGENTBOX_DENY=/home/u/.netrc,/home/u/proj/.env",
+		"AGENTBOX_NETWORK=none",
+		"TMPDIR=/tmp",
+	}
+	if diff := cmp.Diff(want, Truthful(p)); diff != "" {
+		t.Errorf("Truthful (-want +got):\n%s", diff)
+	}
+}
+
+// shellWords are strings that need quoting, and some that do not.
+var shellWords = []string{
+	"", "plain", "/usr/bin/x", "a b", "it's", `"double"`, "$HOME", "${X}", "`id`", "$(id)",
+	"*", "?", "[a]", "a\nb", "tab\there", `back\slash`, "~", "~/x", "-n", "--opt=v", "=",
+	"ü", "#x", ";", "&&", "|", "!", "a'b'c", "''", "%s", "@", "{a,b}", " ", "\\'",
+}
+
+func TestQuote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "''"},
+		{"plain", "plain"},
+		{"/usr/bin/x", "/usr/bin/x"},
+		{"--opt=v,w:x+y@z%", "--opt=v,w:x+y@z%"},
+		{"a b", "'a b'"},
+		{"it's", `'it'\''s'`},
+		{"$HOME", "'$HOME'"},
+		{"~", "'~'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, quote(tc.in)); diff != "" {
+				t.Errorf("quote(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+// TestQuoteRoundTrip runs the quoted words through a real POSIX shell and
+// checks that every word comes back unchanged.
+func TestQuoteRoundTrip(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh on PATH")
+	}
+	var quoted []string
+	for _, w := range shellWords {
+		quoted = append(quoted, quote(w))
+	}
+	script := `set -- ` + strings.Join(quoted, " ") + `
+printf '%s\0' "$@"`
+	out, err := exec.Command(sh, "-c", script).Output()
+	if err != nil {
+		t.Fatalf("sh: %v", err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if diff := cmp.Diff(shellWords, got); diff != "" {
+		t.Errorf("words after the shell (-want +got):\n%s", diff)
+	}
+
+	// The same words as arguments to sh -c '...' sh ARGS, the way a pasted
+	// command line passes them.
+	out, err = exec.Command(sh, "-c", `exec sh -c 'printf "%s\n" "$@"' sh `+strings.Join(quoted, " ")).Output()
+	if err != nil {
+		t.Fatalf("sh: %v", err)
+	}
+	want := strings.Join(shellWords, "\n") + "\n"
+	if diff := cmp.Diff(want, string(out)); diff != "" {
+		t.Errorf("printf output (-want +got):\n%s", diff)
+	}
+}
+
+func TestShell(t *testing.T) {
+	av := Argv{
+		Args:         []string{"--ro-bind", "/", "/", "--chdir", "/home/u/my proj", "--", "echo", "it's", ""},
+		NullFDs:      []int{7, 8},
+		Seccomp:      true,
+		SeccompAllow: []string{"userns"},
+	}
+	want := `/usr/bin/bwrap --ro-bind / / --chdir '/home/u/my proj' -- echo 'it'\''s' '' ` +
+		`3>/dev/null 4>/dev/null 5<'/opt/agent box/agentbox' 6< <('/opt/agent box/agentbox' __seccomp userns) 7</dev/null 8</dev/null`
+	got := Shell("/usr/bin/bwrap", "/opt/agent box/agentbox", av)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Shell (-want +got):\n%s", diff)
+	}
+
+	got = Shell("bwrap", "/bin/agentbox", Argv{Args: []string{"--", "true"}})
+	if diff := cmp.Diff("bwrap -- true 3>/dev/null 4>/dev/null 5</bin/agentbox", got); diff != "" {
+		t.Errorf("Shell without seccomp (-want +got):\n%s", diff)
+	}
+}
+
+// TestShellParses checks that bash accepts the command line Shell prints
+// (it uses process substitution, so it is bash, not sh).
+func TestShellParses(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash on PATH")
+	}
+	av := Argv{Args: append([]string{"--chdir", "/x y"}, shellWords...), NullFDs: []int{7}, Seccomp: true, SeccompAllow: []string{"userns"}}
+	cmd := exec.Command(bash, "-n")
+	cmd.Stdin = strings.NewReader(Shell("/usr/bin/bwrap", "/usr/local/bin/agentbox", av) + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Errorf("bash -n: %v: %s", err, stderr.String())
+	}
+}
