@@ -57,6 +57,16 @@ func newApp() *cli.App {
 				Action: statusCommand,
 			},
 			{
+				Name:  "setup",
+				Usage: "Windows: create the sandbox users, group and firewall rules (elevated, once; idempotent)",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "check", Usage: "verify the real state and name each problem"},
+					&cli.BoolFlag{Name: "uninstall", Usage: "remove everything setup made"},
+					&cli.BoolFlag{Name: "no-elevate", Usage: "fail with a hint instead of asking for elevation"},
+				},
+				Action: setupCommand,
+			},
+			{
 				Name:  "version",
 				Usage: "print agentbox's version",
 				Action: func(c *cli.Context) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/winsandbox"
 )
 
 func planCommand(c *cli.Context) error {
@@ -246,4 +247,23 @@ func splitList(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
+}
+
+// setupCommand is `agentbox setup` (Windows): it prepares the sandbox users,
+// their group and the firewall rules once, checks them, or removes them.
+func setupCommand(c *cli.Context) error {
+	switch {
+	case c.Bool("check"):
+		if err := winsandbox.Check(c.App.Writer); err != nil {
+			return withHints(err, "run `agentbox setup` (elevated) to repair it")
+		}
+		return nil
+	case c.Bool("uninstall"):
+		return winsandbox.Uninstall()
+	}
+	return winsandbox.Setup(winsandbox.SetupOptions{
+		NoElevate: c.Bool("no-elevate"),
+		Args:      os.Args[1:],
+		Log:       c.App.Writer,
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/winsandbox"
 )
 
 // Exit statuses of agentbox's own failures (SPEC "Commands").
@@ -24,6 +25,9 @@ func main() {
 	// anything else is set up.
 	if len(os.Args) > 1 && os.Args[1] == mount.InitCommand {
 		os.Exit(mount.Init(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == winsandbox.RunnerArg {
+		os.Exit(winsandbox.RunnerMain(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == mount.SeccompCommand {
 		os.Exit(writeSeccomp(os.Args[2:]))

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/winsandbox"
 )
 
 // currentEnv describes the world agentbox runs in.
@@ -85,7 +86,16 @@ func chooseBackend(p *plan.Plan) (backendChoice, error) {
 			"or run it unconfined with --best-effort, or treat it as a plain command with --provider none")
 		return degrade(p, "provider-unsupported:"+p.Provider.Name, err)
 	}
-	switch p.Backend {
+	backend := p.Backend
+	if backend == "auto" && runtime.GOOS == "windows" {
+		backend = "windows"
+	}
+	switch backend {
+	case "windows":
+		if runtime.GOOS != "windows" {
+			return degrade(p, "windows-unavailable", errors.New("the windows backend runs only on Windows"))
+		}
+		return backendChoice{name: "windows"}, nil
 	case "auto", "bwrap":
 		path, err := mount.LookBwrap()
 		if err != nil {
@@ -139,6 +149,13 @@ func runCommand(c *cli.Context) error {
 	}
 	if choice.degraded != "" {
 		return runUnconfined(p, choice.degraded)
+	}
+	if choice.name == "windows" {
+		code, err := winsandbox.Run(p, winsandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+		if err != nil {
+			return err
+		}
+		return &exitCode{code}
 	}
 	self, err := selfPath()
 	if err != nil {

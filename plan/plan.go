@@ -217,6 +217,9 @@ type Prepare struct {
 // Plan is the fully resolved sandbox: everything a backend needs and nothing
 // it has to look up.
 type Plan struct {
+	// GOOS is the operating system the plan is for: paths are Windows paths
+	// when it is "windows" and slash paths otherwise.
+	GOOS      string    `json:"goos"`
 	Layers    []Layer   `json:"layers"`
 	Enforce   string    `json:"enforce"`
 	Backend   string    `json:"backend"` // requested: auto, bwrap, landlock, windows, seatbelt
@@ -264,10 +267,13 @@ func (p *Plan) Denied() []string {
 }
 
 // Within reports whether path is dir or lies below it. Both must be clean
-// absolute paths.
+// absolute paths, slash paths or Windows paths.
 func Within(path, dir string) bool {
-	if dir == "/" {
+	switch {
+	case dir == "/":
 		return strings.HasPrefix(path, "/")
+	case strings.HasSuffix(dir, `\`): // a drive root such as C:\
+		return strings.HasPrefix(path, dir)
 	}
-	return path == dir || strings.HasPrefix(path, dir+"/")
+	return path == dir || strings.HasPrefix(path, dir+"/") || strings.HasPrefix(path, dir+`\`)
 }

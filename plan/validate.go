@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 )
 
 // check is one rule a plan must satisfy; Validate runs them all.
@@ -38,7 +39,34 @@ func checkCommand(p *Plan) error {
 
 func clean(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
 
+// winClean accepts an absolute Windows path: a drive path (C:\x) or a UNC
+// path (\\server\share\x), with no "." or ".." element and no doubled
+// separator.
+func winClean(p string) bool {
+	rest := ""
+	switch {
+	case len(p) >= 3 && p[1] == ':' && p[2] == '\\' && (p[0]|0x20 >= 'a' && p[0]|0x20 <= 'z'):
+		rest = p[3:]
+	case strings.HasPrefix(p, `\\`) && len(p) > 2:
+		rest = p[2:]
+	default:
+		return false
+	}
+	if rest == "" {
+		return true
+	}
+	for _, el := range strings.Split(rest, `\`) {
+		if el == "" || el == "." || el == ".." || strings.ContainsAny(el, "/\x00") {
+			return false
+		}
+	}
+	return true
+}
+
 func checkPaths(p *Plan) error {
+	if p.GOOS == "windows" {
+		return checkWindowsPaths(p)
+	}
 	if !clean(p.Cwd) {
 		return fmt.Errorf("working directory %q is not a clean absolute path", p.Cwd)
 	}
@@ -48,6 +76,27 @@ func checkPaths(p *Plan) error {
 		}
 		if m.Source != "" && !clean(m.Source) {
 			return fmt.Errorf("mount %d (%s): source %q is not a clean absolute path", i, m.Op, m.Source)
+		}
+		if m.Origin.Key == "" {
+			return fmt.Errorf("mount %d (%s %s): no origin", i, m.Op, m.Path)
+		}
+	}
+	return nil
+}
+
+// checkWindowsPaths is checkPaths for a Windows plan. The stage-1 mounts
+// keep their slash paths (/, /dev, /proc): the Windows backend reads them
+// as "the rest of the machine", not as folders.
+func checkWindowsPaths(p *Plan) error {
+	if !winClean(p.Cwd) {
+		return fmt.Errorf("working directory %q is not a clean absolute Windows path", p.Cwd)
+	}
+	for i, m := range p.Mounts {
+		if m.Stage == StageRoot || m.Path == "/tmp" {
+			continue
+		}
+		if !winClean(m.Path) || (m.Source != "" && !winClean(m.Source)) {
+			return fmt.Errorf("mount %d (%s): %q is not a clean absolute Windows path", i, m.Op, m.Path)
 		}
 		if m.Origin.Key == "" {
 			return fmt.Errorf("mount %d (%s %s): no origin", i, m.Op, m.Path)
@@ -99,7 +148,7 @@ func checkModes(p *Plan) error {
 	default:
 		return fmt.Errorf("tmp mode %q: want workspace, private or host", p.Tmp.Mode)
 	}
-	if p.Tmp.Mode == TmpWorkspace && !clean(p.Tmp.HostDir) {
+	if p.Tmp.Mode == TmpWorkspace && p.GOOS != "windows" && !clean(p.Tmp.HostDir) {
 		return fmt.Errorf("tmp mode workspace: host folder %q is not a clean absolute path", p.Tmp.HostDir)
 	}
 	return nil

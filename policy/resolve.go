@@ -78,6 +78,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 		return nil, &policyError{where: "command", msg: "empty command: give the command to run after --"}
 	}
 	r := &resolver{env: env, m: merge(layers), opts: opts, p: &plan.Plan{
+		GOOS:     env.GOOS,
 		Identity: plan.Identity{UID: env.UID, GID: env.GID, Home: env.Home},
 		Args:     append([]string(nil), command...),
 		Command:  append([]string(nil), command...),
