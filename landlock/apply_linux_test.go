@@ -105,7 +105,7 @@ type result struct {
 
 // run execs sh -c script confined by p, with the fixture's folders in the
 // environment as $HOME_, $PROJ, $WORK, $TMPWS, $OUTSIDE.
-func run(t *testing.T, f fixture, p *plan.Plan, script string, extraEnv ...string) result {
+func run(t *testing.T, f fixture, p *plan.Plan, script string, helperArgs ...string) result {
 	t.Helper()
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -115,10 +115,9 @@ func run(t *testing.T, f fixture, p *plan.Plan, script string, extraEnv ...strin
 	if err := os.WriteFile(pf, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(helperPath, pf, "/bin/sh", "-c", script)
+	cmd := exec.Command(helperPath, append(helperArgs, pf, "/bin/sh", "-c", script)...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "HOME_="+f.home, "PROJ="+f.proj, "WORK="+f.work,
 		"TMPWS="+f.tmpws, "OUTSIDE="+f.outside)
-	cmd.Env = append(cmd.Env, extraEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
@@ -215,6 +214,28 @@ func TestApplyFilesystem(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(f.base, name)); err == nil {
 			t.Errorf("host %s exists; the sandbox must not have created it", name)
 		}
+	}
+}
+
+// TestApplyKeepRootsWritable: with the option, the writable root stays
+// fully writable (and its read-only paths are not enforced) when no deny
+// path lies inside it; deny paths inside it stay closed, and still make the
+// folders above them unchangeable.
+func TestApplyKeepRootsWritable(t *testing.T) {
+	f := realFixture(t)
+	p := f.plan(plan.NetOpen)
+	noDenyInside := f.plan(plan.NetOpen)
+	noDenyInside.Mounts = noDenyInside.Mounts[:len(noDenyInside.Mounts)-1] // drop proj/secrets
+	r := run(t, f, noDenyInside, `touch "$PROJ/newtop" && echo x > "$PROJ/.git/index.lock" && echo "[user]" >> "$PROJ/.git/config"`, "-keep-roots-writable")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	r = run(t, f, p, `cat "$PROJ/secrets/key"`, "-keep-roots-writable")
+	if r.code == 0 || !strings.Contains(r.stderr, "Permission denied") {
+		t.Fatalf("deny path inside the writable root: exit %d, %q", r.code, r.stderr)
+	}
+	if r := run(t, f, p, `touch "$PROJ/newtop2"`, "-keep-roots-writable"); r.code == 0 {
+		t.Fatalf("created a file beside a deny path: the writable root must stay carved around it")
 	}
 }
 

@@ -118,15 +118,35 @@ type layer struct {
 	mount    int // index in plan.Mounts
 }
 
-// Assess translates p for a kernel with Landlock ABI abi. It is pure: no
-// system calls, so `agentbox plan` can show it on every OS.
+// Options change how Assess trades protection for function where Landlock
+// cannot have both.
+type Options struct {
+	// KeepRootsWritable leaves every writable root fully writable instead of
+	// carving its read-only paths (.git/hooks, .git/config, agent control
+	// files, loaded policies) out of it. Landlock rights reach everything
+	// below a folder, so keeping such a path read-only means that nothing
+	// can be created, removed or renamed directly in the folders above it:
+	// new files at the top of the project fail and git cannot commit. With
+	// this option those read-only paths are not enforced at all (and marked
+	// so, which enforce = "require" refuses). Deny paths are carved either way.
+	KeepRootsWritable bool
+}
+
+// Assess translates p for a kernel with Landlock ABI abi, keeping read-only
+// paths inside writable roots read-only (see Options). It is pure: no system
+// calls, so `agentbox plan` can show it on every OS.
 func Assess(p *plan.Plan, abi int) Assessment {
+	return AssessWith(p, abi, Options{})
+}
+
+// AssessWith is Assess with options.
+func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	a := Assessment{ABI: abi, HandledFS: handledFS(abi)}
 	if abi < 1 {
 		a.Rules = unavailable(p, abi)
 		return a
 	}
-	ls := layers(p, a.HandledFS)
+	ls := layers(p, a.HandledFS, o)
 	a.Grants = grants(ls)
 	for _, g := range a.Grants {
 		if g.Rights&readRights != 0 {
@@ -146,7 +166,7 @@ func Assess(p *plan.Plan, abi int) Assessment {
 	if dir := tmpDir(p); dir != "" {
 		a.Env = map[string]string{"TMPDIR": dir}
 	}
-	a.Rules = classify(p, a, ls)
+	a.Rules = classify(p, a, ls, o)
 	return a
 }
 
@@ -175,12 +195,15 @@ func accessRights(a plan.Access) Rights {
 // layers turns the mount list into Landlock layers. A bind whose source is
 // not its path cannot be remapped: the path gets nothing and the source gets
 // the access in place.
-func layers(p *plan.Plan, handled Rights) []layer {
+func layers(p *plan.Plan, handled Rights, o Options) []layer {
 	var ls []layer
 	add := func(i int, path string, r Rights, optional bool) {
 		ls = append(ls, layer{path: path, rights: r & handled, optional: optional, mount: i})
 	}
 	for i, m := range p.Mounts {
+		if o.KeepRootsWritable && keptWritable(ls, m) {
+			continue
+		}
 		switch m.Op {
 		case plan.ROBind, plan.Bind:
 			if m.Src() != m.Path {
@@ -219,6 +242,20 @@ func layers(p *plan.Plan, handled Rights) []layer {
 		}
 	}
 	return ls
+}
+
+// keptWritable reports whether m is a read-only path that lies in a
+// writable layer, which KeepRootsWritable leaves writable.
+func keptWritable(ls []layer, m plan.Mount) bool {
+	if m.Op != plan.ROBind || m.Stage != plan.StageReadOnly {
+		return false
+	}
+	for j := len(ls) - 1; j >= 0; j-- {
+		if plan.Within(m.Path, ls[j].path) {
+			return ls[j].rights&rightWriteFile != 0
+		}
+	}
+	return false
 }
 
 // grants computes the grant list so that the union of all grants gives
@@ -331,13 +368,16 @@ func list(paths []string) string {
 
 // classify gives every mount of the plan, and the rules that are not
 // mounts, their Landlock level.
-func classify(p *plan.Plan, a Assessment, ls []layer) []RuleStatus {
+func classify(p *plan.Plan, a Assessment, ls []layer, o Options) []RuleStatus {
 	var out []RuleStatus
 	add := func(m plan.Mount, rule string, lv Level, how string) {
 		out = append(out, RuleStatus{Rule: rule, Path: m.Path, Origin: m.Origin.String(), Level: lv, How: how})
 	}
-	for _, m := range p.Mounts {
+	for i, m := range p.Mounts {
 		switch {
+		case o.KeepRootsWritable && keptWritable(ls[:layerCount(ls, i)], m):
+			add(m, m.Stage.String(), NotEnforced, "writable: the writable root around it is kept fully writable (KeepRootsWritable), "+
+				"because Landlock can only keep it read-only by making the folders above it unchangeable")
 		case m.Stage == plan.StageRoot && m.Op == plan.ROBind:
 			how := "read and execute; nothing outside the writable roots can be changed"
 			if g, ok := grantAt(a.Grants, m.Path, readRights); ok && len(g.Except) > 0 {
@@ -373,6 +413,15 @@ func classify(p *plan.Plan, a Assessment, ls []layer) []RuleStatus {
 		}
 	}
 	return append(out, classifyRest(p, a)...)
+}
+
+// layerCount is the number of layers made from the mounts before mount i.
+func layerCount(ls []layer, i int) int {
+	n := 0
+	for n < len(ls) && ls[n].mount < i {
+		n++
+	}
+	return n
 }
 
 func classifyTmp(p *plan.Plan, m plan.Mount, add func(plan.Mount, string, Level, string)) {

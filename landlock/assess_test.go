@@ -19,42 +19,45 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // goldenPlans are hand-built plans around the typical fixture.
 func goldenPlans() map[string]struct {
-	p   *plan.Plan
-	abi int
+	p    *plan.Plan
+	abi  int
+	opts Options
 } {
 	f := newFixture("/srv")
 	type c = struct {
-		p   *plan.Plan
-		abi int
+		p    *plan.Plan
+		abi  int
+		opts Options
 	}
 	edit := func(p *plan.Plan, fn func(*plan.Plan)) *plan.Plan { fn(p); return p }
 	return map[string]c{
-		"typical":            {f.plan(plan.NetOpen), 7},
-		"network-none":       {f.plan(plan.NetNone), 7},
-		"network-none-abi4":  {f.plan(plan.NetNone), 4},
-		"network-none-abi3":  {f.plan(plan.NetNone), 3},
-		"network-none-abi10": {f.plan(plan.NetNone), 10},
-		"allowlist":          {f.plan(plan.NetAllowlist), 7},
-		"abi1":               {f.plan(plan.NetOpen), 1},
-		"abi0":               {f.plan(plan.NetOpen), 0},
+		"keep-roots-writable": {f.plan(plan.NetOpen), 7, Options{KeepRootsWritable: true}},
+		"typical":             {f.plan(plan.NetOpen), 7, Options{}},
+		"network-none":        {f.plan(plan.NetNone), 7, Options{}},
+		"network-none-abi4":   {f.plan(plan.NetNone), 4, Options{}},
+		"network-none-abi3":   {f.plan(plan.NetNone), 3, Options{}},
+		"network-none-abi10":  {f.plan(plan.NetNone), 10, Options{}},
+		"allowlist":           {f.plan(plan.NetAllowlist), 7, Options{}},
+		"abi1":                {f.plan(plan.NetOpen), 1, Options{}},
+		"abi0":                {f.plan(plan.NetOpen), 0, Options{}},
 		"root": {edit(f.plan(plan.NetOpen), func(p *plan.Plan) {
 			p.Identity = plan.Identity{UID: 0, GID: 0, Home: "/root"}
-		}), 7},
+		}), 7, Options{}},
 		"tmp-host": {edit(f.plan(plan.NetOpen), func(p *plan.Plan) {
 			p.Tmp = plan.Tmp{Mode: plan.TmpHost}
 			p.Mounts[3] = plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Path: "/tmp", Access: plan.ReadWrite, Origin: plan.Origin{Key: "tmp.mode"}}
-		}), 7},
+		}), 7, Options{}},
 		"tmp-private": {edit(f.plan(plan.NetOpen), func(p *plan.Plan) {
 			p.Tmp = plan.Tmp{Mode: plan.TmpPrivate}
 			p.Mounts[3] = plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: plan.Origin{Key: "tmp.mode"}}
-		}), 7},
+		}), 7, Options{}},
 		"tmp-private-hostdir": {edit(f.plan(plan.NetOpen), func(p *plan.Plan) {
 			p.Tmp = plan.Tmp{Mode: plan.TmpPrivate, HostDir: "/tmp/agentbox-1000/run-1"}
 			p.Mounts[3] = plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: plan.Origin{Key: "tmp.mode"}}
-		}), 7},
+		}), 7, Options{}},
 		"bind-elsewhere": {edit(f.plan(plan.NetOpen), func(p *plan.Plan) {
 			p.Mounts = append(p.Mounts, plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Source: "/srv/cache", Path: "/cache", Access: plan.ReadWrite, Origin: plan.Origin{Key: "flag --writable"}})
-		}), 7},
+		}), 7, Options{}},
 	}
 }
 
@@ -63,7 +66,7 @@ func goldenPlans() map[string]struct {
 func TestAssessGolden(t *testing.T) {
 	for name, tc := range goldenPlans() {
 		t.Run(name, func(t *testing.T) {
-			b, err := json.MarshalIndent(Assess(tc.p, tc.abi), "", "  ")
+			b, err := json.MarshalIndent(AssessWith(tc.p, tc.abi, tc.opts), "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,6 +97,7 @@ func TestAssessLevels(t *testing.T) {
 		notEnforced []string // rules, in order
 	}{
 		{"typical", nil},
+		{"keep-roots-writable", []string{"read-only", "read-only"}},
 		{"network-none", nil},
 		{"network-none-abi3", []string{"network"}},
 		{"allowlist", []string{"network"}},
@@ -105,7 +109,7 @@ func TestAssessLevels(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pc := plans[tc.name]
 			var got []string
-			for _, r := range Assess(pc.p, pc.abi).NotEnforced() {
+			for _, r := range AssessWith(pc.p, pc.abi, pc.opts).NotEnforced() {
 				got = append(got, r.Rule)
 			}
 			if diff := cmp.Diff(tc.notEnforced, got); diff != "" {

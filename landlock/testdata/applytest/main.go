@@ -2,6 +2,8 @@
 // plan from the JSON file named by its first argument, assesses it for the
 // running kernel, confines itself with landlock.Apply and execs the rest of
 // its arguments, so the tests can watch what real commands may do.
+//
+//	applytest [-keep-roots-writable] PLAN.json CMD [ARG...]
 package main
 
 import (
@@ -14,10 +16,16 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 3 {
-		fail(fmt.Errorf("usage: applytest PLAN.json CMD [ARG...]"))
+	args := os.Args[1:]
+	var opts landlock.Options
+	if len(args) > 0 && args[0] == "-keep-roots-writable" {
+		opts.KeepRootsWritable = true
+		args = args[1:]
 	}
-	b, err := os.ReadFile(os.Args[1])
+	if len(args) < 2 {
+		fail(fmt.Errorf("usage: applytest [-keep-roots-writable] PLAN.json CMD [ARG...]"))
+	}
+	b, err := os.ReadFile(args[0])
 	if err != nil {
 		fail(err)
 	}
@@ -29,7 +37,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	a := landlock.Assess(&p, abi)
+	a := landlock.AssessWith(&p, abi, opts)
 	if p.Cwd != "" {
 		if err := os.Chdir(p.Cwd); err != nil {
 			fail(err)
@@ -39,7 +47,7 @@ func main() {
 	for k, v := range a.Env {
 		env = append(env, k+"="+v)
 	}
-	fail(landlock.Exec(a, os.Args[2:], env))
+	fail(landlock.Exec(a, args[1:], env))
 }
 
 func fail(err error) {
