@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentbox/agentbox/plan"
+	"golang.org/x/sys/unix"
 )
 
 // The integration tests run real commands through testdata/applytest, a
@@ -303,5 +305,56 @@ func TestApplyRootDropsCapabilities(t *testing.T) {
 	// Root without capabilities still owns the disks: /dev must stay closed.
 	if r := run(t, f, p, `for d in /dev/sda /dev/vda /dev/nvme0n1 /dev/mem /dev/kmsg; do test -e $d || continue; head -c1 $d >/dev/null && exit 1; done; exit 0`); r.code != 0 {
 		t.Errorf("root could read a device node")
+	}
+}
+
+// TestApplyWithoutUserNamespaces is the case Landlock exists for: user
+// namespaces are denied (user.max_user_namespaces=0, set in a user namespace
+// of the test's own so the host keeps its value), bwrap cannot start for an
+// ordinary user, and Landlock still confines the command.
+func TestApplyWithoutUserNamespaces(t *testing.T) {
+	f := realFixture(t)
+	setpriv, err := exec.LookPath("setpriv")
+	skipUnless(t, err == nil, "setpriv is not installed")
+	b, err := json.Marshal(f.plan(plan.NetOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(pf, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	attr := &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+	}
+	if uid != 0 {
+		// Setting the sysctl of our own namespace needs CAP_SYS_RESOURCE
+		// there; it is dropped again before anything else runs.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_RESOURCE}
+	}
+	script := `echo 0 > /proc/sys/user/max_user_namespaces
+drop="` + setpriv + ` --inh-caps=-all --ambient-caps=-all"
+if [ "$(id -u)" != 0 ] && $drop bwrap --ro-bind / / -- true 2>/dev/null; then echo "bwrap still works" >&2; exit 3; fi
+exec $drop "$HELPER" "$PLAN" /bin/sh -c '
+	echo x > "$OUTSIDE/new" 2>/dev/null && exit 10
+	cat "$HOME_/.aws/credentials" 2>/dev/null && exit 11
+	cat "$WORK/b/secret.txt" 2>/dev/null && exit 12
+	echo ok > "$PROJ/src/userns.txt" || exit 13
+'`
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = attr
+	cmd.Env = append(os.Environ(), "HELPER="+helperPath, "PLAN="+pf, "HOME_="+f.home, "PROJ="+f.proj,
+		"WORK="+f.work, "OUTSIDE="+f.outside)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() >= 3 {
+		t.Fatalf("exit %d: %s", ee.ExitCode(), out)
+	}
+	skipUnless(t, err == nil, fmt.Sprintf("cannot set up a user namespace without user namespaces: %v: %s", err, out))
+	if got, _ := os.ReadFile(filepath.Join(f.proj, "src", "userns.txt")); string(got) != "ok\n" {
+		t.Errorf("the write inside the writable root did not reach the host: %q", got)
 	}
 }
