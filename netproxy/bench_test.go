@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"testing"
 )
@@ -59,7 +58,7 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	})
 	b.Run("proxy", func(b *testing.B) {
-		box := startBox(b, []string{"example.test"}, nil, boxOptions{allowUID: os.Getuid()})
+		box := startBox(b, []string{"example.test"}, nil, boxOptions{})
 		b.SetBytes(benchSize)
 		for b.Loop() {
 			c, br, resp := connectVia(b, box.addr, target)
@@ -89,7 +88,7 @@ func BenchmarkConnect(b *testing.B) {
 			c.Close()
 		}
 	})
-	box := startBox(b, []string{"example.test"}, nil, boxOptions{allowUID: os.Getuid()})
+	box := startBox(b, []string{"example.test"}, nil, boxOptions{})
 	b.Run("connect", func(b *testing.B) {
 		for b.Loop() {
 			c, br, resp := connectVia(b, box.addr, target)

@@ -1,39 +1,53 @@
 // Package netproxy is the network allowlist: the proxy that decides which
-// hosts a sandboxed command may reach, and the bridge that carries the
+// hosts a sandboxed command may reach, and the relay that hands the
 // command's connections to it.
 //
 // The command runs in its own network namespace that has only a loopback
-// interface (bubblewrap's --unshare-net). Outside the box, agentbox runs one
-// Proxy on a unix socket in a private folder (mode 0700); that folder is
-// bound into the box. Inside, the box's first process runs Bridge on
-// 127.0.0.1:PORT, forwarding every connection unchanged to the socket. The
-// command finds the proxy through HTTP_PROXY, HTTPS_PROXY and ALL_PROXY.
+// interface (bubblewrap's --unshare-net). Before the box starts, agentbox
+// creates a connected pair of unix sockets (Pair): it keeps one end and
+// passes the other to the box's first process, agentbox's own init, as an
+// inherited descriptor. Inside, the init listens on 127.0.0.1:PORT and runs
+// Relay, which sends each accepted TCP connection's descriptor over the pair
+// (SCM_RIGHTS) and closes its own copy. Outside, the Proxy receives the
+// descriptors (Serve) and talks to each client's TCP socket directly: a
+// socket stays in the box's network namespace, but its descriptor works from
+// the host. So there is one relay, the proxy's own copy between the client
+// and the upstream server (splice(2), as both are TCP), and no socket file:
+// nothing to bind into the box, to protect with a private folder, or to leave
+// behind when agentbox is killed. The command finds the proxy through
+// HTTP_PROXY, HTTPS_PROXY and ALL_PROXY.
 //
 // The proxy speaks HTTP (absolute-URI requests and CONNECT) and SOCKS5 (no
-// authentication, CONNECT, domain and address types) on the same socket,
-// told apart by the first byte. It resolves names itself, so the box needs
-// no DNS, and checks each host against Rules, then each address the name
-// resolved to (see Rules.vet in resolve.go for why). Denials are answered in
-// the protocol's own words: HTTP 403 with a one-line body naming the host and
-// the reason, SOCKS5 reply 0x02.
+// authentication, CONNECT, domain and address types) on the same port, told
+// apart by the first byte. It resolves names itself, so the box needs no DNS,
+// and checks each host against Rules, then each address the name resolved to
+// (see Rules.vet in resolve.go for why). Denials are answered in the
+// protocol's own words: HTTP 403 with a one-line body naming the host and the
+// reason, SOCKS5 reply 0x02.
 //
 // It fails closed: a program that ignores the proxy variables has no route
 // out of the namespace at all, and one that uses them reaches only what the
-// rules allow.
+// rules allow. When the proxy is gone, the relay closes every connection.
+//
+// Port forwards: programs honour NO_PROXY=localhost and so never send
+// localhost through the proxy. For a host service the policy allows
+// explicitly ("localhost:3000", issue 5 item 5) the init also listens on
+// 127.0.0.1:3000 in the box and relays those connections with a tag that
+// names the forward (Options.Forward); the proxy connects them to the target,
+// checked by the rules like any other request.
 //
 // Wiring, for the caller:
 //
-//   - outside the box: rules from Compile(allow, deny); p := Listen("", rules,
-//     Options{Log: ..., AllowUID: os.Getuid()}); go p.Serve(); Close after
-//     the command exits, then Stats for the denial count. Listen also removes
-//     the folders that runs killed with SIGKILL left behind.
+//   - outside the box: rules from Compile(allow, deny); p := New(rules,
+//     Options{Log: ..., Forward: ...}); host, box := Pair(); pass box to the
+//     box as an inherited fd and close it here; go p.Serve(host); after the
+//     box has ended, Close, then Stats for the denial count.
 //   - bwrap: --unshare-net (the box's only interface is loopback: this is
-//     what makes it fail closed) and --bind DIR DIR for DIR =
-//     filepath.Dir(p.SocketPath()), so the socket has the same path inside.
-//   - inside the box, in its first process: ln := net.Listen("tcp",
-//     "127.0.0.1:PORT") (bwrap has brought lo up), then Bridge(ln, socketPath);
-//     optionally Forward(ln2, socketPath, "localhost:3000") on
-//     127.0.0.1:3000 for each explicitly allowed loopback service.
+//     what makes it fail closed).
+//   - inside the box, in its first process, before the command starts:
+//     c := Channel(fd); ln := net.Listen("tcp", "127.0.0.1:PORT") (bwrap has
+//     brought lo up); go Relay(ln, c, 0); and Relay(ln_i, c, i) on
+//     127.0.0.1:PORT_i for forward i.
 //   - the command's environment: HTTP_PROXY, HTTPS_PROXY and their
 //     lower-case forms = http://127.0.0.1:PORT; ALL_PROXY and all_proxy =
 //     socks5h://127.0.0.1:PORT (the "h": the proxy resolves names);

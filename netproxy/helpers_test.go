@@ -61,35 +61,36 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// box is a running proxy with its bridge, as the sandbox would have them.
+// box is a running proxy with the box's end, as the sandbox would have
+// them: a socket pair, Relay on a loopback port for the proxy and one per
+// forward, and Serve on the host end.
 type box struct {
 	p      *Proxy
-	addr   string // the bridge: 127.0.0.1:PORT
+	addr   string   // the proxy port: 127.0.0.1:PORT
+	fwd    []string // the forward ports, in the order of boxOptions.forward
 	log    *syncBuffer
-	ln     net.Listener
+	lns    []net.Listener
+	ch     *net.UnixConn // the box's end of the pair
 	served chan error
-	bridge chan error
+	relays chan error
+	once   sync.Once
 }
 
 type boxOptions struct {
-	dir      string
-	allowUID int
+	forward []string
 	// publicTo is where the test dialler sends publicTestAddr.
 	publicTo string
 }
 
-// startBox starts a proxy and a bridge; Cleanup closes both.
+// startBox starts a proxy and its relays; Cleanup closes them.
 func startBox(tb testing.TB, allow, deny []string, o boxOptions) *box {
 	tb.Helper()
 	rules, err := Compile(allow, deny)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if o.dir == "" {
-		o.dir = tb.TempDir()
-	}
 	log := &syncBuffer{}
-	p, err := Listen(o.dir, rules, Options{Log: log, AllowUID: o.allowUID, Resolver: testResolver})
+	p, err := New(rules, Options{Log: log, Resolver: testResolver, Forward: o.forward})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,31 +109,54 @@ func startBox(tb testing.TB, allow, deny []string, o boxOptions) *box {
 		}
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	host, boxEnd, err := Pair()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := &box{p: p, addr: ln.Addr().String(), log: log, ln: ln, served: make(chan error, 1), bridge: make(chan error, 1)}
-	go func() { b.served <- p.Serve() }()
-	go func() { b.bridge <- Bridge(ln, p.SocketPath()) }()
+	ch, err := Channel(boxEnd)
+	boxEnd.Close()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &box{p: p, log: log, ch: ch, served: make(chan error, 1), relays: make(chan error, 1+len(o.forward))}
+	go func() { b.served <- p.Serve(host) }()
+	for i := 0; i <= len(o.forward); i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b.lns = append(b.lns, ln)
+		if i == 0 {
+			b.addr = ln.Addr().String()
+		} else {
+			b.fwd = append(b.fwd, ln.Addr().String())
+		}
+		go func() { b.relays <- Relay(ln, ch, byte(i)) }()
+	}
 	tb.Cleanup(func() { b.close(tb) })
 	return b
 }
 
-// close stops the bridge and the proxy and checks both ended cleanly.
+// close ends the box (its listeners, then its end of the pair) and then the
+// proxy, and checks that all ended cleanly.
 func (b *box) close(tb testing.TB) {
-	b.ln.Close()
-	if err := b.p.Close(); err != nil {
-		tb.Errorf("Close: %v", err)
-	}
-	if err := <-b.served; err != nil {
-		tb.Errorf("Serve: %v", err)
-	}
-	if err := <-b.bridge; err != nil {
-		tb.Errorf("Bridge: %v", err)
-	}
-	b.served <- nil // so a second close does not block
-	b.bridge <- nil
+	b.once.Do(func() {
+		for _, ln := range b.lns {
+			ln.Close()
+		}
+		for range b.lns {
+			if err := <-b.relays; err != nil {
+				tb.Errorf("Relay: %v", err)
+			}
+		}
+		b.ch.Close()
+		if err := b.p.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+		if err := <-b.served; err != nil {
+			tb.Errorf("Serve: %v", err)
+		}
+	})
 }
 
 // tcpServer is a local TCP server that Cleanup stops with all its
@@ -195,7 +219,7 @@ func echo(c *net.TCPConn) {
 	c.CloseWrite()
 }
 
-// connectVia opens a CONNECT tunnel through the bridge and returns the
+// connectVia opens a CONNECT tunnel through the box and returns the
 // proxy's answer; on 200 the reader carries the tunnel.
 func connectVia(tb testing.TB, bridge, target string) (net.Conn, *bufio.Reader, *http.Response) {
 	tb.Helper()
@@ -213,7 +237,7 @@ func connectVia(tb testing.TB, bridge, target string) (net.Conn, *bufio.Reader, 
 	return c, br, resp
 }
 
-// socksVia opens a SOCKS5 connection through the bridge and returns the
+// socksVia opens a SOCKS5 connection through the box and returns the
 // reply code. addr is the raw address field: type byte, then the address.
 func socksVia(tb testing.TB, bridge string, addr []byte, port int) (net.Conn, *bufio.Reader, byte) {
 	tb.Helper()

@@ -24,7 +24,7 @@ var hopHeaders = []string{
 // serveHTTP serves one client connection: CONNECT requests become tunnels,
 // absolute-URI requests are forwarded one by one, each checked on its own
 // host, for as long as the client keeps the connection alive.
-func (p *Proxy) serveHTTP(c *net.UnixConn, br *bufio.Reader) {
+func (p *Proxy) serveHTTP(c net.Conn, br *bufio.Reader) {
 	for {
 		req, err := http.ReadRequest(br)
 		if err != nil {
@@ -48,7 +48,7 @@ func (p *Proxy) serveHTTP(c *net.UnixConn, br *bufio.Reader) {
 }
 
 // serveCONNECT answers a CONNECT request and, when allowed, becomes a tunnel.
-func (p *Proxy) serveCONNECT(c *net.UnixConn, br *bufio.Reader, req *http.Request) {
+func (p *Proxy) serveCONNECT(c net.Conn, br *bufio.Reader, req *http.Request) {
 	// The raw authority, not req.URL.Host: url.Parse would decode %-escapes,
 	// and the host checked must be the host as sent.
 	h, port, err := splitHostPort(req.RequestURI, 0)
@@ -81,7 +81,7 @@ func (p *Proxy) serveCONNECT(c *net.UnixConn, br *bufio.Reader, req *http.Reques
 // plain HTTP through a proxy is rare (HTTPS goes through CONNECT), and never
 // reusing an upstream connection means no request can ride on a connection
 // that was checked for another host.
-func (p *Proxy) forward(c *net.UnixConn, req *http.Request) bool {
+func (p *Proxy) forward(c net.Conn, req *http.Request) bool {
 	if req.URL.Scheme != "http" || req.URL.Host == "" {
 		p.record("http", "", Decision{Reason: "not an absolute http:// URL"}, nil)
 		writeText(c, http.StatusBadRequest, "agentbox: only absolute http:// URLs and CONNECT go through this proxy\n")

@@ -8,10 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,33 +24,29 @@ const (
 	dialTimeout      = 15 * time.Second // resolving and connecting upstream
 )
 
-// SocketName is the proxy socket's file name inside its private folder.
-const SocketName = "proxy.sock"
-
-// folderPrefix starts the name of every proxy folder: agentbox-net-PID-RANDOM.
-const folderPrefix = "agentbox-net-"
+// maxForwards is how many port forwards a box may have: a connection's tag
+// is one byte, and 0 is the proxy port.
+const maxForwards = 255
 
 // Options configure a Proxy.
 type Options struct {
 	// Log, when set, gets one line per connection (per request for plain
 	// HTTP): time, allow or deny, protocol, host:port, rule and reason.
 	Log io.Writer
-	// AllowUID is the only user id that may connect; every accepted
-	// connection's peer is checked with SO_PEERCRED. Set it to os.Getuid().
-	// The zero value means root only.
-	AllowUID int
 	// Resolver resolves names; nil means net.DefaultResolver.
 	Resolver Resolver
+	// Forward are the targets of the box's port forwards ("localhost:3000"),
+	// in order: a connection that arrives with tag i (1-based) goes to
+	// Forward[i-1], checked by the rules like any other (see Relay).
+	Forward []string
 }
 
 // Proxy is the allowlist proxy: HTTP (absolute-URI requests and CONNECT) and
-// SOCKS5 on one unix socket, told apart by the first byte.
+// SOCKS5 on the same connections, told apart by the first byte. It gets its
+// connections from the box as file descriptors (see Serve).
 type Proxy struct {
 	rules *Rules
 	opts  Options
-	dir   string
-	sock  string
-	ln    *net.UnixListener
 
 	// dial connects upstream; tests replace it to reach a local server
 	// where a public address was resolved.
@@ -61,101 +54,56 @@ type Proxy struct {
 
 	allowed, denied atomic.Int64
 	logMu           sync.Mutex
+	firstDenied     string // guarded by logMu
 
 	ctx    context.Context // cancelled by Close, so no lookup or dial outlives it
 	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
-	conns  map[net.Conn]struct{}
+	conns  map[io.Closer]struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
 }
 
-// Listen creates a fresh private folder (mode 0700, owned by the caller) in
-// dir (os.TempDir() when ""), and a unix socket in it that only the caller's
-// user can reach. Call Serve to accept connections and Close to remove both.
-func Listen(dir string, rules *Rules, opts Options) (*Proxy, error) {
+// New returns a proxy that decides by rules. It holds no file descriptor
+// until Serve is called.
+func New(rules *Rules, opts Options) (*Proxy, error) {
 	if rules == nil {
 		return nil, errors.New("netproxy: no rules")
 	}
-	if dir == "" {
-		dir = os.TempDir()
+	for _, f := range opts.Forward {
+		if _, _, err := splitHostPort(f, 0); err != nil {
+			return nil, fmt.Errorf("forward target %q: %w", f, err)
+		}
 	}
-	sweep(dir)
-	// MkdirTemp makes a new folder with mode 0700 and fails rather than reuse
-	// an existing one, so nobody can have planted a socket or symlink in it.
-	// The folder's mode, not the socket's, is what stops other users: Linux
-	// checks search permission on the path when connecting. The name carries
-	// our pid so that a later run can tell a folder left by a killed run.
-	priv, err := os.MkdirTemp(dir, fmt.Sprintf("%s%d-", folderPrefix, os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("creating proxy folder: %w", err)
-	}
-	sock := filepath.Join(priv, SocketName)
-	if len(sock) >= 108 { // sun_path is 108 bytes on Linux, with its NUL
-		os.Remove(priv)
-		return nil, fmt.Errorf("proxy socket path %q is too long for a unix socket; use a shorter folder", sock)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		os.Remove(priv)
-		return nil, fmt.Errorf("listening on proxy socket: %w", err)
-	}
-	// Belt and braces: the socket itself is the owner's alone too.
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ln.Close()
-		os.Remove(priv)
-		return nil, fmt.Errorf("restricting proxy socket: %w", err)
+	if len(opts.Forward) > maxForwards {
+		return nil, fmt.Errorf("%d forwards, at most %d", len(opts.Forward), maxForwards)
 	}
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
-	p := &Proxy{
-		rules: rules,
-		opts:  opts,
-		dir:   priv,
-		sock:  sock,
-		ln:    ln,
-		conns: map[net.Conn]struct{}{},
-	}
+	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{}}
 	p.dial = (&net.Dialer{}).DialContext
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
 
-// SocketPath returns the unix socket's path. Its folder, filepath.Dir of it,
-// is what the sandbox binds in.
-func (p *Proxy) SocketPath() string { return p.sock }
-
-// Stats returns how many connections (plain HTTP: requests) were allowed and
-// denied so far, peers refused for their uid included in denied.
-func (p *Proxy) Stats() (allowed, denied int) {
-	return int(p.allowed.Load()), int(p.denied.Load())
+// Stats are a proxy's counts so far.
+type Stats struct {
+	// Allowed and Denied count connections (plain HTTP: requests);
+	// descriptors refused because they were not a connected TCP socket
+	// count as denied.
+	Allowed, Denied int
+	// FirstDenied is the first denial, "host:port (reason)"; "" when none.
+	FirstDenied string
 }
 
-// Serve accepts connections until Close; it then returns nil.
-func (p *Proxy) Serve() error {
-	for {
-		c, err := p.ln.AcceptUnix()
-		if err != nil {
-			if p.isClosed() {
-				return nil
-			}
-			if retry(err) {
-				continue
-			}
-			return fmt.Errorf("proxy accept: %w", err)
-		}
-		if !p.track(c) {
-			c.Close()
-			return nil
-		}
-		go func() {
-			defer p.untrack(c)
-			p.serveConn(c)
-		}()
-	}
+// Stats returns the counts so far.
+func (p *Proxy) Stats() Stats {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return Stats{Allowed: int(p.allowed.Load()), Denied: int(p.denied.Load()), FirstDenied: p.firstDenied}
 }
 
 // retry reports whether an accept error is worth waiting out: running out of
@@ -168,11 +116,10 @@ func retry(err error) bool {
 	return false
 }
 
-// Close stops the proxy: no new connections, every open one (tunnels
-// included) closed, then the socket and its folder removed. It waits for
-// every connection's goroutine to end.
+// Close stops the proxy: the descriptor channel and every open connection
+// (tunnels included) are closed, and Close waits for every goroutine the
+// proxy started to end. Serve then returns nil.
 func (p *Proxy) Close() error {
-	var err error
 	p.once.Do(func() {
 		p.mu.Lock()
 		p.closed = true
@@ -181,16 +128,9 @@ func (p *Proxy) Close() error {
 			c.Close()
 		}
 		p.mu.Unlock()
-		p.ln.Close() // also unlinks the socket
 		p.wg.Wait()
-		if e := os.Remove(p.sock); e != nil && !errors.Is(e, os.ErrNotExist) {
-			err = e
-		}
-		if e := os.Remove(p.dir); e != nil && !errors.Is(e, os.ErrNotExist) {
-			err = e
-		}
 	})
-	return err
+	return nil
 }
 
 func (p *Proxy) isClosed() bool {
@@ -199,8 +139,9 @@ func (p *Proxy) isClosed() bool {
 	return p.closed
 }
 
-// track registers a connection so Close can close it; false once closed.
-func (p *Proxy) track(c net.Conn) bool {
+// track registers a connection so Close can close it, and counts its
+// goroutine; false once closed.
+func (p *Proxy) track(c io.Closer) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -211,7 +152,7 @@ func (p *Proxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *Proxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c io.Closer) {
 	c.Close()
 	p.mu.Lock()
 	delete(p.conns, c)
@@ -238,20 +179,9 @@ func (p *Proxy) dropUpstream(c net.Conn) {
 	p.mu.Unlock()
 }
 
-// serveConn checks the peer, then tells SOCKS5 from HTTP by the first byte.
-func (p *Proxy) serveConn(c *net.UnixConn) {
-	// The folder's mode already keeps other users out; checking the peer's
-	// uid as well means a mistake there (a bind with wider permissions, a
-	// socket passed on) does not open the proxy to them.
-	uid, err := peerUID(c)
-	if err != nil || uid != p.opts.AllowUID {
-		reason := fmt.Sprintf("peer uid %d is not %d", uid, p.opts.AllowUID)
-		if err != nil {
-			reason = "peer credentials: " + err.Error()
-		}
-		p.record("peer", "", Decision{Reason: reason}, nil)
-		return
-	}
+// serveConn tells SOCKS5 from HTTP by the first byte. c is the client's own
+// TCP connection, received from the box (see Serve).
+func (p *Proxy) serveConn(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	br := bufio.NewReader(c)
 	first, err := br.Peek(1)
@@ -263,6 +193,18 @@ func (p *Proxy) serveConn(c *net.UnixConn) {
 		return
 	}
 	p.serveHTTP(c, br)
+}
+
+// serveForward connects c to a fixed target, checked like any request: on a
+// denial or a failed connect the client's connection is simply closed.
+func (p *Proxy) serveForward(c net.Conn, target string) {
+	h, port, _ := splitHostPort(target, 0) // checked by New
+	up, _, d, err := p.open("forward", h, port)
+	if !d.Allowed || err != nil {
+		return
+	}
+	defer p.dropUpstream(up)
+	pipe(c, up)
 }
 
 // open decides on host:port and, when allowed, resolves and connects. It
@@ -309,18 +251,20 @@ func (p *Proxy) open(proto, raw string, port int) (conn net.Conn, target string,
 
 // record counts a decision and writes its log line.
 func (p *Proxy) record(proto, target string, d Decision, err error) {
+	if target == "" {
+		target = "-"
+	}
 	verdict := "deny"
 	if d.Allowed {
 		verdict = "allow"
 		p.allowed.Add(1)
-	} else {
-		p.denied.Add(1)
+	} else if p.denied.Add(1) == 1 {
+		p.logMu.Lock()
+		p.firstDenied = fmt.Sprintf("%s (%s)", target, d.Reason)
+		p.logMu.Unlock()
 	}
 	if p.opts.Log == nil {
 		return
-	}
-	if target == "" {
-		target = "-"
 	}
 	line := fmt.Sprintf("%s %s %s %s rule=%q reason=%q", time.Now().Format(time.RFC3339Nano), verdict, proto, target, d.Rule, d.Reason)
 	if err != nil {
@@ -338,7 +282,7 @@ func denial(target string, d Decision) string {
 
 // tunnel hands over a connection whose handshake is done: bytes the client
 // already sent past the handshake go first, then both ways are copied.
-func tunnel(client *net.UnixConn, br *bufio.Reader, up net.Conn) {
+func tunnel(client net.Conn, br *bufio.Reader, up net.Conn) {
 	client.SetReadDeadline(time.Time{})
 	if n := br.Buffered(); n > 0 {
 		b, _ := br.Peek(n)
@@ -353,8 +297,9 @@ func tunnel(client *net.UnixConn, br *bufio.Reader, up net.Conn) {
 type closeWriter interface{ CloseWrite() error }
 
 // pipe copies a to b and b to a until both directions end, then closes both.
-// io.Copy between a TCP and a unix stream connection uses splice(2) on Linux,
-// so the bytes never pass through this process's memory. An end of stream
+// Both ends are TCP connections (the client's lives in the box's network
+// namespace, the upstream one in the host's), so io.Copy uses splice(2) on
+// Linux and the bytes never pass through this process's memory. An end of stream
 // in one direction is passed on as a half-close, so a client that finishes
 // sending still gets the whole answer.
 func pipe(a, b net.Conn) {
@@ -383,30 +328,4 @@ func copyHalf(dst, src net.Conn) {
 		return
 	}
 	dst.Close()
-}
-
-// sweep removes the folders that runs killed with SIGKILL left in dir: a
-// folder is ours when its name says agentbox-net-PID-, it is a real folder
-// (not a symlink) owned by our uid, and process PID is gone. Only its socket
-// and then the folder itself are removed, never anything else, so a folder
-// that holds something unexpected stays.
-func sweep(dir string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), folderPrefix)
-		pid, _, ok2 := strings.Cut(rest, "-")
-		n, err := strconv.Atoi(pid)
-		if !ok || !ok2 || err != nil || n <= 0 || n == os.Getpid() || alive(n) {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if fi, err := os.Lstat(path); err != nil || !fi.IsDir() || !ownedByUs(fi) {
-			continue
-		}
-		os.Remove(filepath.Join(path, SocketName))
-		os.Remove(path)
-	}
 }

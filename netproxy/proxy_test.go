@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -46,7 +45,7 @@ func webServer(t *testing.T) (*httptest.Server, int) {
 func TestHTTPPlain(t *testing.T) {
 	srv, port := webServer(t)
 	b := startBox(t, []string{"example.test", "*.wild.test", "127.0.0.1:" + strconv.Itoa(port)}, []string{"evil.wild.test"},
-		boxOptions{allowUID: os.Getuid(), publicTo: srv.Listener.Addr().String()})
+		boxOptions{publicTo: srv.Listener.Addr().String()})
 	proxy, _ := url.Parse("http://user:secret@" + b.addr)
 	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}
 	defer client.CloseIdleConnections()
@@ -89,8 +88,10 @@ func TestHTTPPlain(t *testing.T) {
 	logHas(t, b.log.String(), "allow http example.test:"+p, `rule="example.test"`)
 	logHas(t, b.log.String(), "deny http other.test:"+p, `rule=""`, `reason="no allow rule matches"`)
 	logHas(t, b.log.String(), "deny http a.wild.test:"+p, `rule="*.wild.test"`, "(loopback)")
-	if a, d := b.p.Stats(); a != 4 || d != 5 {
-		t.Errorf("Stats() = %d allowed, %d denied; want 4, 5", a, d)
+	st := b.p.Stats()
+	want := Stats{Allowed: 4, Denied: 5, FirstDenied: "other.test:" + p + " (no allow rule matches)"}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("Stats() (-want +got):\n%s", diff)
 	}
 }
 
@@ -99,7 +100,7 @@ func TestHTTPPlain(t *testing.T) {
 // request body arrives.
 func TestHTTPKeepAlive(t *testing.T) {
 	_, port := webServer(t)
-	b := startBox(t, []string{"example.test", "other.test"}, nil, boxOptions{allowUID: os.Getuid()})
+	b := startBox(t, []string{"example.test", "other.test"}, nil, boxOptions{})
 	c, err := net.Dial("tcp", b.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestHTTPKeepAlive(t *testing.T) {
 
 func TestCONNECT(t *testing.T) {
 	srv := serveTCP(t, "tcp", "127.0.0.1:0", echo)
-	b := startBox(t, []string{"example.test", "*.wild.test"}, nil, boxOptions{allowUID: os.Getuid()})
+	b := startBox(t, []string{"example.test", "*.wild.test"}, nil, boxOptions{})
 	p := strconv.Itoa(srv.port())
 	tests := []struct {
 		name   string
@@ -203,7 +204,7 @@ func TestSOCKS5(t *testing.T) {
 		s6 := serveTCP(t, "tcp", "[::1]:"+p, echo) // same port, so one rule list covers both
 		allow = append(allow, "[::1]:"+strconv.Itoa(s6.port()))
 	}
-	b := startBox(t, allow, nil, boxOptions{allowUID: os.Getuid()})
+	b := startBox(t, allow, nil, boxOptions{})
 	tests := []struct {
 		name  string
 		addr  []byte
@@ -246,7 +247,7 @@ func TestSOCKS5(t *testing.T) {
 }
 
 func TestSOCKS5Refusals(t *testing.T) {
-	b := startBox(t, []string{"example.test"}, nil, boxOptions{allowUID: os.Getuid()})
+	b := startBox(t, []string{"example.test"}, nil, boxOptions{})
 	tests := []struct {
 		name string
 		send []byte
@@ -275,74 +276,6 @@ func TestSOCKS5Refusals(t *testing.T) {
 	}
 }
 
-// TestPeerUID checks the SO_PEERCRED check with the real kernel: the proxy
-// is told to accept only another uid, so this process is refused.
-func TestPeerUID(t *testing.T) {
-	b := startBox(t, []string{"example.test"}, nil, boxOptions{allowUID: os.Getuid() + 1})
-	c, err := net.Dial("tcp", b.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "CONNECT example.test:80 HTTP/1.1\r\n\r\n")
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got, _ := io.ReadAll(c)
-	if len(got) != 0 {
-		t.Errorf("refused peer got %q, want nothing", got)
-	}
-	logHas(t, b.log.String(), "deny peer -", fmt.Sprintf("peer uid %d is not %d", os.Getuid(), os.Getuid()+1))
-	if a, d := b.p.Stats(); a != 0 || d != 1 {
-		t.Errorf("Stats() = %d, %d; want 0, 1", a, d)
-	}
-}
-
-// TestOtherUser has another user, abtest, try the socket: first the private
-// folder stops it, then (with the folder opened on purpose) the uid check.
-func TestOtherUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run a command as another user") // a property of the run, not of the machine
-	}
-	setpriv, err1 := exec.LookPath("setpriv")
-	curl, err2 := exec.LookPath("curl")
-	if err1 != nil || err2 != nil {
-		needed(t, "needs setpriv and curl")
-	}
-	if err := exec.Command("id", "abtest").Run(); err != nil {
-		needed(t, "needs the user abtest")
-	}
-	parent, err := os.MkdirTemp("", "netproxy-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(parent) })
-	os.Chmod(parent, 0o755) // abtest may walk up to the proxy's own folder
-	b := startBox(t, []string{"example.test"}, nil, boxOptions{dir: parent, allowUID: 0})
-	asOther := func() (string, error) {
-		out, err := exec.Command(setpriv, "--reuid=abtest", "--regid=abtest", "--init-groups",
-			curl, "-sS", "--max-time", "10", "--unix-socket", b.p.SocketPath(), "http://example.test/").CombinedOutput()
-		return string(out), err
-	}
-
-	out, err := asOther()
-	if err == nil || !strings.Contains(out, "Couldn't connect") {
-		t.Errorf("abtest through the 0700 folder: err %v, output %q; want a failed connect", err, out)
-	}
-	if fi, err := os.Stat(filepath.Dir(b.p.SocketPath())); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("proxy folder mode %v (err %v), want 0700", fi.Mode().Perm(), err)
-	}
-
-	os.Chmod(filepath.Dir(b.p.SocketPath()), 0o755)
-	os.Chmod(b.p.SocketPath(), 0o666)
-	out, err = asOther()
-	// curl reports the close as an empty reply, a reset or, when the proxy
-	// closes before curl has checked its connect, a failed connect; the log
-	// line below is the proof that the uid check did it.
-	if err == nil || strings.Contains(out, "hello") {
-		t.Errorf("abtest with the folder open: err %v, output %q; want the connection closed unanswered", err, out)
-	}
-	logHas(t, b.log.String(), "deny peer", "peer uid 1001 is not 0")
-}
-
 // TestLargeTransfer sends 256 MiB down a CONNECT tunnel and 64 MiB up one,
 // and compares SHA-256 at both ends. The upload ends with a half-close: the
 // server answers with its hash only after it has read to the end, so the
@@ -362,7 +295,7 @@ func TestLargeTransfer(t *testing.T) {
 		io.WriteString(c, hex.EncodeToString(h.Sum(nil)))
 		c.CloseWrite()
 	})
-	b := startBox(t, []string{"example.test"}, nil, boxOptions{allowUID: os.Getuid()})
+	b := startBox(t, []string{"example.test"}, nil, boxOptions{})
 
 	want := sha256.New()
 	writeStream(want, down)
@@ -409,12 +342,16 @@ func writeStream(w io.Writer, n int) error {
 }
 
 // TestCloseLeavesNothing closes the proxy under an open tunnel and an idle
-// client, and checks that the socket, its folder and every goroutine are
-// gone and that the clients see the end.
+// client, and checks that every goroutine and descriptor is gone and that
+// the clients see the end.
 func TestCloseLeavesNothing(t *testing.T) {
-	before := runtime.NumGoroutine()
+	// The runtime's network poller opens its own descriptors on first use.
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		ln.Close()
+	}
+	before, fdsBefore := runtime.NumGoroutine(), openFDs(t)
 	srv := serveTCP(t, "tcp", "127.0.0.1:0", echo)
-	b := startBox(t, []string{"example.test"}, nil, boxOptions{allowUID: os.Getuid()})
+	b := startBox(t, []string{"example.test"}, nil, boxOptions{})
 
 	tunnel, br, resp := connectVia(t, b.addr, "example.test:"+strconv.Itoa(srv.port()))
 	defer tunnel.Close()
@@ -426,12 +363,9 @@ func TestCloseLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	time.Sleep(50 * time.Millisecond) // let the proxy accept the idle one
+	time.Sleep(50 * time.Millisecond) // let the proxy receive the idle one
 
-	sock, dir := b.p.SocketPath(), filepath.Dir(b.p.SocketPath())
 	b.close(t)
-	mustNotExist(t, sock)
-	mustNotExist(t, dir)
 	for _, c := range []net.Conn{tunnel, idle} {
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := io.ReadAll(c); err != nil {
@@ -441,12 +375,63 @@ func TestCloseLeavesNothing(t *testing.T) {
 	}
 	srv.close()
 	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+	for (runtime.NumGoroutine() > before || openFDs(t) > fdsBefore) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines left, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+	if n := openFDs(t); n > fdsBefore {
+		t.Errorf("%d descriptors open, %d before", n, fdsBefore)
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		needed(t, "no /proc/self/fd: "+err.Error())
+	}
+	return len(ents)
+}
+
+// TestBoxEnds closes the box's end of the pair, as the kernel does when the
+// box's last process ends: Serve returns by itself, and a connection the box
+// accepts afterwards is closed unanswered (fail closed).
+func TestBoxEnds(t *testing.T) {
+	b := startBox(t, []string{"example.test"}, nil, boxOptions{})
+	c, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT nowhere.test:1 HTTP/1.1\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 403 {
+		t.Fatalf("before the end: %v %v, want 403", resp, err)
+	}
+	// The test holds the box's end as the init would: closing it is the
+	// box's end. The relays still run, as an init would until it exits.
+	b.ch.Close()
+	select {
+	case err := <-b.served:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		b.served <- nil // for close
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return when the box's end closed")
+	}
+	d, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	io.WriteString(d, "CONNECT example.test:1 HTTP/1.1\r\n\r\n")
+	d.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, _ := io.ReadAll(d); len(got) != 0 {
+		t.Errorf("after the end: read %q, want a plain close", got)
 	}
 }
 
@@ -458,7 +443,7 @@ func TestCurl(t *testing.T) {
 		needed(t, "curl not installed")
 	}
 	_, port := webServer(t)
-	b := startBox(t, []string{"example.test", "*.wild.test"}, nil, boxOptions{allowUID: os.Getuid()})
+	b := startBox(t, []string{"example.test", "*.wild.test"}, nil, boxOptions{})
 	p := strconv.Itoa(port)
 	tests := []struct {
 		name string
@@ -487,30 +472,15 @@ func TestCurl(t *testing.T) {
 	}
 }
 
-// TestForward reaches a host service through an in-box port forward, the
-// way a dev server on the host's localhost:PORT is reached (issue item 5),
-// and checks that a forward to a port the policy does not name is closed.
+// TestForward reaches a host service through a port forward, the way a dev
+// server on the host's localhost:PORT is reached (issue item 5), and checks
+// that a forward to a port the policy does not name is closed.
 func TestForward(t *testing.T) {
 	srv := serveTCP(t, "tcp", "127.0.0.1:0", echo)
 	p := strconv.Itoa(srv.port())
-	b := startBox(t, []string{"localhost:" + p}, nil, boxOptions{allowUID: os.Getuid()})
-	forward := func(target string) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- Forward(ln, b.p.SocketPath(), target) }()
-		t.Cleanup(func() {
-			ln.Close()
-			if err := <-done; err != nil {
-				t.Errorf("Forward: %v", err)
-			}
-		})
-		return ln.Addr().String()
-	}
+	b := startBox(t, []string{"localhost:" + p}, nil, boxOptions{forward: []string{"localhost:" + p, "localhost:1"}})
 
-	c, err := net.Dial("tcp", forward("localhost:"+p))
+	c, err := net.Dial("tcp", b.fwd[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +489,7 @@ func TestForward(t *testing.T) {
 		t.Errorf("echo = %q, want ping", got)
 	}
 
-	d, err := net.Dial("tcp", forward("localhost:1"))
+	d, err := net.Dial("tcp", b.fwd[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,38 +498,10 @@ func TestForward(t *testing.T) {
 	if got, err := io.ReadAll(d); len(got) != 0 || err != nil {
 		t.Errorf("denied forward read %q, %v; want a plain close", got, err)
 	}
-	logHas(t, b.log.String(), "allow socks5 localhost:"+p)
-	logHas(t, b.log.String(), "deny socks5 localhost:1", "no allow rule matches")
+	logHas(t, b.log.String(), "allow forward localhost:"+p)
+	logHas(t, b.log.String(), "deny forward localhost:1", "no allow rule matches")
 
-	if err := Forward(nil, "", "no-port"); err == nil || !strings.Contains(err.Error(), `forward target "no-port"`) {
-		t.Errorf("Forward with a bad target: %v, want an error naming it", err)
-	}
-}
-
-// TestSweep checks that Listen removes the folder a killed run left, and
-// nothing else.
-func TestSweep(t *testing.T) {
-	dir := t.TempDir()
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		needed(t, "cannot run true: "+err.Error())
-	}
-	stale := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-1", dead.Process.Pid))
-	live := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-2", os.Getppid()))
-	full := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-3", dead.Process.Pid))
-	for _, d := range []string{stale, live, full} {
-		os.Mkdir(d, 0o700)
-		os.WriteFile(filepath.Join(d, SocketName), nil, 0o600)
-	}
-	os.WriteFile(filepath.Join(full, "other"), nil, 0o600)
-	link := filepath.Join(dir, fmt.Sprintf("agentbox-net-%d-4", dead.Process.Pid))
-	os.Symlink(live, link)
-
-	b := startBox(t, nil, nil, boxOptions{dir: dir, allowUID: os.Getuid()})
-	mustNotExist(t, stale)
-	for _, keep := range []string{live, full, filepath.Join(full, "other"), link, filepath.Join(live, SocketName), b.p.SocketPath()} {
-		if _, err := os.Lstat(keep); err != nil {
-			t.Errorf("%s: %v, want it kept", keep, err)
-		}
+	if _, err := New(&Rules{}, Options{Forward: []string{"no-port"}}); err == nil || !strings.Contains(err.Error(), `forward target "no-port"`) {
+		t.Errorf("New with a bad forward: %v, want an error naming it", err)
 	}
 }

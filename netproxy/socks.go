@@ -28,9 +28,9 @@ const (
 	socksNoAddrType  = 0x08
 )
 
-// serveSOCKS serves one SOCKS5 client: no authentication (the socket's
-// folder and the peer check are the authentication), CONNECT only.
-func (p *Proxy) serveSOCKS(c *net.UnixConn, br *bufio.Reader) {
+// serveSOCKS serves one SOCKS5 client: no authentication (only the box can
+// hand the proxy a connection; see Serve), CONNECT only.
+func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 	// Greeting: version, number of methods, methods.
 	var hdr [2]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
