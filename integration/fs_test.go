@@ -132,10 +132,13 @@ echo config=$(erofs sh -c "echo '[core]' >> .git/config")
 echo nested=$(erofs sh -c 'echo evil > sub/nested/.git/hooks/post-checkout')
 echo nestedconfig=$(erofs sh -c "echo '[x]' >> sub/nested/.git/config")
 mkdir -p node_modules/pkg/.git/hooks && echo fine > node_modules/pkg/.git/hooks/x; echo skipped=$?
+mv .git .git-moved 2>/dev/null && echo moved=yes || echo moved=refused
+mv sub/nested/.git sub/nested/.git-moved 2>/dev/null && echo nestedmoved=yes || echo nestedmoved=refused
+mv .git/hooks .git/hooks-moved 2>/dev/null && echo hooksmoved=yes || echo hooksmoved=refused
 echo content > file.txt && git add file.txt && git -c user.name=t -c user.email=t@example.invalid commit -qm first; echo commit=$?
 `)
 	expectCode(t, r, 0)
-	for _, want := range []string{"hooks=EROFS", "config=EROFS", "nested=EROFS", "nestedconfig=EROFS", "skipped=0", "commit=0"} {
+	for _, want := range []string{"hooks=EROFS", "config=EROFS", "nested=EROFS", "nestedconfig=EROFS", "skipped=0", "commit=0", "moved=refused", "nestedmoved=refused", "hooksmoved=refused"} {
 		expectContains(t, "git protection", r.stdout, want)
 	}
 	if exists(filepath.Join(w.project, ".git", "hooks", "pre-commit")) {

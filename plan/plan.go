@@ -244,11 +244,13 @@ type Plan struct {
 	Warnings []string  `json:"warnings,omitempty"`
 }
 
-// Writable returns the host paths bound read-write, in mount order.
+// Writable returns the host paths bound read-write, in mount order. Folders
+// pinned in the read-only stage (bound onto themselves so they cannot be
+// renamed) lie inside writable roots already and are not listed again.
 func (p *Plan) Writable() []string {
 	var out []string
 	for _, m := range p.Mounts {
-		if m.Op == Bind && m.Access == ReadWrite {
+		if m.Op == Bind && m.Access == ReadWrite && m.Stage != StageReadOnly {
 			out = append(out, m.Path)
 		}
 	}

@@ -137,6 +137,13 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 		k := und[0].String()
 		return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line(k)), key: k, msg: "unknown key"}
 	}
+	for _, table := range [][]string{{"env", "set"}, {"providers"}} {
+		// The decoder turns a list into an empty table without a word.
+		if md.Type(table...) == "Array" {
+			k := strings.Join(table, ".")
+			return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line(k)), key: k, msg: "wrong type: want a table"}
+		}
+	}
 	if md.IsDefined("version") && s.Version != 1 {
 		return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line("version")), key: "version", msg: fmt.Sprintf("unsupported version %d (this agentbox reads version 1)", s.Version)}
 	}
@@ -213,12 +220,27 @@ var decodeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.
 // typeMessage turns the TOML decoder's type complaint into plain words.
 func typeMessage(msg string) string {
 	msg = strings.TrimPrefix(msg, "incompatible types: ")
-	msg = strings.ReplaceAll(msg, "destination has type []string", "want a list of strings")
-	msg = strings.ReplaceAll(msg, "destination has type slice", "want a list")
-	msg = strings.ReplaceAll(msg, "destination has type string", "want a string")
-	msg = strings.ReplaceAll(msg, "destination has type int64", "want an integer")
-	msg = strings.ReplaceAll(msg, "destination has type int", "want an integer")
-	msg = strings.ReplaceAll(msg, "destination has type bool", "want true or false")
+	if i := strings.Index(msg, "; destination has type "); i >= 0 {
+		want := msg[i+len("; destination has type "):]
+		words := map[string]string{"[]string": "a list of strings", "slice": "a list", "string": "a string",
+			"int64": "an integer", "int": "an integer", "integer": "an integer", "bool": "true or false", "boolean": "true or false", "map": "a table", "struct": "a table", "map[string]string": "a table of strings"}
+		w, ok := words[want]
+		if !ok {
+			w = "another type"
+		}
+		return msg[:i] + "; want " + w
+	}
+	if strings.Contains(msg, "type mismatch for ") {
+		// The decoder names Go types here; say it in TOML's words.
+		if _, after, ok := strings.Cut(msg, "expected type "); ok {
+			words := map[string]string{"bool": "true or false", "string": "a string", "int64": "an integer", "int": "an integer"}
+			t, _, _ := strings.Cut(after, ",")
+			if w, ok := words[strings.TrimSpace(t)]; ok {
+				return "want " + w
+			}
+		}
+		return "wrong type for this key"
+	}
 	return msg
 }
 

@@ -66,6 +66,7 @@ var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".profile
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
 	registry *provider.Registry
+	declared map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
 	env      Env
 	m        merged
 	opts     Options
@@ -236,10 +237,12 @@ func (r *resolver) realMaybe(p string) string {
 
 func (r *resolver) provider() error {
 	reg := provider.NewRegistry()
+	r.declared = map[string][]Entry{}
 	for _, d := range r.m.providers {
 		var w []string
 		for _, e := range d.Writable {
 			w = append(w, e.Value)
+			r.declared[d.Name+"\x00"+e.Value] = append(r.declared[d.Name+"\x00"+e.Value], e)
 		}
 		reg.Declare(provider.Provider{Name: d.Name, Title: d.Name, Commands: d.Commands, Writable: w, Supported: d.Sandbox})
 	}
@@ -427,6 +430,7 @@ type pathEntry struct {
 	path   string
 	origin plan.Origin
 	note   string
+	pin    bool // bind read-write onto itself: a mount point cannot be renamed away
 }
 
 // sortParentsFirst orders paths so that a parent is mounted before its
@@ -443,7 +447,7 @@ func (r *resolver) writableStage() error {
 	addPath := func(p string, o plan.Origin, note string) {
 		if !seen[p] {
 			seen[p] = true
-			list = append(list, pathEntry{p, o, note})
+			list = append(list, pathEntry{path: p, origin: o, note: note})
 		}
 	}
 	if r.p.Workspace.Root == "" {
@@ -468,7 +472,11 @@ func (r *resolver) writableStage() error {
 	if pr, ok := r.providerInfo(); ok && pr.Supported {
 		origin := plan.Origin{Key: "provider " + pr.Name}
 		for _, w := range pr.Writable {
-			p, err := r.expand(Entry{Value: w, Origin: origin})
+			e := Entry{Value: w, Origin: origin}
+			if d := r.declared[pr.Name+"\x00"+w]; len(d) > 0 {
+				e = d[0] // declared in a policy: its file, line and folder
+			}
+			p, err := r.expand(e)
 			if err != nil {
 				return err
 			}
@@ -534,7 +542,7 @@ func (r *resolver) readOnlyStage() error {
 	addPath := func(p string, o plan.Origin, note string) {
 		if !seen[p] && r.inWritable(p) && !r.hiddenByWorkspace(p) {
 			seen[p] = true
-			list = append(list, pathEntry{p, o, note})
+			list = append(list, pathEntry{path: p, origin: o, note: note})
 		}
 	}
 	for _, e := range r.m.lists["filesystem.read_only"] {
@@ -560,10 +568,27 @@ func (r *resolver) readOnlyStage() error {
 	// Git hooks and config: code planted there runs outside the sandbox the
 	// next time the user runs git.
 	depth, _ := strconv.Atoi(r.scalar("filesystem.protect_depth"))
+	seenGit := map[string]bool{}
 	for _, w := range r.writableRegions() {
 		for _, g := range r.findGitDirs(w, depth) {
+			if seenGit[g.dir] {
+				continue
+			}
+			seenGit[g.dir] = true
+			if g.file != "" {
+				// A .git file names the repository's folder: kept read-only
+				// so the agent cannot point it at a folder of its own.
+				addPath(g.file, plan.Origin{Key: "always: git file"}, "")
+			}
+			if r.inWritable(g.dir) && !seen[g.dir] {
+				// The git folder is bound onto itself: a mount point cannot
+				// be renamed, so the agent cannot move .git away and put a
+				// folder with hooks of its own in its place.
+				seen[g.dir] = true
+				list = append(list, pathEntry{path: g.dir, origin: plan.Origin{Key: "always: git folder"}, note: "pinned: cannot be renamed or replaced", pin: true})
+			}
 			for _, name := range []string{"hooks", "config"} {
-				p := filepath.Join(g, name)
+				p := filepath.Join(g.dir, name)
 				fi, err := r.env.FS.Lstat(p)
 				switch {
 				case err == nil && fi.Mode()&fs.ModeSymlink != 0:
@@ -595,6 +620,22 @@ func (r *resolver) readOnlyStage() error {
 			}
 		}
 	}
+	// agentbox's own configuration and trust store, when they lie in a
+	// writable folder: the agent must not trust its own edited policy or
+	// write a looser user config for the next run. The folders are
+	// agentbox's own, so they are created (0700) when missing.
+	for _, dir := range []string{filepath.Dir(ConfigPath(r.env)), filepath.Dir(StorePath(r.env))} {
+		if !r.inWritable(dir) {
+			continue
+		}
+		origin := plan.Origin{Key: "always: agentbox's own configuration"}
+		real, err := r.real(dir)
+		if err != nil {
+			r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: dir, Mode: 0o700, Origin: origin})
+			real = dir
+		}
+		addPath(real, origin, "")
+	}
 	// Shell startup files when the home folder is writable.
 	if r.inWritable(r.env.Home) {
 		for _, f := range startupFiles {
@@ -608,6 +649,10 @@ func (r *resolver) readOnlyStage() error {
 	}
 	sortParentsFirst(list)
 	for _, e := range list {
+		if e.pin {
+			r.add(plan.Mount{Stage: plan.StageReadOnly, Op: plan.Bind, Path: e.path, Access: plan.ReadWrite, Origin: e.origin, Note: e.note})
+			continue
+		}
 		r.add(plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: e.path, Access: plan.ReadOnly, Origin: e.origin, Note: e.note})
 	}
 	return nil
@@ -617,19 +662,21 @@ func (r *resolver) readOnlyStage() error {
 // nested repositories down to depth, skipping node_modules and vendor.
 // Submodules' folders under .git/modules are included, and a .git file
 // (worktree or submodule) leads to the folder it names.
-func (r *resolver) findGitDirs(root string, depth int) []string {
-	var out []string
+func (r *resolver) findGitDirs(root string, depth int) []gitRepo {
+	var out []gitRepo
 	var walk func(dir string, d int)
 	walk = func(dir string, d int) {
 		gp := filepath.Join(dir, ".git")
 		if fi, err := r.env.FS.Lstat(gp); err == nil {
 			switch {
 			case fi.IsDir():
-				out = append(out, gp)
-				out = append(out, r.moduleDirs(filepath.Join(gp, "modules"), 4)...)
+				out = append(out, gitRepo{dir: gp})
+				for _, m := range r.moduleDirs(filepath.Join(gp, "modules"), 4) {
+					out = append(out, gitRepo{dir: m})
+				}
 			case fi.Mode().IsRegular():
 				if g := r.gitFileTarget(gp); g != "" {
-					out = append(out, g)
+					out = append(out, gitRepo{dir: g, file: gp})
 				}
 			}
 		}
@@ -649,6 +696,13 @@ func (r *resolver) findGitDirs(root string, depth int) []string {
 	}
 	walk(root, 0)
 	return out
+}
+
+// gitRepo is a repository's git folder, and the .git file that named it
+// (a worktree or submodule), if any.
+type gitRepo struct {
+	dir  string
+	file string
 }
 
 // moduleDirs finds submodule git folders (those holding a config) under dir.
@@ -737,7 +791,7 @@ func (r *resolver) denyStage() error {
 				note = strings.TrimPrefix(note+"; deny wins over writable "+w, "; ")
 			}
 		}
-		list = append(list, denyEntry{pathEntry{real, o, note}, fi.IsDir()})
+		list = append(list, denyEntry{pathEntry{path: real, origin: o, note: note}, fi.IsDir()})
 		return nil
 	}
 	for _, e := range r.m.lists["filesystem.deny"] {
@@ -757,7 +811,23 @@ func (r *resolver) denyStage() error {
 	sort.SliceStable(list, func(i, j int) bool {
 		return strings.Count(list[i].path, "/") < strings.Count(list[j].path, "/")
 	})
+	var hidden []string
 	for _, d := range list {
+		covered := ""
+		for _, h := range hidden {
+			if plan.Within(d.path, h) {
+				covered = h
+			}
+		}
+		if covered != "" {
+			// Already inside an empty, read-only folder: nothing to hide,
+			// and bwrap could not make a mount point there.
+			r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: d.path, Reason: "already hidden by deny " + covered, Origin: d.origin})
+			continue
+		}
+		if d.dir {
+			hidden = append(hidden, d.path)
+		}
 		op := plan.HideFile
 		if d.dir {
 			op = plan.HideDir

@@ -78,6 +78,7 @@ func TestResolveDefaultsInRepository(t *testing.T) {
 		"root proc /proc (default)",
 		"tmp bind /tmp <- $ROOT/tmp/agentbox-1000/proj-HASH (default) shared by workspace proj-HASH",
 		"writable bind $ROOT/home/u/proj (default: git top-level of the working directory)",
+		"read-only bind $ROOT/home/u/proj/.git (always: git folder) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/.git/hooks (always: git hooks)",
 		"read-only ro-bind $ROOT/home/u/proj/.git/config (always: git config)",
 		"deny hide-dir $ROOT/home/u/.aws (default: credential store)",
@@ -352,6 +353,7 @@ func TestResolveBroadWritableAllowed(t *testing.T) {
 		"writable bind $ROOT/home/u/proj (default: the working directory)",
 		"read-only ro-bind $ROOT/home/u/.bashrc (always: shell startup file)",
 		"read-only ro-bind $ROOT/home/u/.gitconfig (always: shell startup file)",
+		"read-only ro-bind $ROOT/home/u/.config/agentbox (always: agentbox's own configuration)",
 	}
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
@@ -450,12 +452,19 @@ func TestResolveGitProtection(t *testing.T) {
 			got = append(got, m)
 		}
 	}
+	// Each git folder inside the writable root is pinned (bound onto
+	// itself) so it cannot be renamed away; a .git file stays read-only.
 	want := []string{
+		"read-only bind $ROOT/home/u/proj/.git (always: git folder) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/.git/hooks (always: git hooks)",
 		"read-only ro-bind $ROOT/home/u/proj/.git/config (always: git config)",
+		"read-only bind $ROOT/home/u/proj/a/.git (always: git folder) pinned: cannot be renamed or replaced",
+		"read-only ro-bind $ROOT/home/u/proj/wt/.git (always: git file)",
+		"read-only bind $ROOT/home/u/proj/.git/modules/sub (always: git folder) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/a/.git/hooks (always: git hooks) created empty",
 		"read-only ro-bind $ROOT/home/u/proj/.git/modules/sub/hooks (always: git hooks)",
 		"read-only ro-bind $ROOT/home/u/proj/.git/modules/sub/config (always: git config)",
+		"read-only bind $ROOT/home/u/proj/x/y/z/w/.git (always: git folder) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/x/y/z/w/.git/hooks (always: git hooks)",
 		"read-only ro-bind $ROOT/home/u/proj/x/y/z/w/.git/config (always: git config)",
 	}
@@ -492,8 +501,8 @@ func TestResolveGitProtectDepth(t *testing.T) {
 		}
 	}
 	want := []string{
-		"$ROOT/home/u/proj/.git/hooks", "$ROOT/home/u/proj/.git/config",
-		"$ROOT/home/u/proj/a/.git/hooks", "$ROOT/home/u/proj/a/.git/config",
+		"$ROOT/home/u/proj/.git", "$ROOT/home/u/proj/.git/hooks", "$ROOT/home/u/proj/.git/config",
+		"$ROOT/home/u/proj/a/.git", "$ROOT/home/u/proj/a/.git/hooks", "$ROOT/home/u/proj/a/.git/config",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("git mounts (-want +got):\n%s", diff)
