@@ -29,7 +29,17 @@ func positions(data []byte) keyLines {
 	out := keyLines{}
 	table := ""
 	lines := strings.Split(string(data), "\n")
+	multi := "" // the delimiter of a multi-line string being skipped
 	for i := 0; i < len(lines); i++ {
+		if multi != "" {
+			if strings.Contains(lines[i], multi) {
+				multi = ""
+			}
+			continue
+		}
+		if d := openMultiline(lines[i]); d != "" {
+			multi = d
+		}
 		line := strings.TrimSpace(stripComment(lines[i]))
 		switch {
 		case line == "":
@@ -90,6 +100,22 @@ func positions(data []byte) keyLines {
 	}
 	return out
 }
+
+// openMultiline returns the delimiter of a multi-line string that opens on
+// this line and does not close on it, or "".
+func openMultiline(line string) string {
+	for _, d := range []string{tripleDouble, tripleSingle} {
+		if strings.Count(line, d)%2 == 1 {
+			return d
+		}
+	}
+	return ""
+}
+
+const (
+	tripleDouble = `"""`
+	tripleSingle = "\x27\x27\x27"
+)
 
 // stripComment cuts a # comment that is not inside a string.
 func stripComment(s string) string {
