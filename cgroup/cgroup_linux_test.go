@@ -37,6 +37,7 @@ var helpers = map[string]func(w io.Writer){
 	"memory":      helpMemory,
 	"rollback":    helpRollback,
 	"unavailable": helpUnavailable,
+	"v2":          helpV2,
 }
 
 func helperName() string { return fmt.Sprintf("agentbox-test-%d", os.Getpid()) }
@@ -345,4 +346,102 @@ func TestUnavailable(t *testing.T) {
 	a := Probe()
 	skipUnless(t, !a.Pids.OK || !a.Memory.OK, "everything is available to uid "+strconv.Itoa(os.Geteuid()))
 	runHelper(t, "unavailable")
+}
+
+// helpV2 exercises the cgroup v2 placement rules with a controller the
+// unified hierarchy of a hybrid machine has (hugetlb; pids and memory are
+// bound to v1 there). It sets no limit: it is about where the cgroup goes.
+func helpV2(w io.Writer) {
+	const c = "hugetlb"
+	hs, _ := load()
+	h, err := locate(hs, c)
+	if err != nil || h.Version != 2 || !h.IsRoot() {
+		fmt.Fprintf(w, "skip: no v2 root cgroup with %s here (%v)\n", c, err)
+		return
+	}
+	root := h.Dir
+	pid := strconv.Itoa(os.Getpid())
+	name := helperName()
+	x := filepath.Join(root, name+".x") // a non-root cgroup to start from
+	if err := os.Mkdir(x, 0o755); err != nil {
+		fmt.Fprintf(w, "error: %v\n", err)
+		return
+	}
+	defer os.Remove(x)
+	sub, _ := readFields(root, "cgroup.subtree_control")
+	if !contains(sub, c) {
+		defer write(root, "cgroup.subtree_control", "-"+c)
+	}
+	defer write(root, "cgroup.procs", pid)
+	check := func(what string, ok bool) {
+		if !ok {
+			fmt.Fprintf(w, "FAIL: %s\n", what)
+		}
+	}
+	exists := func(d string) bool { _, err := os.Stat(d); return err == nil }
+	own := func() string { return strings.TrimSpace(ownCgroup()[strings.LastIndex(ownCgroup(), "0::"):]) }
+
+	// In a non-root cgroup whose parent does not delegate c: unavailable.
+	write(root, "cgroup.subtree_control", "-"+c)
+	if err := write(x, "cgroup.procs", pid); err != nil {
+		fmt.Fprintf(w, "error: %v\n", err)
+		return
+	}
+	_, err = enter(name, Limits{}, []string{c})
+	fmt.Fprintf(w, "undelegated: %v\n", err)
+	check("undelegated: ErrUnavailable", errors.Is(err, ErrUnavailable))
+
+	// In the root cgroup: a child of it, c enabled there.
+	write(root, "cgroup.procs", pid)
+	g, err := enter(name, Limits{}, []string{c})
+	if err != nil {
+		fmt.Fprintf(w, "error: root: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "root: %s, caller in %s\n", g.Describe(), own())
+	check("root: child of the root", g.parts[0].dir == filepath.Join(root, name))
+	check("root: Close", g.Close() == nil && !exists(g.parts[0].dir) && own() == "0::/")
+
+	// Alone in x: x gets c enabled and the run's cgroup as a child; the
+	// caller waits in a leaf after Release, and x is as before after Close.
+	write(x, "cgroup.procs", pid)
+	g, err = enter(name, Limits{}, []string{c})
+	if err != nil {
+		fmt.Fprintf(w, "error: alone: %v\n", err)
+		return
+	}
+	sub, _ = readFields(x, "cgroup.subtree_control")
+	fmt.Fprintf(w, "alone: %s, %s subtree_control %q\n", g.Describe(), x, sub)
+	check("alone: child of x", g.parts[0].dir == filepath.Join(x, name) && contains(sub, c))
+	check("alone: Release", g.Release() == nil && own() == "0::/"+name+".x/"+name+".caller")
+	p := *g.parts[0]
+	check("alone: Close", g.Close() == nil && !exists(p.dir) && !exists(p.leaf) && own() == "0::/"+name+".x")
+	sub, _ = readFields(x, "cgroup.subtree_control")
+	check("alone: c disabled again in x", !contains(sub, c))
+
+	// Sharing x with another process: the run's cgroup goes beside x.
+	other := exec.Command("sleep", "30")
+	other.Start()
+	defer other.Process.Kill()
+	write(x, "cgroup.procs", strconv.Itoa(other.Process.Pid))
+	g, err = enter(name, Limits{}, []string{c})
+	if err != nil {
+		fmt.Fprintf(w, "error: shared: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "shared: %s, caller in %s\n", g.Describe(), own())
+	check("shared: beside x", g.parts[0].dir == filepath.Join(root, name))
+	check("shared: Close", g.Close() == nil && !exists(g.parts[0].dir) && own() == "0::/"+name+".x")
+	sub, _ = readFields(x, "cgroup.subtree_control")
+	check("shared: x untouched", len(sub) == 0)
+	other.Process.Kill()
+	other.Wait()
+}
+
+func TestV2Placement(t *testing.T) {
+	skipUnless(t, os.Geteuid() == 0, "needs root to make cgroups in the unified hierarchy")
+	r := runHelper(t, "v2")
+	if len(r["skip"]) > 0 {
+		t.Skip(r["skip"][0])
+	}
 }
