@@ -24,8 +24,10 @@ func newApp() *cli.App {
 				Name:      "run",
 				Usage:     "run CMD confined by the policy; exit with its status",
 				ArgsUsage: "-- CMD [ARGS...]",
-				Flags:     policyFlags(),
-				Action:    runCommand,
+				Flags: append(policyFlags(),
+					&cli.StringFlag{Name: "net-log", Usage: "in allowlist mode, log every allowed and denied connection to `FILE`"},
+				),
+				Action: runCommand,
 			},
 			{
 				Name:      "plan",
@@ -42,6 +44,12 @@ func newApp() *cli.App {
 				Usage:  "write a commented starter .agentbox.toml in the current folder",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "overwrite an existing .agentbox.toml"}},
 				Action: initCommand,
+			},
+			{
+				Name:   "doctor",
+				Usage:  "what this machine can enforce (bwrap, user namespaces, AppArmor, Landlock, seccomp, cgroups) and what auto picks",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: doctorCommand,
 			},
 			{
 				Name:      "trust",

@@ -11,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentbox/agentbox/doctor"
+	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
@@ -31,8 +33,8 @@ func planCommand(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	backend := mount.Backend
 	choice, berr := chooseBackend(p)
+	backend := choice.name
 	switch {
 	case berr != nil:
 		backend = "none: " + firstLine(berr)
@@ -65,7 +67,14 @@ func planCommand(c *cli.Context) error {
 		return enc.Encode(out)
 	default:
 		p.WriteText(w, backend)
-		if backend == mount.Backend {
+		if backend == landlock.Backend {
+			a, _ := landlock.Check(p)
+			fmt.Fprintf(w, "landlock:  ABI %d; how each rule is enforced:\n", a.ABI)
+			for _, r := range a.Rules {
+				fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
+			}
+		}
+		if backend == mount.Backend || backend == landlock.Backend {
 			f, err := seccomp.Build(p.Seccomp)
 			if err != nil {
 				fmt.Fprintf(w, "seccomp:   NOT in force: %v\n", err)
@@ -266,4 +275,16 @@ func setupCommand(c *cli.Context) error {
 		Args:      os.Args[1:],
 		Log:       c.App.Writer,
 	})
+}
+
+// doctorCommand tells what this machine can enforce and how to fix the rest.
+func doctorCommand(c *cli.Context) error {
+	r := doctor.Probe()
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	r.Text(c.App.Writer)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/winsandbox"
@@ -25,6 +26,9 @@ func main() {
 	// anything else is set up.
 	if len(os.Args) > 1 && os.Args[1] == mount.InitCommand {
 		os.Exit(mount.Init(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == landlock.ChildCommand {
+		os.Exit(landlock.ChildMain())
 	}
 	if len(os.Args) > 1 && os.Args[1] == winsandbox.RunnerArg {
 		os.Exit(winsandbox.RunnerMain(os.Args[2:]))

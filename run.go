@@ -12,6 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentbox/agentbox/doctor"
+	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
@@ -96,24 +98,50 @@ func chooseBackend(p *plan.Plan) (backendChoice, error) {
 			return degrade(p, "windows-unavailable", errors.New("the windows backend runs only on Windows"))
 		}
 		return backendChoice{name: "windows"}, nil
-	case "auto", "bwrap":
-		path, err := mount.LookBwrap()
-		if err != nil {
-			return degrade(p, "bwrap-missing", withHints(err, fixOf(err)))
-		}
-		if p.Enforce == plan.BestEffort {
-			// Under best-effort a broken bwrap must be found before CMD runs,
-			// since CMD cannot be run twice.
-			if err := mount.Probe(path); err != nil {
-				return degrade(p, "bwrap-unusable", withHints(err, fixOf(err)))
-			}
-		}
-		return backendChoice{name: mount.Backend, bwrap: path}, nil
+	case "bwrap":
+		return chooseBwrap(p)
 	case "landlock":
-		return degrade(p, "landlock-unavailable", errors.New("the landlock backend is not available yet (issue 4); use --backend bwrap"))
+		if _, err := landlock.Check(p); err != nil {
+			return degrade(p, "landlock-unavailable", withHints(err, "run `agentbox doctor` to see what this machine can enforce"))
+		}
+		return backendChoice{name: landlock.Backend}, nil
+	case "auto":
+		// bubblewrap when it really works here (a cached probe: well under a
+		// millisecond once cached), else Landlock, else nothing.
+		path, lerr := mount.LookBwrap()
+		if lerr == nil {
+			works, why := doctor.BwrapWorks()
+			if works {
+				return backendChoice{name: mount.Backend, bwrap: path}, nil
+			}
+			lerr = errors.New(why)
+		}
+		_, llerr := landlock.Check(p)
+		if llerr == nil {
+			return backendChoice{name: landlock.Backend}, nil
+		}
+		return degrade(p, "no-backend", withHints(
+			fmt.Errorf("no backend can confine this command: bwrap: %v; landlock: %v", firstLine(lerr), firstLine(llerr)),
+			fixOf(lerr), "run `agentbox doctor` for what this machine can enforce and how to fix it"))
 	default:
 		return degrade(p, p.Backend+"-unavailable", fmt.Errorf("backend %s is not available on this system", p.Backend))
 	}
+}
+
+// chooseBwrap picks bubblewrap, or explains why it cannot run.
+func chooseBwrap(p *plan.Plan) (backendChoice, error) {
+	path, err := mount.LookBwrap()
+	if err != nil {
+		return degrade(p, "bwrap-missing", withHints(err, fixOf(err)))
+	}
+	if p.Enforce == plan.BestEffort {
+		// Under best-effort a broken bwrap must be found before CMD runs,
+		// since CMD cannot be run twice.
+		if err := mount.Probe(path); err != nil {
+			return degrade(p, "bwrap-unusable", withHints(err, fixOf(err)))
+		}
+	}
+	return backendChoice{name: mount.Backend, bwrap: path}, nil
 }
 
 func fixOf(err error) string {
@@ -150,6 +178,25 @@ func runCommand(c *cli.Context) error {
 	if choice.degraded != "" {
 		return runUnconfined(p, choice.degraded)
 	}
+	grp, err := enterCgroup(p)
+	if err != nil {
+		return err
+	}
+	defer grp.Close()
+	if choice.name == landlock.Backend {
+		self, err := selfPath()
+		if err != nil {
+			return err
+		}
+		if a, _ := landlock.Check(p); len(a.Weaker()) > 0 {
+			warnf("landlock: %d rules are enforced weaker than with bubblewrap (agentbox plan --backend landlock shows how)", len(a.Weaker()))
+		}
+		code, err := landlock.Run(p, self)
+		if err != nil {
+			return err
+		}
+		return &exitCode{code}
+	}
 	if choice.name == "windows" {
 		code, err := winsandbox.Run(p, winsandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 		if err != nil {
@@ -161,7 +208,7 @@ func runCommand(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	code, err := mount.Run(p, mount.Options{Bwrap: choice.bwrap, Self: self, Seccomp: true})
+	code, err := mount.Run(p, mount.Options{Bwrap: choice.bwrap, Self: self, Seccomp: true, NetLog: c.String("net-log")})
 	if err != nil {
 		return diagnose(err, choice.bwrap)
 	}

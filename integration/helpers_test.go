@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		bin = filepath.Join(dir, "agentbox")
-		build := exec.Command("go", "build", "-o", bin, "..")
+		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "..")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building agentbox:", err)

@@ -17,7 +17,7 @@ command -v bwrap >/dev/null || { echo "install bubblewrap" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/agentbox-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-go build -tags urfave_cli_no_docs -trimpath -ldflags=-s -o "$work/agentbox" .
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs -trimpath -ldflags=-s -o "$work/agentbox" .
 ab="$work/agentbox"
 proj="$work/proj"
 mkdir -p "$proj"

@@ -43,7 +43,7 @@ GOOS=darwin go build -o /dev/null ./...
 work=$(mktemp -d /var/tmp/agentbox-test-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
-go build -tags urfave_cli_no_docs -o "$work/agentbox" .
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$work/agentbox" .
 export AGENTBOX_BIN="$work/agentbox"
 
 say "tests as $(id -un)"
