@@ -204,6 +204,14 @@ func trustCommand(c *cli.Context) error {
 // agentbox set, and checks what it can for itself: a variable can be
 // inherited or forged, a read-only root cannot.
 func statusCommand(c *cli.Context) error {
+	if c.Bool("prompt") {
+		text, err := promptText(c)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(c.App.Writer, text)
+		return nil
+	}
 	st := struct {
 		Active    bool     `json:"active"`
 		Backend   string   `json:"backend,omitempty"`
