@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -17,7 +18,9 @@ const (
 	readyFD   = 4 // the init writes one byte here once the box is set up
 	selfFD    = 5 // the agentbox executable, run as the init through /proc/self/fd
 	seccompFD = 6 // the seccomp program (a sealed memfd), for --add-seccomp-fd
-	firstFD   = 7 // then one /dev/null per hidden file (--ro-bind-data)
+	firstFD   = 7 // then, in network mode allowlist, the box's end of the
+	// proxy's socket pair (so fd 7; the init's --net-fd), and then one
+	// /dev/null per hidden file (--ro-bind-data)
 )
 
 // Options are the facts about the run that are not in the plan.
@@ -33,6 +36,9 @@ type Options struct {
 	Foreground bool
 	// Seccomp is true when a seccomp program is passed on fd 6.
 	Seccomp bool
+	// NetLog is the file the allowlist proxy logs every allowed and denied
+	// connection to (--net-log); "" for none.
+	NetLog string
 }
 
 // Argv is a rendered bwrap command: the arguments and the file descriptors
@@ -45,6 +51,12 @@ type Argv struct {
 	// the reopened groups SeccompAllow.
 	Seccomp      bool
 	SeccompAllow []string
+	// NetFD is the fd that must hold the box's end of the proxy's socket
+	// pair (netproxy.Pair), or 0 when the network mode is not allowlist.
+	NetFD int
+	// Allow and Deny are the proxy's rules, and Forward the targets of the
+	// box's port forwards in the order of the init's --forward arguments.
+	Allow, Deny, Forward []string
 }
 
 // Render turns the plan into bwrap's argument list (without argv[0]).
@@ -56,6 +68,15 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	add := func(s ...string) { a = append(a, s...) }
 	var nulls []int
 	next := firstFD
+	var nr netRender
+	if p.Network.Mode == plan.NetAllowlist {
+		var err error
+		if nr, err = renderNet(p); err != nil {
+			return Argv{}, err
+		}
+		nr.fd = next
+		next++
+	}
 	for _, m := range p.Mounts {
 		switch m.Op {
 		case plan.ROBind:
@@ -101,7 +122,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 				// Own network namespace with only loopback.
 				add("--unshare-net")
 			case plan.NetAllowlist:
-				return Argv{}, fmt.Errorf("network mode allowlist is not available yet (issue 5): use open or none")
+				// Own network namespace with only loopback, too: the proxy
+				// is the only way out, so a program that ignores the proxy
+				// variables fails closed (package netproxy).
+				add("--unshare-net")
 			}
 		}
 	}
@@ -118,7 +142,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	for _, name := range p.Env.Removed {
 		add("--unsetenv", name)
 	}
-	for _, kv := range Truthful(p) {
+	for _, kv := range append(Truthful(p), nr.env...) {
 		k, v, _ := strings.Cut(kv, "=")
 		add("--setenv", k, v)
 	}
@@ -129,12 +153,55 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	if o.Foreground {
 		add("--foreground")
 	}
+	if nr.fd > 0 {
+		add("--net-fd", strconv.Itoa(nr.fd), "--net-port", strconv.Itoa(plan.ProxyPort))
+		for _, f := range nr.forward {
+			add("--forward", f)
+		}
+	}
 	for _, r := range rlimits(p.Limits) {
 		add("--rlimit", r)
 	}
 	add("--")
 	add(p.Command...)
-	return Argv{Args: a, NullFDs: nulls, Seccomp: o.Seccomp, SeccompAllow: p.Seccomp}, nil
+	return Argv{Args: a, NullFDs: nulls, Seccomp: o.Seccomp, SeccompAllow: p.Seccomp,
+		NetFD: nr.fd, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
+}
+
+// netRender is what network mode allowlist adds to the box.
+type netRender struct {
+	fd      int      // the box's end of the proxy's socket pair
+	allow   []string // the proxy's allow rules
+	forward []string // the port forwards' targets, in order
+	env     []string // the proxy variables
+}
+
+// renderNet checks the allowlist and derives the proxy's rules, the port
+// forwards and the variables that point programs at the proxy.
+func renderNet(p *plan.Plan) (netRender, error) {
+	// The hook for provider domains: they join the policy's allow list here
+	// once the plan carries them (issue 5, item 4).
+	allow := p.Network.Allow
+	if _, err := netproxy.Compile(allow, p.Network.Deny); err != nil {
+		return netRender{}, fmt.Errorf("network: %w", err)
+	}
+	forward := p.Network.Forwards()
+	for _, f := range forward {
+		if strings.HasSuffix(f, ":"+strconv.Itoa(plan.ProxyPort)) {
+			return netRender{}, fmt.Errorf("network: allow entry %q: port %d is the proxy's own port in the box", f, plan.ProxyPort)
+		}
+	}
+	proxy := "http://127.0.0.1:" + strconv.Itoa(plan.ProxyPort)
+	// socks5h: the proxy resolves names, the box has no DNS.
+	socks := "socks5h://127.0.0.1:" + strconv.Itoa(plan.ProxyPort)
+	// localhost is reached directly: through the port forwards when the
+	// policy allows a host service, else it is simply the box's own.
+	noProxy := "localhost,127.0.0.1"
+	return netRender{allow: allow, forward: forward, env: []string{
+		"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
+		"ALL_PROXY=" + socks, "all_proxy=" + socks,
+		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
+	}}, nil
 }
 
 // rlimits renders the plan's limits as the init's --rlimit NAME=VALUE
@@ -184,6 +251,11 @@ func Shell(bwrap, self string, av Argv) string {
 	}
 	for _, fd := range av.NullFDs {
 		words = append(words, fmt.Sprintf("%d</dev/null", fd))
+	}
+	if av.NetFD > 0 {
+		// A shell cannot make the socket pair or run the proxy: without
+		// them the init refuses to start the command.
+		words = append(words, fmt.Sprintf("# fd %d: the proxy's socket pair, which only agentbox run provides", av.NetFD))
 	}
 	return strings.Join(words, " ")
 }

@@ -204,8 +204,8 @@ func TestRenderErrors(t *testing.T) {
 		change func(p *plan.Plan)
 		want   string
 	}{
-		{"allowlist", func(p *plan.Plan) { p.Network.Mode = plan.NetAllowlist },
-			"network mode allowlist is not available yet (issue 5): use open or none"},
+		{"allowlist entry", func(p *plan.Plan) { p.Network.Mode, p.Network.Allow = plan.NetAllowlist, []string{"https://x.test"} },
+			`network: allow entry "https://x.test": want a host, not a URL`},
 		{"invalid plan", func(p *plan.Plan) { p.Command = nil },
 			"empty command"},
 		{"unknown operation", func(p *plan.Plan) {

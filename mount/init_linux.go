@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/netproxy"
 )
 
 // forwarded are the signals the init passes on to CMD. The host-side
@@ -20,7 +23,8 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 
 // Init is pid 1 inside the box:
 //
-//	agentbox __init --ready-fd N [--foreground] -- CMD ARGS...
+//	agentbox __init --ready-fd N [--foreground] [--rlimit NAME=VALUE]...
+//	    [--net-fd N --net-port PORT [--forward HOST:PORT]...] -- CMD ARGS...
 //
 // It tells the supervisor the box is up, starts CMD (in its own process
 // group, given the terminal's foreground when agentbox had it, so that Ctrl-C
@@ -28,8 +32,16 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // every orphan, and exits with CMD's status: its own code, or 128+N when a
 // signal N killed it. A pid 1 cannot die of a signal it has no handler for,
 // which is why the init reports 128+N instead of re-raising.
+//
+// With --net-fd (network mode allowlist) it first listens on
+// 127.0.0.1:PORT, and on 127.0.0.1:P for each --forward target with port P,
+// and hands every connection to the proxy on the host over fd N (see
+// netproxy.Relay); CMD starts only once these listen, so its first
+// connection finds them.
 func Init(args []string) int {
 	readyFD, foreground := -1, false
+	netFD, netPort := -1, 0
+	var forwards []string
 	i := 0
 	for ; i < len(args) && args[i] != "--"; i++ {
 		switch args[i] {
@@ -40,6 +52,18 @@ func Init(args []string) int {
 			}
 		case "--foreground":
 			foreground = true
+		case "--net-fd", "--net-port", "--forward":
+			if i+1 < len(args) {
+				switch args[i] {
+				case "--net-fd":
+					netFD, _ = strconv.Atoi(args[i+1])
+				case "--net-port":
+					netPort, _ = strconv.Atoi(args[i+1])
+				default:
+					forwards = append(forwards, args[i+1])
+				}
+				i++
+			}
 		case "--rlimit":
 			if i+1 < len(args) {
 				if err := setRlimit(args[i+1]); err != nil {
@@ -51,6 +75,14 @@ func Init(args []string) int {
 		}
 	}
 	cmdArgs := args[min(i+1, len(args)):]
+	if netFD >= 0 {
+		// Before the ready byte: a box whose network cannot be set up
+		// fails to start, as one whose mounts cannot.
+		if err := relayNet(netFD, netPort, forwards); err != nil {
+			fmt.Fprintf(os.Stderr, "agentbox: error: init: network: %v\n", err)
+			return 125
+		}
+	}
 	if readyFD >= 0 {
 		ready := os.NewFile(uintptr(readyFD), "ready")
 		ready.Write([]byte{'R'})
@@ -127,6 +159,48 @@ func Init(args []string) int {
 			return 128 + int(ws.Signal())
 		}
 	}
+}
+
+// relayNet listens on the proxy port and the forwards' ports on the box's
+// loopback and relays their connections to the proxy over fd netFD. The
+// relays run until the init exits; the kernel then closes everything.
+func relayNet(netFD, port int, forwards []string) error {
+	f := os.NewFile(uintptr(netFD), "proxy")
+	if f == nil {
+		return fmt.Errorf("bad --net-fd %d", netFD)
+	}
+	ch, err := netproxy.Channel(f) // a close-on-exec copy: CMD never holds it
+	f.Close()
+	if err != nil {
+		return err
+	}
+	type listener struct {
+		addr string
+		tag  byte
+	}
+	ls := []listener{{addr: "127.0.0.1:" + strconv.Itoa(port)}}
+	for i, fw := range forwards {
+		_, p, err := net.SplitHostPort(fw)
+		if err != nil || i+1 > 255 {
+			return fmt.Errorf("bad --forward %q", fw)
+		}
+		ls = append(ls, listener{addr: "127.0.0.1:" + p, tag: byte(i + 1)})
+	}
+	for _, l := range ls {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return fmt.Errorf("listening in the box: %w", err)
+		}
+		go netproxy.Relay(ln, ch, l.tag)
+		if l.tag > 0 {
+			// localhost is also ::1, which programs may try first; the
+			// box's loopback may have no IPv6, so this one is optional.
+			if ln6, err := net.Listen("tcp", "[::1]"+strings.TrimPrefix(l.addr, "127.0.0.1")); err == nil {
+				go netproxy.Relay(ln6, ch, l.tag)
+			}
+		}
+	}
+	return nil
 }
 
 // rlimitNames maps the init's --rlimit names to the kernel's resources.

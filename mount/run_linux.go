@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 )
@@ -105,6 +108,16 @@ func Run(p *plan.Plan, o Options) (int, error) {
 	} else {
 		extra = append(extra, nil)
 	}
+	var nw *netRun
+	if av.NetFD > 0 {
+		if nw, err = startNet(av, o); err != nil {
+			return 0, err
+		}
+		// Stopped at the end of the run (see below), or here if the box
+		// never starts; stop is idempotent.
+		defer nw.stop()
+		extra = append(extra, nw.box) // fd av.NetFD: right after seccomp
+	}
 	for range av.NullFDs {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
@@ -142,6 +155,11 @@ func Run(p *plan.Plan, o Options) (int, error) {
 			f.Close()
 		}
 	}
+	if nw != nil {
+		// Only after bwrap has its copy of the box's end and ours is closed:
+		// once the box's last process ends, Serve sees the end of the pair.
+		go nw.serve()
+	}
 
 	pidc := make(chan int, 1)
 	go func() { pidc <- readInfo(infoR) }()
@@ -174,6 +192,10 @@ func Run(p *plan.Plan, o Options) (int, error) {
 			if fg {
 				restoreForeground()
 			}
+			if nw != nil {
+				nw.stop()
+				nw.report(os.Stderr)
+			}
 			if !<-readyc {
 				return 0, &BoxError{Op: "bwrap", Err: errors.New("the sandbox could not be set up (see bwrap's message above)")}
 			}
@@ -190,6 +212,87 @@ func Run(p *plan.Plan, o Options) (int, error) {
 			return 0, nil
 		}
 	}
+}
+
+// netRun is the host side of network mode allowlist: the proxy, the host's
+// end of its socket pair and the log.
+type netRun struct {
+	proxy  *netproxy.Proxy
+	host   *net.UnixConn
+	box    *os.File // the box's end, passed to bwrap and closed here
+	log    *os.File
+	path   string // the log's path as given
+	served chan error
+	once   sync.Once
+}
+
+// startNet creates the proxy for av's rules and its socket pair, and opens
+// the log. Nothing listens anywhere on the host: the box's end of the pair
+// is the only way to the proxy.
+func startNet(av Argv, o Options) (*netRun, error) {
+	rules, err := netproxy.Compile(av.Allow, av.Deny)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	nw := &netRun{path: o.NetLog, served: make(chan error, 1)}
+	popts := netproxy.Options{Forward: av.Forward}
+	if o.NetLog != "" {
+		nw.log, err = os.OpenFile(o.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, &BoxError{Op: "opening the network log", Path: o.NetLog, Err: err}
+		}
+		popts.Log = nw.log
+	}
+	if nw.proxy, err = netproxy.New(rules, popts); err != nil {
+		nw.stop()
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	if nw.host, nw.box, err = netproxy.Pair(); err != nil {
+		nw.stop()
+		return nil, &BoxError{Op: "network", Err: err}
+	}
+	return nw, nil
+}
+
+// serve runs the proxy until the box ends or stop.
+func (nw *netRun) serve() { nw.served <- nw.proxy.Serve(nw.host) }
+
+// stop ends the proxy (every connection still open, every goroutine) and
+// closes the log. It is safe to call more than once, and before serve.
+func (nw *netRun) stop() {
+	nw.once.Do(func() {
+		if nw.proxy != nil {
+			nw.proxy.Close() // returns once every goroutine it started has ended
+		}
+		if nw.host != nil {
+			nw.host.Close() // in case serve never ran
+		}
+		if nw.box != nil {
+			nw.box.Close()
+		}
+		if nw.log != nil {
+			nw.log.Close()
+		}
+	})
+}
+
+// report writes one line when connections were denied, so that a failure
+// inside the box is never a mystery: the count and where to look, or the
+// first denial when there is no log.
+func (nw *netRun) report(w io.Writer) {
+	st := nw.proxy.Stats()
+	if st.Denied == 0 {
+		return
+	}
+	what := "connections"
+	if st.Denied == 1 {
+		what = "connection"
+	}
+	if nw.path != "" {
+		fmt.Fprintf(w, "agentbox: network: %d %s denied (see --net-log %s)\n", st.Denied, what, nw.path)
+		return
+	}
+	fmt.Fprintf(w, "agentbox: network: %d %s denied, first %s; --net-log FILE lists every connection\n", st.Denied, what, st.FirstDenied)
 }
 
 // readInfo reads bwrap's --info-fd JSON and returns the init's host pid.

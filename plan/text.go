@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -67,13 +68,27 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 		net += " (the box shares the host's network)"
 	case NetNone:
 		net += " (own network namespace, loopback only)"
+	case NetAllowlist:
+		net += fmt.Sprintf(" (own network namespace, loopback only; HTTP and SOCKS5 proxy at 127.0.0.1:%d in the box)", ProxyPort)
 	}
 	fmt.Fprintf(w, "network:   %s\n", net)
+	if p.Network.Mode == NetAllowlist {
+		fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
+		if len(p.Network.Allow) == 0 {
+			fmt.Fprintln(w, "  allow:   (nothing: every connection is denied)")
+		}
+	}
 	if len(p.Network.Allow) > 0 {
 		fmt.Fprintf(w, "  allow:   %s\n", strings.Join(p.Network.Allow, ", "))
 	}
 	if len(p.Network.Deny) > 0 {
 		fmt.Fprintf(w, "  deny:    %s\n", strings.Join(p.Network.Deny, ", "))
+	}
+	if p.Network.Mode == NetAllowlist {
+		for _, f := range p.Network.Forwards() {
+			port := f[strings.LastIndex(f, ":")+1:]
+			fmt.Fprintf(w, "  forward: 127.0.0.1:%s in the box -> %s on the host\n", port, f)
+		}
 	}
 	fmt.Fprintf(w, "env:       %s", p.Env.Mode)
 	if len(p.Env.Removed) > 0 {
@@ -101,4 +116,35 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(w, "WARNING:   %s\n", warn)
 	}
+}
+
+// ProxyPort is the port the allowlist proxy is reached at inside the box,
+// on 127.0.0.1 in the box's own network namespace (3128 is the customary
+// port of an HTTP proxy; nothing on the host listens on it).
+const ProxyPort = 3128
+
+// Forwards returns the allow entries that name a service on the host's own
+// loopback with a port ("localhost:3000", "127.0.0.1:3000", "[::1]:3000"),
+// the first per port. Programs send localhost past the proxy (NO_PROXY), so
+// in allowlist mode the box gets a port forward for each: 127.0.0.1:PORT in
+// the box leads to the entry's host and port, checked by the proxy.
+func (n Network) Forwards() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range n.Allow {
+		i := strings.LastIndex(e, ":")
+		if i < 0 {
+			continue
+		}
+		host, port := strings.TrimSuffix(strings.ToLower(e[:i]), "."), e[i+1:]
+		if host != "localhost" && host != "127.0.0.1" && host != "[::1]" {
+			continue
+		}
+		if n, err := strconv.Atoi(port); err != nil || strings.Trim(port, "0123456789") != "" || n < 1 || n > 65535 || seen[port] {
+			continue
+		}
+		seen[port] = true
+		out = append(out, e)
+	}
+	return out
 }
