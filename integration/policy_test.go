@@ -68,7 +68,6 @@ func TestBadInput(t *testing.T) {
 		{"dotdot escaping the policy folder", []string{"--policy", bad("d/dd.toml", "[filesystem]\nwritable = [\"../..\"]\n")}, "a relative path may not leave the policy's folder"},
 		{"writable home", []string{"--writable", "~"}, "pass --allow-broad-writable"},
 		{"writable root", []string{"--writable", "/"}, "making / writable"},
-		{"allowlist not yet", []string{"--network", "allowlist"}, "allowlist"},
 		{"unknown provider", []string{"--provider", "nosuch"}, `unknown provider "nosuch"`},
 		{"bad workspace id", []string{"--workspace", "../up"}, "an id cannot start with a dot"},
 		{"bad seccomp group", []string{"--policy", bad("s.toml", "[seccomp]\nallow = [\"everything\"]\n")}, `s.toml:2: seccomp.allow[0]: unknown seccomp group "everything"`},
