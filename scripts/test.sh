@@ -54,6 +54,14 @@ if [ "$(id -u)" = 0 ]; then
 	id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
 	uhome=$(getent passwd "$user" | cut -d: -f6)
 	say "tests as the unprivileged user $user"
+	# The network tests reach their test names through /etc/hosts, where the
+	# proxy resolves any name on the host. As root they add the names
+	# themselves; for this run add them here (the list in
+	# integration/network_test.go's testNames) and put the file back after.
+	cp /etc/hosts "$work/hosts"
+	trap 'cat "$work/hosts" > /etc/hosts; rm -rf "$work"' EXIT
+	[ -z "$(tail -c1 /etc/hosts)" ] || echo >> /etc/hosts
+	echo "127.0.0.1 example.test other.test wild.test api.wild.test evil.wild.test # agentbox network tests" >> /etc/hosts
 	# A copy of the tree the user can read (the checkout may be under /root).
 	cp -a "$root" "$work/src"
 	chmod -R a+rX "$work"
@@ -75,6 +83,7 @@ if [ "$(id -u)" = 0 ]; then
 			status=1
 		fi
 	done
+	cat "$work/hosts" > /etc/hosts
 	[ $status = 0 ] || { echo "tests failed as $user" >&2; exit 1; }
 fi
 
