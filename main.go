@@ -27,6 +27,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == mount.InitCommand {
 		os.Exit(mount.Init(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == mount.RlimitCommand {
+		os.Exit(mount.RlimitExec(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == landlock.ChildCommand {
 		os.Exit(landlock.ChildMain())
 	}

@@ -57,8 +57,10 @@ func TestTruthfulVariables(t *testing.T) {
 	expectContains(t, "status", r.stdout, "sandbox:  active (bwrap)")
 }
 
-// Without bwrap: require refuses with the fix, best-effort warns once and
-// runs unconfined with AGENTBOX_DEGRADED and none of the truthful variables.
+// Without bwrap, forced to bwrap: require refuses with the fix,
+// best-effort warns once and runs unconfined with AGENTBOX_DEGRADED and none
+// of the truthful variables. (auto falls back to Landlock instead: see
+// TestAutoFallsBackToLandlock.)
 func TestNoBwrap(t *testing.T) {
 	w := newWorld(t)
 	// A PATH holding sh, env and echo but no bwrap.
@@ -72,13 +74,13 @@ func TestNoBwrap(t *testing.T) {
 		os.Symlink(p, filepath.Join(pathDir, tool))
 	}
 	w.env = append(w.env, "PATH="+pathDir)
-	r := w.sh(nil, `echo ran`)
+	r := w.sh([]string{"--backend", "bwrap"}, `echo ran`)
 	expectCode(t, r, 125)
 	expectContains(t, "stderr", r.stderr, "bubblewrap (bwrap) is not installed")
 	expectContains(t, "stderr", r.stderr, "agentbox: hint: install it")
 	expectNotContains(t, "stdout", r.stdout, "ran")
 
-	r = w.sh([]string{"--best-effort"}, `echo "ran|$AGENTBOX|$AGENTBOX_BACKEND|$AGENTBOX_DEGRADED"; exit 4`)
+	r = w.sh([]string{"--backend", "bwrap", "--best-effort"}, `echo "ran|$AGENTBOX|$AGENTBOX_BACKEND|$AGENTBOX_DEGRADED"; exit 4`)
 	expectCode(t, r, 4)
 	if got := strings.Count(r.stderr, "\n"); got != 1 || !strings.HasPrefix(r.stderr, "agentbox: warning: running UNCONFINED") {
 		t.Fatalf("want one warning line, got %q", r.stderr)

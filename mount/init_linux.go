@@ -41,7 +41,7 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 func Init(args []string) int {
 	readyFD, foreground := -1, false
 	netFD, netPort := -1, 0
-	var forwards []string
+	var forwards, limits []string
 	i := 0
 	for ; i < len(args) && args[i] != "--"; i++ {
 		switch args[i] {
@@ -66,10 +66,11 @@ func Init(args []string) int {
 			}
 		case "--rlimit":
 			if i+1 < len(args) {
-				if err := setRlimit(args[i+1]); err != nil {
+				if _, _, err := parseRlimit(args[i+1]); err != nil {
 					fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
 					return 125
 				}
+				limits = append(limits, args[i+1])
 				i++
 			}
 		}
@@ -103,28 +104,37 @@ func Init(args []string) int {
 	if err != nil {
 		return execError(cmdArgs[0], err)
 	}
-	cmd := exec.Command(path, cmdArgs[1:]...)
-	cmd.Args[0] = cmdArgs[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// Its own process group always, so the host can signal it alone; the
-	// terminal's foreground when agentbox had it (Go sets the foreground
-	// group while signals are blocked, so no SIGTTOU stops us).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: foreground, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		if foreground {
-			// The terminal may refuse (e.g. stdin is not its controlling
-			// terminal after all): run without handing it over.
-			cmd = exec.Command(path, cmdArgs[1:]...)
-			cmd.Args[0] = cmdArgs[0]
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			err = cmd.Start()
-		}
-		if err != nil {
-			return execError(cmdArgs[0], err)
-		}
+	if err := unix.Access(path, unix.X_OK); err != nil {
+		return execError(cmdArgs[0], &fs.PathError{Op: "exec", Path: path, Err: err})
 	}
-	child := cmd.Process.Pid
+	argv0, argv := path, cmdArgs
+	if len(limits) > 0 {
+		// The limits are for CMD, not for this Go process, which must keep
+		// running under them: a small exec of agentbox itself sets them and
+		// becomes CMD.
+		argv0 = "/proc/self/exe"
+		argv = append(append(append([]string{"agentbox", RlimitCommand}, limits...), "--", path), cmdArgs...)
+	}
+	attr := &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+		// Its own process group always, so the host can signal it alone;
+		// the terminal's foreground when agentbox had it (set in the child
+		// while signals are blocked, so no SIGTTOU stops it).
+		Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: foreground, Ctty: 0},
+	}
+	// syscall.ForkExec rather than os/exec: os/exec's first start forks a
+	// throwaway child to probe for pidfd support, a cost on every launch.
+	child, err := syscall.ForkExec(argv0, argv, attr)
+	if err != nil && foreground {
+		// The terminal may refuse (stdin is not its controlling terminal
+		// after all): run without handing it over.
+		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
+		child, err = syscall.ForkExec(argv0, argv, attr)
+	}
+	if err != nil {
+		return execError(cmdArgs[0], &fs.PathError{Op: "exec", Path: path, Err: err})
+	}
 
 	go func() {
 		for s := range sigs {
@@ -212,19 +222,41 @@ var rlimitNames = map[string]int{
 	"fsize":  unix.RLIMIT_FSIZE,
 }
 
-// setRlimit sets one NAME=VALUE limit, soft and hard, on the init itself; CMD
-// and everything it starts inherit it and cannot raise it again.
-func setRlimit(spec string) error {
+// parseRlimit reads one NAME=VALUE limit.
+func parseRlimit(spec string) (int, uint64, error) {
 	name, val, _ := strings.Cut(spec, "=")
 	res, ok := rlimitNames[name]
 	n, err := strconv.ParseUint(val, 10, 64)
 	if !ok || err != nil {
-		return fmt.Errorf("bad --rlimit %q", spec)
+		return 0, 0, fmt.Errorf("bad --rlimit %q", spec)
 	}
-	if err := unix.Setrlimit(res, &unix.Rlimit{Cur: n, Max: n}); err != nil {
-		return fmt.Errorf("setting limit %s to %d: %w", name, n, err)
+	return res, n, nil
+}
+
+// RlimitExec is `agentbox __rlimit NAME=VALUE... -- PATH ARGV0 ARGS...`: it
+// sets each limit, soft and hard, on itself and execs PATH, so CMD and
+// everything it starts inherit limits they cannot raise again. Nothing is
+// allocated between the limits and execve, so a memory limit far below what
+// a Go program needs still works.
+func RlimitExec(args []string) int {
+	i := 0
+	for ; i < len(args) && args[i] != "--"; i++ {
+		res, n, err := parseRlimit(args[i])
+		if err == nil {
+			err = unix.Setrlimit(res, &unix.Rlimit{Cur: n, Max: n})
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "agentbox: error: limits: %s: %v\n", args[i], err)
+			return 125
+		}
 	}
-	return nil
+	if i+2 >= len(args) {
+		fmt.Fprintln(os.Stderr, "agentbox: error: limits: no command")
+		return 125
+	}
+	err := syscall.Exec(args[i+1], args[i+2:], os.Environ())
+	fmt.Fprintf(os.Stderr, "agentbox: error: %s: cannot execute: %v\n", args[i+2], err)
+	return 126
 }
 
 // execError reports a command that cannot be started: 127 when it is not

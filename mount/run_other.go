@@ -22,3 +22,6 @@ func Foreground() bool { return false }
 
 // Probe always fails off Linux.
 func Probe(bwrap string) error { return errNotLinux }
+
+// RlimitExec always fails off Linux.
+func RlimitExec(args []string) int { return 125 }

@@ -631,7 +631,18 @@ func (r *resolver) readOnlyStage() error {
 		origin := plan.Origin{Key: "always: agentbox's own configuration"}
 		real, err := r.real(dir)
 		if err != nil {
-			r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: dir, Mode: 0o700, Origin: origin})
+			// Create the missing folders, outermost first (~/.config,
+			// then ~/.config/agentbox), so none can be made by the agent.
+			var missing []string
+			for d := dir; plan.Within(d, r.env.Home) && d != r.env.Home; d = filepath.Dir(d) {
+				if _, err := r.env.FS.Lstat(d); err == nil {
+					break
+				}
+				missing = append([]string{d}, missing...)
+			}
+			for _, d := range missing {
+				r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: d, Mode: 0o700, Origin: origin})
+			}
 			real = dir
 		}
 		addPath(real, origin, "")
