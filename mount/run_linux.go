@@ -126,28 +126,39 @@ func Run(p *plan.Plan, o Options) (int, error) {
 		extra = append(extra, f)
 	}
 
-	cmd := exec.Command(o.Bwrap, av.Args...)
-	cmd.Env = p.Environ
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = extra
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Out of the terminal's foreground group: a Ctrl-C typed at the
-		// terminal goes to CMD (or to agentbox, which forwards it), never
-		// to bwrap, whose death would SIGKILL CMD before it can clean up.
-		Setpgid: true,
-		// When agentbox dies, even by kill -9, bwrap gets SIGKILL, and
-		// bwrap's --die-with-parent takes the whole box with it.
-		Pdeathsig: syscall.SIGKILL,
+	files := []uintptr{0, 1, 2}
+	for _, f := range extra {
+		if f == nil {
+			files = append(files, ^uintptr(0)) // closed in bwrap
+		} else {
+			files = append(files, f.Fd())
+		}
+	}
+	attr := &syscall.ProcAttr{
+		Env:   p.Environ,
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			// Out of the terminal's foreground group: a Ctrl-C typed at the
+			// terminal goes to CMD (or to agentbox, which forwards it), never
+			// to bwrap, whose death would SIGKILL CMD before it can clean up.
+			Setpgid: true,
+			// When agentbox dies, even by kill -9, bwrap gets SIGKILL, and
+			// bwrap's --die-with-parent takes the whole box with it.
+			Pdeathsig: syscall.SIGKILL,
+		},
 	}
 
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	// Pdeathsig follows the thread that forked, so keep it alive.
+	// Pdeathsig follows the thread that forked, so keep it alive. And
+	// syscall.ForkExec rather than os/exec: os/exec's first start forks a
+	// throwaway child to probe for pidfd support, a cost on every launch.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	bwrapPid, err := syscall.ForkExec(o.Bwrap, append([]string{o.Bwrap}, av.Args...), attr)
+	if err != nil {
 		return 0, &BoxError{Op: "starting", Path: o.Bwrap, Err: err}
 	}
 	for _, f := range extra {
@@ -169,8 +180,16 @@ func Run(p *plan.Plan, o Options) (int, error) {
 		n, _ := readyR.Read(b[:])
 		readyc <- n == 1
 	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan unix.WaitStatus, 1)
+	go func() {
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(bwrapPid, &ws, 0, nil); err != unix.EINTR {
+				break
+			}
+		}
+		done <- ws
+	}()
 
 	initPid := 0
 	var pending []os.Signal
@@ -188,7 +207,7 @@ func Run(p *plan.Plan, o Options) (int, error) {
 			} else {
 				pending = append(pending, s)
 			}
-		case err := <-done:
+		case ws := <-done:
 			if fg {
 				restoreForeground()
 			}
@@ -199,17 +218,10 @@ func Run(p *plan.Plan, o Options) (int, error) {
 			if !<-readyc {
 				return 0, &BoxError{Op: "bwrap", Err: errors.New("the sandbox could not be set up (see bwrap's message above)")}
 			}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return 128 + int(ws.Signal()), nil
-				}
-				return ee.ExitCode(), nil
+			if ws.Signaled() {
+				return 128 + int(ws.Signal()), nil
 			}
-			if err != nil {
-				return 0, &BoxError{Op: "waiting for", Path: o.Bwrap, Err: err}
-			}
-			return 0, nil
+			return ws.ExitStatus(), nil
 		}
 	}
 }
