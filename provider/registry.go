@@ -1,11 +1,88 @@
 package provider
 
-// The built-in registry. Issue 3 fills the paths of each provider from real
-// runs; until a provider is verified it is listed with Supported false.
+// The built-in registry. A provider is Supported only after a real run of
+// the CLI inside bubblewrap showed that its Writable paths are enough; how,
+// with which version and on what date is written above each entry and in
+// VERIFIED.md, and scripts/verify-providers.sh repeats the check.
+//
+// Writable paths start with "~/" (the home folder). Control paths are
+// relative to the project and stay read-only inside writable roots: they are
+// the files through which a CLI runs commands or widens its own permissions
+// (hooks, MCP servers, permission rules, commands and skills that grant
+// tools), so an agent that could edit them could loosen its sandbox or plant
+// code that runs unconfined the next time the CLI starts outside agentbox.
+// Instruction files (CLAUDE.md, AGENTS.md) are prompts, not code or
+// permissions, and the CLIs write them themselves (/init, memories), so they
+// are not listed. Domains are the hosts the CLI needs to work in allowlist
+// mode, taken from the installed package; telemetry hosts are left out.
 func init() {
 	builtin = []Provider{
-		{Name: "claude", Title: "Claude Code", Commands: []string{"claude"}, Packages: []string{"@anthropic-ai/claude-code"}},
-		{Name: "codex", Title: "Codex CLI", Commands: []string{"codex"}, Packages: []string{"@openai/codex"}},
+		// claude: verified with @anthropic-ai/claude-code 2.1.197 (native linux-x64
+		// binary) on 2026-12-02, as root and as an unprivileged user, each with a
+		// new and then an existing home: strace of every step unconfined, then
+		// scripts/verify-providers.sh (bwrap 0.8.0, read-only /, private /tmp,
+		// only the workspace and ~/.claude writable). See VERIFIED.md.
+		//
+		// ~/.claude alone is enough only when CLAUDE_CONFIG_DIR=~/.claude is set
+		// inside the box: by default Claude Code also rewrites ~/.claude.json by
+		// creating ~/.claude.json.tmp.<pid>.<hex> and ~/.claude.json.lock next to
+		// it in the home folder, which a bind of the file alone cannot allow; the
+		// writes then fail without any message and the state is lost.
+		{
+			Name:      "claude",
+			Title:     "Claude Code",
+			Commands:  []string{"claude"},
+			Packages:  []string{"@anthropic-ai/claude-code"},
+			Supported: true,
+			Writable:  []string{"~/.claude"},
+			Control: []string{
+				".claude/settings.json",       // hooks, permissions, statusLine, apiKeyHelper, env
+				".claude/settings.local.json", // the same, per user
+				".claude/commands",            // slash commands; allowed-tools widens permissions
+				".claude/agents",              // subagents; tools and hooks in front matter
+				".claude/skills",              // skills; scripts and allowed-tools
+				".claude/hooks",               // where hook scripts live by convention
+				".mcp.json",                   // project MCP servers are commands it starts
+			},
+			Domains: []string{
+				"api.anthropic.com",       // API, OAuth profile, event logging
+				"platform.claude.com",     // console OAuth login and token refresh
+				"claude.ai",               // claude.ai subscription login
+				"claude.com",              // claude.com/cai/oauth/authorize
+				"mcp-proxy.anthropic.com", // claude.ai connectors
+				"downloads.claude.ai",     // releases and plugins
+				"registry.npmjs.org",      // update check (claude doctor, auto-update)
+			},
+		},
+		// codex: verified with @openai/codex 0.171.0 (native x86_64 musl binary)
+		// on 2026-12-02, as root and as an unprivileged user, each with a new and
+		// then an existing home: strace of every step unconfined, then
+		// scripts/verify-providers.sh (bwrap 0.8.0, read-only /, private /tmp,
+		// only the workspace and ~/.codex writable). See VERIFIED.md.
+		//
+		// ~/.codex must exist before it is bound (Codex creates it itself only
+		// when the home folder is writable). Codex also opens anonymous
+		// O_TMPFILE files in /var/tmp unless TMPDIR is set; agentbox sets
+		// TMPDIR=/tmp. Confined, Codex's own sandbox is turned off with
+		// --sandbox danger-full-access (see VERIFIED.md for the rule).
+		{
+			Name:      "codex",
+			Title:     "Codex CLI",
+			Commands:  []string{"codex"},
+			Packages:  []string{"@openai/codex"},
+			Supported: true,
+			Writable:  []string{"~/.codex"},
+			Control: []string{
+				".codex",  // project config.toml (sandbox_mode, MCP servers, hooks), rules, skills
+				".agents", // skills and plugins
+			},
+			Domains: []string{
+				"api.openai.com",     // API key auth: Responses API
+				"chatgpt.com",        // ChatGPT login: backend-api/codex
+				"auth.openai.com",    // ChatGPT login and token refresh
+				"registry.npmjs.org", // update check
+			},
+		},
 		{Name: "kimi", Title: "Kimi Code", Commands: []string{"kimi", "kimi-code"}},
 		{Name: "opencode", Title: "OpenCode", Commands: []string{"opencode"}, Packages: []string{"opencode-ai"}},
 		{Name: "mimo", Title: "MiMo Code", Commands: []string{"mimo", "mimo-code"}},
