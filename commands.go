@@ -35,6 +35,9 @@ func planCommand(c *cli.Context) error {
 	}
 	choice, berr := chooseBackend(p)
 	backend := choice.name
+	if berr == nil && choice.degraded == "" {
+		adjustProvider(p)
+	}
 	switch {
 	case berr != nil:
 		backend = "none: " + firstLine(berr)

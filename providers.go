@@ -3,13 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
 )
 
@@ -117,4 +120,24 @@ func promptText(c *cli.Context) (string, error) {
 		choice.name = mount.Backend
 	}
 	return p.Prompt(choice.name), nil
+}
+
+// adjustProvider changes the command for the box when agentbox really
+// confines it: a confined Codex gets its own sandbox turned off, unless the
+// user chose a sandbox mode. Never when running unconfined.
+func adjustProvider(p *plan.Plan) {
+	if p.Provider.Name != "codex" || !p.Provider.Supported {
+		return
+	}
+	var configs [][]byte
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		home = filepath.Join(p.Identity.Home, ".codex")
+	}
+	for _, f := range []string{filepath.Join(home, "config.toml"), "/etc/codex/config.toml", filepath.Join(p.Cwd, ".codex", "config.toml")} {
+		if data, err := os.ReadFile(f); err == nil {
+			configs = append(configs, data)
+		}
+	}
+	p.Command, p.Provider.Adjusted = provider.CodexSandboxOff(p.Command, p.Provider.Index, configs)
 }

@@ -178,6 +178,7 @@ func runCommand(c *cli.Context) error {
 	if choice.degraded != "" {
 		return runUnconfined(p, choice.degraded)
 	}
+	adjustProvider(p)
 	grp, err := enterCgroup(p)
 	if err != nil {
 		return err

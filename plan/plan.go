@@ -170,6 +170,9 @@ type Env struct {
 	Deny    []string          `json:"deny,omitempty"`
 	Set     map[string]string `json:"set,omitempty"`
 	Removed []string          `json:"removed,omitempty"` // names removed from the inherited environment, never values
+	// Provider is a variable the provider needs set inside the box
+	// (NAME=value, e.g. CLAUDE_CONFIG_DIR=/home/me/.claude).
+	Provider string `json:"provider,omitempty"`
 }
 
 // Limits are resource limits set before CMD starts; zero means unlimited.
@@ -186,6 +189,11 @@ type Provider struct {
 	Name      string `json:"name"` // "" when none
 	Reason    string `json:"reason,omitempty"`
 	Supported bool   `json:"supported"`
+	// Index is where the provider's own command is in Command (after env,
+	// npx or node).
+	Index int `json:"index"`
+	// Adjusted says how and why the command was changed for the box.
+	Adjusted string `json:"adjusted,omitempty"`
 }
 
 // Enforcement levels.

@@ -37,6 +37,9 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 		}
 	}
 	fmt.Fprintf(w, "provider:  %s — %s\n", prov, p.Provider.Reason)
+	if p.Provider.Adjusted != "" {
+		fmt.Fprintf(w, "  %s\n", p.Provider.Adjusted)
+	}
 	if p.Workspace.Root != "" {
 		fmt.Fprintf(w, "workspace: %s in %s", p.Workspace.ID, p.Workspace.Root)
 		if p.Workspace.Task != "" {
@@ -91,6 +94,9 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 		}
 	}
 	fmt.Fprintf(w, "env:       %s", p.Env.Mode)
+	if p.Env.Provider != "" {
+		fmt.Fprintf(w, "; provider sets %s", p.Env.Provider)
+	}
 	if len(p.Env.Removed) > 0 {
 		fmt.Fprintf(w, "; removed: %s", strings.Join(p.Env.Removed, ", "))
 	}

@@ -65,7 +65,10 @@ var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".profile
 
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
-	registry *provider.Registry
+	registry     *provider.Registry
+	providerHome string // the provider's own folder, if any
+	homeVar      string // a variable to set to homeVarValue inside the box
+	homeVarValue string
 	declared map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
 	env      Env
 	m        merged
@@ -259,7 +262,7 @@ func (r *resolver) provider() error {
 			return nil
 		}
 		p, _ := reg.Lookup(d.Name)
-		r.p.Provider = plan.Provider{Name: p.Name, Reason: "detected from " + d.Reason, Supported: p.Supported}
+		r.p.Provider = plan.Provider{Name: p.Name, Reason: "detected from " + d.Reason, Supported: p.Supported, Index: d.Index}
 	default:
 		p, ok := reg.Lookup(name)
 		if !ok {
@@ -269,9 +272,18 @@ func (r *resolver) provider() error {
 			}
 			return originError(origin, fmt.Sprintf("unknown provider %q (known: %s, none, auto)", name, strings.Join(names, ", ")))
 		}
-		r.p.Provider = plan.Provider{Name: p.Name, Reason: "chosen by " + origin.String(), Supported: p.Supported}
+		r.p.Provider = plan.Provider{Name: p.Name, Reason: "chosen by " + origin.String(), Supported: p.Supported, Index: reg.Detect(r.p.Command).Index}
 	}
 	r.registry = reg
+	if pr, ok := r.providerInfo(); ok && pr.Supported && r.p.Network.Mode == plan.NetAllowlist {
+		// The domains the provider needs come first; a policy's allow adds
+		// to them and its deny still wins.
+		allow := append([]string(nil), pr.Domains...)
+		for _, a := range r.p.Network.Allow {
+			allow = appendNew(allow, a)
+		}
+		r.p.Network.Allow = allow
+	}
 	return nil
 }
 
@@ -471,21 +483,39 @@ func (r *resolver) writableStage() error {
 	}
 	if pr, ok := r.providerInfo(); ok && pr.Supported {
 		origin := plan.Origin{Key: "provider " + pr.Name}
-		for _, w := range pr.Writable {
+		for i, w := range pr.Writable {
 			e := Entry{Value: w, Origin: origin}
 			if d := r.declared[pr.Name+"\x00"+w]; len(d) > 0 {
 				e = d[0] // declared in a policy: its file, line and folder
+			}
+			if i == 0 && pr.HomeVar != "" {
+				if v := r.env.Getenv(pr.HomeVar); v != "" {
+					e = Entry{Value: v, Origin: plan.Origin{Key: "provider " + pr.Name + " (" + pr.HomeVar + ")"}}
+				} else if pr.SetHomeVar {
+					r.homeVar = pr.HomeVar
+				}
 			}
 			p, err := r.expand(e)
 			if err != nil {
 				return err
 			}
+			if i == 0 {
+				r.providerHome = p
+				r.homeVarValue = p
+			}
 			real, err := r.real(p)
 			if err != nil {
-				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "provider path does not exist yet, so it is not writable", Origin: origin})
+				if i == 0 && filepath.Dir(p) == r.env.Home {
+					// The CLI's own folder in the home folder: created (0700)
+					// so it can be bound; the CLI fills it.
+					r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: p, Mode: 0o700, Origin: e.Origin})
+					addPath(p, e.Origin, "created")
+					continue
+				}
+				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "provider path does not exist yet, so it is not writable", Origin: e.Origin})
 				continue
 			}
-			addPath(real, origin, "")
+			addPath(real, e.Origin, "")
 		}
 	}
 	for _, w := range list {
@@ -603,6 +633,15 @@ func (r *resolver) readOnlyStage() error {
 				default:
 					r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist", Origin: plan.Origin{Key: "always: git " + name}})
 				}
+			}
+		}
+	}
+	// The provider's own files that would run outside the box later.
+	if pr, ok := r.providerInfo(); ok && r.providerHome != "" {
+		for _, ro := range pr.ReadOnly {
+			p := filepath.Join(r.providerHome, ro)
+			if real, err := r.real(p); err == nil {
+				addPath(real, plan.Origin{Key: "provider " + pr.Name + " read-only"}, "")
 			}
 		}
 	}
@@ -916,6 +955,12 @@ func (r *resolver) environment() error {
 	}
 	for _, k := range sortedKeys(e.Set) {
 		out = append(out, k+"="+e.Set[k])
+	}
+	if r.homeVar != "" {
+		if _, set := e.Set[r.homeVar]; !set {
+			out = append(out, r.homeVar+"="+r.homeVarValue)
+			e.Provider = r.homeVar + "=" + r.homeVarValue
+		}
 	}
 	sort.Strings(e.Removed)
 	r.p.Environ = out

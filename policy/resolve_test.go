@@ -851,8 +851,8 @@ func TestResolveProvider(t *testing.T) {
 		want    plan.Provider
 	}{
 		{"none detected", Flags{}, []string{"make"}, plan.Provider{Reason: "no known agent CLI in make"}},
-		{"detected", Flags{}, []string{"/usr/local/bin/claude", "-p", "hi"}, plan.Provider{Name: "claude", Reason: "detected from command /usr/local/bin/claude"}},
-		{"chosen", Flags{Provider: "codex"}, []string{"make"}, plan.Provider{Name: "codex", Reason: "chosen by flag --provider"}},
+		{"detected", Flags{}, []string{"/usr/local/bin/claude", "-p", "hi"}, plan.Provider{Name: "claude", Reason: "detected from command /usr/local/bin/claude", Supported: true}},
+		{"chosen", Flags{Provider: "codex"}, []string{"make"}, plan.Provider{Name: "codex", Reason: "chosen by flag --provider", Supported: true}},
 		{"turned off", Flags{Provider: "none"}, []string{"claude"}, plan.Provider{Reason: "turned off by flag --provider"}},
 	}
 	for _, tc := range tests {
@@ -885,12 +885,12 @@ func TestResolveDeclaredProvider(t *testing.T) {
 	}
 	want := []string{
 		"writable bind $ROOT/home/u/proj (default: the working directory)",
-		"writable bind $ROOT/home/u/.mytool (provider mytool)",
+		"writable bind $ROOT/home/u/.mytool ($ROOT/etc/p.toml:3 providers.mytool.writable[0])",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("writable mounts (-want +got):\n%s", diff)
 	}
-	wantSkips := []string{"$ROOT/home/u/.mytool-cache: provider path does not exist yet, so it is not writable (provider mytool)"}
+	wantSkips := []string{"$ROOT/home/u/.mytool-cache: provider path does not exist yet, so it is not writable ($ROOT/etc/p.toml:3 providers.mytool.writable[1])"}
 	if diff := cmp.Diff(wantSkips, w.skips(p)); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}

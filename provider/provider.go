@@ -25,6 +25,16 @@ type Provider struct {
 	Control []string `json:"control,omitempty"`
 	// Domains are the network names it needs in allowlist mode.
 	Domains []string `json:"domains,omitempty"`
+	// ReadOnly are paths inside its own writable folders that stay
+	// read-only: what it would run unconfined later (hooks in settings,
+	// MCP server commands in config, plugins and copied binaries).
+	ReadOnly []string `json:"read_only,omitempty"`
+	// HomeVar names the variable that moves its folder (CLAUDE_CONFIG_DIR,
+	// CODEX_HOME): when the user sets it, its value replaces Writable[0].
+	HomeVar string `json:"home_var,omitempty"`
+	// SetHomeVar sets HomeVar to Writable[0] inside the box when the user
+	// has not set it.
+	SetHomeVar bool `json:"set_home_var,omitempty"`
 	// Declared is true for a provider declared or extended in a policy.
 	Declared bool `json:"declared,omitempty"`
 }
@@ -42,6 +52,7 @@ func Builtin() []Provider {
 		p.Writable = append([]string(nil), p.Writable...)
 		p.Control = append([]string(nil), p.Control...)
 		p.Domains = append([]string(nil), p.Domains...)
+		p.ReadOnly = append([]string(nil), p.ReadOnly...)
 		out[i] = p
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -148,6 +159,10 @@ func (r *Registry) Detect(argv []string) Detection {
 		case base == "env":
 			i++
 			for i < len(argv) && (strings.Contains(argv[i], "=") || strings.HasPrefix(argv[i], "-")) {
+				switch argv[i] {
+				case "-u", "--unset", "-C", "--chdir":
+					i++ // these take a value
+				}
 				i++
 			}
 			via += "env "

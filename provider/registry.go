@@ -35,6 +35,14 @@ func init() {
 			Packages:  []string{"@anthropic-ai/claude-code"},
 			Supported: true,
 			Writable:  []string{"~/.claude"},
+			// Without CLAUDE_CONFIG_DIR, Claude Code rewrites ~/.claude.json
+			// through a temporary file and a lock beside it in the home
+			// folder, which a bind of the file alone cannot allow.
+			HomeVar:    "CLAUDE_CONFIG_DIR",
+			SetHomeVar: true,
+			// Hooks in settings.json and plugins run when Claude Code starts,
+			// also outside the box.
+			ReadOnly: []string{"settings.json", "plugins"},
 			Control: []string{
 				".claude/settings.json",       // hooks, permissions, statusLine, apiKeyHelper, env
 				".claude/settings.local.json", // the same, per user
@@ -72,6 +80,11 @@ func init() {
 			Packages:  []string{"@openai/codex"},
 			Supported: true,
 			Writable:  []string{"~/.codex"},
+			HomeVar:   "CODEX_HOME",
+			// config.toml holds sandbox_mode and the MCP servers' commands;
+			// packages holds the app-server binary Codex copies and runs
+			// (it keeps running after Codex exits, unconfined).
+			ReadOnly: []string{"config.toml", "packages"},
 			Control: []string{
 				".codex",  // project config.toml (sandbox_mode, MCP servers, hooks), rules, skills
 				".agents", // skills and plugins
