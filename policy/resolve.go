@@ -69,11 +69,11 @@ type resolver struct {
 	providerHome string // the provider's own folder, if any
 	homeVar      string // a variable to set to homeVarValue inside the box
 	homeVarValue string
-	declared map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
-	env      Env
-	m        merged
-	opts     Options
-	p        *plan.Plan
+	declared     map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
+	env          Env
+	m            merged
+	opts         Options
+	p            *plan.Plan
 }
 
 // Resolve turns layers into a plan for command, in the world env.
