@@ -83,3 +83,12 @@ func FindProject(env Env, dir string) string {
 		dir = parent
 	}
 }
+
+// CacheDir returns agentbox's cache folder: $XDG_CACHE_HOME/agentbox.
+func CacheDir(env Env) string {
+	dir := env.Getenv("XDG_CACHE_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		dir = filepath.Join(env.Home, ".cache")
+	}
+	return filepath.Join(dir, "agentbox")
+}

@@ -659,11 +659,12 @@ func (r *resolver) readOnlyStage() error {
 			}
 		}
 	}
-	// agentbox's own configuration and trust store, when they lie in a
-	// writable folder: the agent must not trust its own edited policy or
-	// write a looser user config for the next run. The folders are
+	// agentbox's own configuration, trust store and probe cache, when they
+	// lie in a writable folder: the agent must not trust its own edited
+	// policy, write a looser user config for the next run, or make auto
+	// believe bwrap is broken here. The folders are
 	// agentbox's own, so they are created (0700) when missing.
-	for _, dir := range []string{filepath.Dir(ConfigPath(r.env)), filepath.Dir(StorePath(r.env))} {
+	for _, dir := range []string{filepath.Dir(ConfigPath(r.env)), filepath.Dir(StorePath(r.env)), CacheDir(r.env)} {
 		if !r.inWritable(dir) {
 			continue
 		}

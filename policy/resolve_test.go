@@ -354,6 +354,7 @@ func TestResolveBroadWritableAllowed(t *testing.T) {
 		"read-only ro-bind $ROOT/home/u/.bashrc (always: shell startup file)",
 		"read-only ro-bind $ROOT/home/u/.gitconfig (always: shell startup file)",
 		"read-only ro-bind $ROOT/home/u/.config/agentbox (always: agentbox's own configuration)",
+		"read-only ro-bind $ROOT/home/u/.cache/agentbox (always: agentbox's own configuration)",
 	}
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)

@@ -16,7 +16,7 @@ say() { printf '\n== %s\n' "$*"; }
 
 # What the tests need. As root, install what is missing; otherwise say what.
 missing=()
-for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux python3:python3; do
+for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux python3:python3 curl:curl npm:npm; do
 	command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -27,6 +27,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 	else
 		echo "missing: ${missing[*]} (install them, or run this script as root)" >&2
 		exit 1
+	fi
+fi
+
+# The real agent CLIs the provider tests run (the versions verified in
+# provider/VERIFIED.md).
+if ! command -v claude >/dev/null 2>&1 || ! command -v codex >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		say "installing the agent CLIs from npm"
+		npm install -g --no-fund --no-audit @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 >/dev/null
 	fi
 fi
 
