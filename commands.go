@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/doctor"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
@@ -70,6 +71,10 @@ func planCommand(c *cli.Context) error {
 		return enc.Encode(out)
 	default:
 		p.WriteText(w, backend)
+		if l := p.Limits; l.Processes > 0 || l.Memory > 0 {
+			av := cgroup.Probe()
+			fmt.Fprintf(w, "  enforced by: processes: %s; memory: %s\n", limitMechanism(l.Processes > 0, av.Pids, "RLIMIT_NPROC (counts all your processes; never applied to root)", p.Identity.Root()), limitMechanism(l.Memory > 0, av.Memory, "RLIMIT_AS per process", false))
+		}
 		if backend == landlock.Backend {
 			a, _ := landlock.Check(p)
 			fmt.Fprintf(w, "landlock:  ABI %d; how each rule is enforced:\n", a.ABI)
@@ -298,4 +303,19 @@ func doctorCommand(c *cli.Context) error {
 	}
 	r.Text(c.App.Writer)
 	return nil
+}
+
+// limitMechanism says how a limit will be enforced here: the box's own
+// cgroup when agentbox can create one, else the rlimit (or nothing, for a
+// process limit as root).
+func limitMechanism(set bool, c cgroup.Controller, rlimit string, root bool) string {
+	switch {
+	case !set:
+		return "unlimited"
+	case c.OK:
+		return fmt.Sprintf("the box's own cgroup (v%d, under %s)", c.Version, c.Parent)
+	case root:
+		return "NOT ENFORCED: no cgroup here (" + c.Reason + "), and the kernel never applies RLIMIT_NPROC to root; run refuses under require"
+	}
+	return rlimit + "; no cgroup here: " + c.Reason
 }

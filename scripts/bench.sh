@@ -6,6 +6,7 @@
 #   raw-same    bwrap with the identical argv `agentbox plan --argv` prints
 #               (agentbox's init inside, the seccomp filter, every mount)
 #   agentbox    agentbox run -- /bin/true
+#   agentbox-landlock   the same with --backend landlock (no namespaces)
 #
 # and agentbox's peak RSS. Ratios are medians. Usage: scripts/bench.sh [runs]
 set -euo pipefail
@@ -37,7 +38,8 @@ min="bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --die-with-parent
 hyperfine --warmup 20 --runs "$runs" --export-json "$work/h.json" \
 	-n raw-min "$min" \
 	-n raw-same "$same" \
-	-n agentbox "$ab run -- /bin/true"
+	-n agentbox "$ab run -- /bin/true" \
+	-n agentbox-landlock "$ab run --backend landlock -- /bin/true"
 
 python3 - "$work/h.json" <<'PY'
 import json, sys
@@ -47,11 +49,12 @@ for f in sys.argv[1:]:
         res[r["command"]] = r
 def med(n): return res[n]["median"] * 1000
 print(f"{'command':<10} {'median ms':>10} {'mean ms':>9} {'stddev':>7}")
-for n in ("raw-min", "raw-same", "agentbox"):
+for n in ("raw-min", "raw-same", "agentbox", "agentbox-landlock"):
     r = res[n]
     print(f"{n:<10} {r['median']*1000:10.2f} {r['mean']*1000:9.2f} {r['stddev']*1000:7.2f}")
 print(f"agentbox / raw-same = {med('agentbox')/med('raw-same'):.2f}x   (target <= 1.15x)")
 print(f"agentbox / raw-min  = {med('agentbox')/med('raw-min'):.2f}x")
+print(f"agentbox --backend landlock / raw-min = {med('agentbox-landlock')/med('raw-min'):.2f}x   (target <= 1.0x)")
 PY
 if [ -x /usr/bin/time ]; then
 	rss=$(/usr/bin/time -f %M "$ab" run -- /bin/true 2>&1 >/dev/null | tail -1)
