@@ -17,9 +17,9 @@
 // behind when agentbox is killed. The command finds the proxy through
 // HTTP_PROXY, HTTPS_PROXY and ALL_PROXY.
 //
-// The proxy speaks HTTP (absolute-URI requests and CONNECT) and SOCKS5 (no
-// authentication, CONNECT, domain and address types) on the same port, told
-// apart by the first byte. It resolves names itself, so the box needs no DNS,
+// The proxy speaks HTTP (absolute-URI requests and CONNECT, one request per
+// connection: see http.go) and SOCKS5 (no authentication, CONNECT, domain
+// and address types) on the same port, told apart by the first byte. It resolves names itself, so the box needs no DNS,
 // and checks each host against Rules, then each address the name resolved to
 // (see Rules.vet in resolve.go for why). Denials are answered in the
 // protocol's own words: HTTP 403 with a one-line body naming the host and the

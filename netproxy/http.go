@@ -1,70 +1,107 @@
 package netproxy
 
+// The proxy speaks just enough HTTP/1.x, by hand on bufio and net/textproto.
+// It does not use net/http: that would link crypto/tls, compress/gzip,
+// HTTP/2 and their package initialisation into the agentbox binary, which
+// starts twice per sandboxed command (supervisor and init), and costs about
+// 0.6 ms on every start for nothing the proxy needs.
+//
+// Each client connection carries exactly one request. The proxy reads the
+// request head, checks the host, sends the origin a rewritten head, and then
+// copies bytes both ways until they end, as a CONNECT tunnel does: the body
+// and the response pass through unparsed, so there is no body framing here
+// to get wrong. Both sides are told "Connection: close", so a second request
+// needs a second client connection, and every connection is checked on its
+// own. Plain-HTTP keep-alive is deliberately not offered: HTTPS, the common
+// case for agents, goes through CONNECT anyway. Whatever a client sends past
+// its request reaches only the host:port that was checked for it, exactly
+// as bytes in a tunnel do.
+
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
+	"net/textproto"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
 
-// hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 and the
-// proxy's own: they describe one connection and must not be passed on.
-// Proxy-Authorization in particular would hand the client's proxy
-// credentials to the origin server.
+// maxHead bounds a request or response head (start line and header
+// fields), as net/http's DefaultMaxHeaderBytes does.
+const maxHead = 1 << 20
+
+// hopHeaders are the hop-by-hop fields of RFC 9110 section 7.6.1 and the
+// proxy's own: they describe one connection and are not passed on, in either
+// direction. Proxy-Authorization in particular would hand the client's proxy
+// credentials to the origin server. Upgrade goes too: the proxy switches no
+// protocols, so a 101 is an error (see answer).
+//
+// Transfer-Encoding, though named in that section, stays (see framing).
 var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Proxy-Authorization", "TE", "Upgrade",
 }
 
-// serveHTTP serves one client connection: CONNECT requests become tunnels,
-// absolute-URI requests are forwarded one by one, each checked on its own
-// host, for as long as the client keeps the connection alive.
+// framing are the fields that say where a body ends. They are passed on
+// as they came, even when Connection names them: the body is passed on byte
+// for byte, and without its framing the far end would read it as something
+// else (chunk sizes as data, or the body as a second request). Trailer,
+// which announces fields at the end of a chunked body, goes with it.
+var framing = []string{"Content-Length", "Transfer-Encoding", "Trailer"}
+
+// statusText names the statuses the proxy answers with itself.
+var statusText = map[int]string{400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
+
+// request is a client's request head.
+type request struct {
+	method, target, version string
+	header                  textproto.MIMEHeader
+}
+
+// serveHTTP serves one client connection: a CONNECT request becomes a
+// tunnel, an absolute-URI request is forwarded, and either way the
+// connection ends with it.
 func (p *Proxy) serveHTTP(c net.Conn, br *bufio.Reader) {
-	for {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
-				reason := "bad proxy request: " + err.Error()
-				p.record("http", "", Decision{Reason: reason}, nil)
-				writeText(c, http.StatusBadRequest, "agentbox: "+reason+"\n")
-			}
-			return
+	req, err := readRequest(br)
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			reason := "bad proxy request: " + err.Error()
+			p.record("http", "", Decision{Reason: reason}, nil)
+			writeText(c, 400, "agentbox: "+reason+"\n")
 		}
-		c.SetReadDeadline(time.Time{}) // the body may take its time
-		if req.Method == http.MethodConnect {
-			p.serveCONNECT(c, br, req)
-			return
-		}
-		if !p.forward(c, req) {
-			return
-		}
-		c.SetReadDeadline(time.Now().Add(idleTimeout))
+		return
 	}
+	c.SetReadDeadline(time.Time{}) // the body may take its time
+	if req.method == "CONNECT" {
+		p.serveCONNECT(c, br, req.target)
+		return
+	}
+	p.forward(c, br, req)
 }
 
 // serveCONNECT answers a CONNECT request and, when allowed, becomes a tunnel.
-func (p *Proxy) serveCONNECT(c net.Conn, br *bufio.Reader, req *http.Request) {
-	// The raw authority, not req.URL.Host: url.Parse would decode %-escapes,
-	// and the host checked must be the host as sent.
-	h, port, err := splitHostPort(req.RequestURI, 0)
+// target is the authority as sent; parseHost refuses anything in it that is
+// not plainly a host (escapes, userinfo, control characters).
+func (p *Proxy) serveCONNECT(c net.Conn, br *bufio.Reader, target string) {
+	h, port, err := splitHostPort(target, 0)
 	if err != nil {
-		reason := fmt.Sprintf("bad CONNECT target %q: %v", req.RequestURI, err)
+		reason := fmt.Sprintf("bad CONNECT target %q: %v", target, err)
 		p.record("connect", "", Decision{Reason: reason}, nil)
-		writeText(c, http.StatusBadRequest, "agentbox: "+reason+"\n")
+		writeText(c, 400, "agentbox: "+reason+"\n")
 		return
 	}
-	up, target, d, err := p.open("connect", h, port)
+	up, checked, d, err := p.open("connect", h, port)
 	switch {
 	case !d.Allowed:
-		writeText(c, http.StatusForbidden, denial(target, d))
+		writeText(c, 403, denial(checked, d))
 		return
 	case err != nil:
-		writeText(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s: %v\n", target, err))
+		writeText(c, 502, fmt.Sprintf("agentbox: %s: %v\n", checked, err))
 		return
 	}
 	defer p.dropUpstream(up)
@@ -75,100 +112,278 @@ func (p *Proxy) serveCONNECT(c net.Conn, br *bufio.Reader, req *http.Request) {
 }
 
 // forward passes one absolute-URI request to its origin and the answer back.
-// It reports whether the client connection may carry another request.
 //
 // Each request gets a fresh upstream connection, closed after the answer:
-// plain HTTP through a proxy is rare (HTTPS goes through CONNECT), and never
-// reusing an upstream connection means no request can ride on a connection
-// that was checked for another host.
-func (p *Proxy) forward(c net.Conn, req *http.Request) bool {
-	if req.URL.Scheme != "http" || req.URL.Host == "" {
-		p.record("http", "", Decision{Reason: "not an absolute http:// URL"}, nil)
-		writeText(c, http.StatusBadRequest, "agentbox: only absolute http:// URLs and CONNECT go through this proxy\n")
-		return false
+// no request can ride on a connection that was checked for another host.
+func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req request) {
+	// The scheme is case-insensitive (RFC 3986 section 3.1); the authority
+	// ends at the path, the query or a fragment.
+	rest, ok := strings.CutPrefix(req.target, "http://")
+	if !ok && len(req.target) >= 7 && strings.EqualFold(req.target[:7], "http://") {
+		rest, ok = req.target[7:], true
 	}
-	h, port, err := splitHostPort(req.URL.Host, 80)
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	if !ok || authority == "" {
+		p.record("http", "", Decision{Reason: "not an absolute http:// URL"}, nil)
+		writeText(c, 400, "agentbox: only absolute http:// URLs and CONNECT go through this proxy\n")
+		return
+	}
+	h, port, err := splitHostPort(authority, 80)
 	if err != nil {
-		reason := fmt.Sprintf("bad URL host %q: %v", req.URL.Host, err)
+		reason := fmt.Sprintf("bad URL host %q: %v", authority, err)
 		p.record("http", "", Decision{Reason: reason}, nil)
-		writeText(c, http.StatusBadRequest, "agentbox: "+reason+"\n")
-		return false
+		writeText(c, 400, "agentbox: "+reason+"\n")
+		return
 	}
 	up, target, d, err := p.open("http", h, port)
 	switch {
 	case !d.Allowed:
-		writeText(c, http.StatusForbidden, denial(target, d))
-		return false
+		writeText(c, 403, denial(target, d))
+		return
 	case err != nil:
-		writeText(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s: %v\n", target, err))
-		return false
+		writeText(c, 502, fmt.Sprintf("agentbox: %s: %v\n", target, err))
+		return
 	}
 	defer p.dropUpstream(up)
 
-	keep := !req.Close
-	stripHop(req.Header)
-	if req.Header.Get("Expect") == "100-continue" {
-		// Say "go on" ourselves: the body is then streamed to the origin
-		// as part of the request, which never waits for its own 100.
-		req.Header.Del("Expect")
-		if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+	// The origin gets the origin form of the target (RFC 9112 section
+	// 3.2.1): the path and query, never the fragment, which is the
+	// client's own.
+	path, _, _ = strings.Cut(path, "#")
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	stripHop(req.header)
+	// The origin sees the host that was checked, in its canonical form
+	// ("127.1" arrives as "127.0.0.1"), whatever Host the client sent: an
+	// absolute URI overrides it anyway (RFC 9112 section 3.2.2).
+	hostField := target
+	if h == authority { // no port in the URL
+		hostField = strings.TrimSuffix(target, ":80")
+	}
+	req.header["Host"] = []string{hostField}
+	req.header["Connection"] = []string{"close"}
+	// Expect: 100-continue is passed on: the origin's 100 comes back
+	// through answer, or its final answer without the body being sent
+	// (RFC 9110 section 10.1.1).
+	head := writeHead(req.method+" "+path+" "+req.version, req.header)
+	if _, err := up.Write(head); err != nil {
+		writeText(c, 502, fmt.Sprintf("agentbox: %s: sending request: %v\n", target, err))
+		return
+	}
+
+	// The body, and anything the client sends after it, goes up as it
+	// comes; the answer comes back the same way once its head is read.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := flush(up, br); err != nil {
+			c.Close()
+			up.Close()
+			return
+		}
+		copyHalf(up, c)
+	}()
+	answer(c, up, req.version, target)
+	<-done
+}
+
+// answer passes the origin's response to the client: the head with the
+// hop-by-hop fields removed and "Connection: close" added, then everything
+// the origin sends until it ends. Interim (1xx) responses go first, except
+// to an HTTP/1.0 client, which does not know them (RFC 9110 section 15.2).
+func answer(c, up net.Conn, version, target string) {
+	ubr := bufio.NewReader(up)
+	for {
+		line, header, err := readHead(ubr)
+		code := 0
+		if err == nil {
+			code, err = parseStatusLine(line)
+		}
+		if err == nil && code == 101 {
+			// Upgrade was removed, so this is an origin misbehaving.
+			err = errors.New("unexpected 101 Switching Protocols")
+		}
+		if err != nil {
+			writeText(c, 502, fmt.Sprintf("agentbox: %s: reading response: %v\n", target, err))
+			c.Close()
+			up.Close()
+			return
+		}
+		tidyNames(header)
+		stripHop(header)
+		if code >= 200 {
+			header["Connection"] = []string{"close"}
+		} else if version == "HTTP/1.0" {
+			continue
+		}
+		if _, err := c.Write(writeHead(line, header)); err != nil {
+			c.Close()
+			up.Close()
+			return
+		}
+		if code >= 200 {
+			break
+		}
+	}
+	if err := flush(c, ubr); err != nil {
+		c.Close()
+		up.Close()
+		return
+	}
+	copyHalf(c, up)
+}
+
+// flush writes what br holds already, before the copying goes on from the
+// connection itself.
+func flush(w io.Writer, br *bufio.Reader) error {
+	n := br.Buffered()
+	if n == 0 {
+		return nil
+	}
+	b, _ := br.Peek(n)
+	_, err := w.Write(b)
+	return err
+}
+
+// readRequest reads a request head.
+func readRequest(br *bufio.Reader) (request, error) {
+	line, header, err := readHead(br)
+	if err != nil {
+		return request{}, err
+	}
+	for name := range header {
+		// An origin could read "Host " as a second Host field.
+		if !token(name) {
+			return request{}, fmt.Errorf("malformed field name %q", name)
+		}
+	}
+	req := request{header: header}
+	req.method, req.target, req.version, err = parseRequestLine(line)
+	return req, err
+}
+
+// readHead reads a message head: the start line and the header fields, up
+// to and including the empty line that ends them, at most maxHead bytes. It
+// reads nothing beyond, so br keeps what follows. The fields are parsed by
+// textproto, which refuses a field line that starts with white space, a
+// name with a character that is neither a token's nor a space, and a control
+// character in a value. (Folded lines, obsolete, are joined with a space, as
+// RFC 9112 section 5.2 allows.) Space in a name it lets through, as the name
+// "Host " for "Host : x" (Go issue 34540): readRequest and answer deal with
+// that, each as section 5.1 says.
+func readHead(br *bufio.Reader) (string, textproto.MIMEHeader, error) {
+	var raw []byte
+	start := 0 // where the current line begins in raw
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(raw)+len(frag) > maxHead {
+			return "", nil, fmt.Errorf("head longer than %d bytes", maxHead)
+		}
+		raw = append(raw, frag...)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue // the line goes on
+		case errors.Is(err, io.EOF) && len(raw) > 0:
+			return "", nil, io.ErrUnexpectedEOF
+		case err != nil:
+			return "", nil, err
+		}
+		if line := string(raw[start:]); start > 0 && (line == "\r\n" || line == "\n") {
+			break
+		}
+		start = len(raw)
+	}
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw)))
+	line, err := tp.ReadLine()
+	if err != nil {
+		return "", nil, err
+	}
+	header, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return "", nil, err
+	}
+	return line, header, nil
+}
+
+// parseRequestLine splits "METHOD TARGET HTTP/1.x" (RFC 9112 section 3)
+// strictly: single spaces, a token for the method, no control character or
+// space in the target. Anything laxer is how a request gets read one way
+// here and another way by the origin.
+func parseRequestLine(line string) (method, target, version string, err error) {
+	parts := strings.Split(line, " ")
+	if len(parts) != 3 {
+		return "", "", "", fmt.Errorf("malformed request line %q", line)
+	}
+	method, target, version = parts[0], parts[1], parts[2]
+	switch {
+	case !token(method):
+		return "", "", "", fmt.Errorf("malformed method %q", method)
+	case target == "" || strings.IndexFunc(target, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return "", "", "", fmt.Errorf("malformed request target %q", target)
+	case version != "HTTP/1.1" && version != "HTTP/1.0":
+		return "", "", "", fmt.Errorf("unsupported version %q", version)
+	}
+	return method, target, version, nil
+}
+
+// token reports whether s is a token (RFC 9110 section 5.6.2): a method or
+// a field name.
+func token(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
 			return false
 		}
 	}
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header["User-Agent"] = []string{""} // stops Write adding Go's own
-	}
-	req.Close = true // one request per upstream connection, see above
-	// The origin sees the host that was checked, in its canonical form
-	// ("127.1" arrives as "127.0.0.1"), whatever Host header the client
-	// sent: an absolute URI overrides it anyway (RFC 9112 section 3.2.2).
-	req.Host = target
-	if req.URL.Port() == "" {
-		req.Host = strings.TrimSuffix(target, ":80")
-	}
-	if err := req.Write(up); err != nil {
-		writeText(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s: sending request: %v\n", target, err))
-		return false
-	}
-	ubr := bufio.NewReader(up)
-	resp, err := http.ReadResponse(ubr, req)
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
-		if resp.StatusCode == http.StatusSwitchingProtocols {
-			// Upgrade was stripped, so this is an origin misbehaving.
-			resp.Body.Close()
-			err = errors.New("unexpected 101 Switching Protocols")
-			break
+	return true
+}
+
+// tidyNames applies RFC 9112 section 5.1 to a response's fields: space
+// between a name and its colon is removed, and a field whose name is still
+// not a token is dropped.
+func tidyNames(h textproto.MIMEHeader) {
+	for name, values := range h {
+		if token(name) {
+			continue
 		}
-		resp.Write(c)
-		resp, err = http.ReadResponse(ubr, req)
+		delete(h, name)
+		if name = strings.TrimRight(name, " "); token(name) {
+			name = textproto.CanonicalMIMEHeaderKey(name)
+			h[name] = append(h[name], values...)
+		}
 	}
-	if err != nil {
-		writeText(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s: reading response: %v\n", target, err))
-		return false
-	}
-	defer resp.Body.Close()
-	stripHop(resp.Header)
-	if resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 && bodyAllowed(req, resp) {
-		keep = false // the body ends when the connection does
-	}
-	resp.Close = !keep
-	if err := resp.Write(c); err != nil {
-		return false
-	}
-	return keep
 }
 
-// bodyAllowed reports whether a response may carry a body.
-func bodyAllowed(req *http.Request, resp *http.Response) bool {
-	return req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
+// parseStatusLine reads "HTTP/1.x CODE REASON" (RFC 9112 section 4) and
+// returns the code.
+func parseStatusLine(line string) (int, error) {
+	version, rest, _ := strings.Cut(line, " ")
+	code, reason, _ := strings.Cut(rest, " ")
+	bad := (version != "HTTP/1.1" && version != "HTTP/1.0") || len(code) != 3 ||
+		strings.IndexFunc(code, func(r rune) bool { return r < '0' || r > '9' }) >= 0 || code[0] < '1' || code[0] > '5' ||
+		strings.IndexFunc(reason, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0
+	if bad {
+		return 0, fmt.Errorf("malformed status line %q", line)
+	}
+	return int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0'), nil
 }
 
-// stripHop removes the hop-by-hop headers and those the Connection header
-// names.
-func stripHop(h http.Header) {
+// stripHop removes the hop-by-hop fields and those the Connection field
+// names, but never the framing.
+func stripHop(h textproto.MIMEHeader) {
 	for _, v := range h.Values("Connection") {
 		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
+			name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+			if name != "" && !slices.Contains(framing, name) {
 				h.Del(name)
 			}
 		}
@@ -178,8 +393,27 @@ func stripHop(h http.Header) {
 	}
 }
 
+// writeHead renders a start line and header fields, in sorted order so the
+// result is the same every time, and the empty line that ends the head.
+func writeHead(start string, h textproto.MIMEHeader) []byte {
+	var b bytes.Buffer
+	b.WriteString(start + "\r\n")
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range h[k] {
+			b.WriteString(k + ": " + v + "\r\n")
+		}
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
 // writeText writes a short text response and asks the client to close.
 func writeText(w io.Writer, code int, body string) {
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		code, http.StatusText(code), len(body), body)
+		code, statusText[code], len(body), body)
 }

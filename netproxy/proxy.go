@@ -19,8 +19,7 @@ import (
 // a goroutine forever; an established tunnel has no timeout, like a direct
 // connection.
 const (
-	handshakeTimeout = 30 * time.Second // first request line, SOCKS greeting
-	idleTimeout      = 2 * time.Minute  // between keep-alive requests
+	handshakeTimeout = 30 * time.Second // request head, SOCKS greeting
 	dialTimeout      = 15 * time.Second // resolving and connecting upstream
 )
 
@@ -284,11 +283,8 @@ func denial(target string, d Decision) string {
 // already sent past the handshake go first, then both ways are copied.
 func tunnel(client net.Conn, br *bufio.Reader, up net.Conn) {
 	client.SetReadDeadline(time.Time{})
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
+	if err := flush(up, br); err != nil {
+		return
 	}
 	pipe(client, up)
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"net/url"
 	"os"
 	"os/exec"
@@ -95,55 +96,279 @@ func TestHTTPPlain(t *testing.T) {
 	}
 }
 
-// TestHTTPKeepAlive sends several requests on one client connection: each is
-// checked on its own host, hop-by-hop headers do not reach the origin, and a
-// request body arrives.
-func TestHTTPKeepAlive(t *testing.T) {
+// TestHTTPOneRequest checks that a client connection carries one request:
+// the answer says "Connection: close" and ends the connection, a request
+// pipelined behind the first is not served, and separate connections are
+// each checked on their own host. Hop-by-hop headers do not reach the
+// origin, and a request body with Expect: 100-continue arrives.
+func TestHTTPOneRequest(t *testing.T) {
 	_, port := webServer(t)
 	b := startBox(t, []string{"example.test", "other.test"}, nil, boxOptions{})
-	c, err := net.Dial("tcp", b.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	send := func(req string) (int, string, bool) {
-		t.Helper()
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body), resp.Close
-	}
 	p := strconv.Itoa(port)
 	type answer struct {
 		Status int
 		Body   string
 		Close  bool
+		After  string // what the connection carries after the answer
 	}
-	var got []answer
-	for _, req := range []string{
-		"GET http://example.test:" + p + "/one HTTP/1.1\r\nHost: example.test\r\nProxy-Connection: keep-alive\r\nConnection: X-Hop\r\nX-Hop: secret\r\n\r\n",
-		"POST http://other.test:" + p + "/two HTTP/1.1\r\nHost: evil.test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello",
-		"GET http://evil.test:" + p + "/three HTTP/1.1\r\nHost: example.test\r\n\r\n",
-	} {
-		s, body, closed := send(req)
-		if s == 100 {
-			s, body, closed = send("")
+	// send writes req on a new connection and reads the answers: a 100
+	// first when there is one, then the final one, then the rest.
+	send := func(req string) answer {
+		t.Helper()
+		c, err := net.Dial("tcp", b.addr)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got = append(got, answer{s, body, closed})
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err == nil && resp.StatusCode == 100 {
+			resp, err = http.ReadResponse(br, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		after, _ := io.ReadAll(br)
+		return answer{resp.StatusCode, string(body), resp.Close, string(after)}
+	}
+	got := []answer{
+		send("GET http://example.test:" + p + "/one HTTP/1.1\r\nHost: example.test\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic c2VjcmV0\r\nConnection: X-Hop\r\nX-Hop: secret\r\n\r\n" +
+			"GET http://example.test:" + p + "/again HTTP/1.1\r\nHost: example.test\r\n\r\n"),
+		send("POST http://other.test:" + p + "/two HTTP/1.1\r\nHost: evil.test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello"),
+		send("GET http://evil.test:" + p + "/three HTTP/1.1\r\nHost: example.test\r\n\r\n"),
 	}
 	want := []answer{
-		{200, "hello example.test:" + p + " /one", false},
-		{200, "hello other.test:" + p + " /two body=hello", false},
-		{403, "agentbox: evil.test:" + p + " denied: no allow rule matches\n", true},
+		{200, "hello example.test:" + p + " /one", true, ""},
+		{200, "hello other.test:" + p + " /two body=hello", true, ""},
+		{403, "agentbox: evil.test:" + p + " denied: no allow rule matches\n", true, ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Stats{Allowed: 2, Denied: 1, FirstDenied: "evil.test:" + p + " (no allow rule matches)"}, b.p.Stats()); diff != "" {
+		t.Errorf("Stats() (-want +got):\n%s", diff)
+	}
+}
+
+// TestHTTPHeads checks, byte for byte, the head the origin gets and what
+// the client gets back: the origin form of the target, the checked host,
+// hop-by-hop fields gone both ways, space before a colon removed from the
+// answer, the body's framing kept even when Connection names it, interim
+// answers passed on (but not to HTTP/1.0), and a 502 for an answer the proxy
+// cannot read.
+func TestHTTPHeads(t *testing.T) {
+	heads := make(chan string, 1)
+	var reply string
+	origin := serveTCP(t, "tcp", "127.0.0.1:0", func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		var head strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			head.WriteString(line)
+			if err != nil || line == "\r\n" {
+				break
+			}
+		}
+		heads <- head.String()
+		io.WriteString(c, reply)
+		c.CloseWrite()
+		io.Copy(io.Discard, br) // until the client is done
+	})
+	p := strconv.Itoa(origin.port())
+	b := startBox(t, []string{"example.test"}, nil, boxOptions{})
+	tests := []struct {
+		name     string
+		request  string
+		reply    string // the origin's
+		wantHead string // what the origin got
+		want     string // what the client got
+	}{
+		{
+			name: "hop-by-hop fields, spaced names, chunked answer",
+			request: "GET http://Example.TEST.:" + p + "/p?q=1#frag HTTP/1.1\r\nHost: evil.test\r\nProxy-Authorization: Basic c2VjcmV0\r\n" +
+				"Proxy-Connection: keep-alive\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: 300\r\nTE: trailers\r\nUpgrade: websocket\r\nAccept: */*\r\nX-Keep: yes\r\n\r\n",
+			reply: "HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Secret, Transfer-Encoding\r\nKeep-Alive: timeout=5\r\nX-Secret: 1\r\n" +
+				"Proxy-Authenticate: Basic\r\nTransfer-Encoding: chunked\r\nx-spaced : 1\r\nBad Name: 2\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+			wantHead: "GET /p?q=1 HTTP/1.1\r\nAccept: */*\r\nConnection: close\r\nHost: example.test:" + p + "\r\nX-Keep: yes\r\n\r\n",
+			want:     "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nX-Spaced: 1\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		},
+		{
+			name:     "100 continue",
+			request:  "POST http://example.test:" + p + "/up HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi",
+			reply:    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+			wantHead: "POST /up HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\nExpect: 100-continue\r\nHost: example.test:" + p + "\r\n\r\n",
+			want:     "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+		},
+		{
+			name:     "no 100 for HTTP/1.0",
+			request:  "POST http://example.test:" + p + "/up HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi",
+			reply:    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+			wantHead: "POST /up HTTP/1.0\r\nConnection: close\r\nContent-Length: 2\r\nExpect: 100-continue\r\nHost: example.test:" + p + "\r\n\r\n",
+			want:     "HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+		},
+		{
+			name:     "framing named by Connection stays",
+			request:  "POST http://example.test:" + p + "?x=1 HTTP/1.1\r\nConnection: Content-Length, Host\r\nContent-Length: 2\r\n\r\nhi",
+			reply:    "HTTP/1.0 200 OK\r\n\r\nbody until close",
+			wantHead: "POST /?x=1 HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\nHost: example.test:" + p + "\r\n\r\n",
+			want:     "HTTP/1.0 200 OK\r\nConnection: close\r\n\r\nbody until close",
+		},
+		{
+			name:     "switching protocols",
+			request:  "GET http://example.test:" + p + "/ HTTP/1.1\r\n\r\n",
+			reply:    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+			wantHead: "GET / HTTP/1.1\r\nConnection: close\r\nHost: example.test:" + p + "\r\n\r\n",
+			want:     text(502, "agentbox: example.test:"+p+": reading response: unexpected 101 Switching Protocols\n"),
+		},
+		{
+			name:     "not HTTP",
+			request:  "GET http://example.test:" + p + "/ HTTP/1.1\r\n\r\n",
+			reply:    "SSH-2.0-OpenSSH\r\n\r\n",
+			wantHead: "GET / HTTP/1.1\r\nConnection: close\r\nHost: example.test:" + p + "\r\n\r\n",
+			want:     text(502, "agentbox: example.test:"+p+`: reading response: malformed status line "SSH-2.0-OpenSSH"`+"\n"),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reply = tc.reply
+			c, err := net.Dial("tcp", b.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(c, tc.request); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(c)
+			if err != nil {
+				t.Errorf("reading the answer: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantHead, <-heads); diff != "" {
+				t.Errorf("head at the origin (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
+				t.Errorf("answer (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// text is a response as writeText writes it.
+func text(code int, body string) string {
+	var b strings.Builder
+	writeText(&b, code, body)
+	return b.String()
+}
+
+// TestHTTPRefusals sends requests the proxy refuses before it connects
+// anywhere: malformed ones get a 400, hosts that are not plainly hosts a
+// 403.
+func TestHTTPRefusals(t *testing.T) {
+	b := startBox(t, []string{"example.test"}, nil, boxOptions{})
+	const url = "http://example.test/"
+	bad := func(why string) string { return "agentbox: bad proxy request: " + why + "\n" }
+	tests := []struct {
+		name    string
+		request string
+		status  int
+		body    string
+	}{
+		{name: "origin form", request: "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n", status: 400,
+			body: "agentbox: only absolute http:// URLs and CONNECT go through this proxy\n"},
+		{name: "other scheme", request: "GET ftp://example.test/ HTTP/1.1\r\n\r\n", status: 400,
+			body: "agentbox: only absolute http:// URLs and CONNECT go through this proxy\n"},
+		{name: "no host", request: "GET http:///x HTTP/1.1\r\n\r\n", status: 400,
+			body: "agentbox: only absolute http:// URLs and CONNECT go through this proxy\n"},
+		{name: "HTTP/2", request: "GET " + url + " HTTP/2.0\r\n\r\n", status: 400, body: bad(`unsupported version "HTTP/2.0"`)},
+		{name: "HTTP/2 preface", request: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", status: 400, body: bad(`unsupported version "HTTP/2.0"`)},
+		{name: "two spaces", request: "GET  " + url + " HTTP/1.1\r\n\r\n", status: 400, body: bad(`malformed request line "GET  ` + url + ` HTTP/1.1"`)},
+		{name: "tab", request: "GET\t" + url + " HTTP/1.1\r\n\r\n", status: 400, body: bad(`malformed request line "GET\t` + url + ` HTTP/1.1"`)},
+		{name: "NUL in target", request: "GET " + url + "\x00 HTTP/1.1\r\n\r\n", status: 400, body: bad(`malformed request target "` + url + `\x00"`)},
+		{name: "CR in target", request: "GET " + url + "\r HTTP/1.1\r\n\r\n", status: 400, body: bad(`malformed request target "` + url + `\r"`)},
+		{name: "method not a token", request: "G(T " + url + " HTTP/1.1\r\n\r\n", status: 400, body: bad(`malformed method "G(T"`)},
+		{name: "space before colon", request: "GET " + url + " HTTP/1.1\r\nHost : x\r\n\r\n", status: 400, body: bad(`malformed field name "Host "`)},
+		{name: "folded first field", request: "GET " + url + " HTTP/1.1\r\n X: y\r\n\r\n", status: 400, body: bad(`malformed MIME header initial line: " X: y"`)},
+		{name: "CR in value", request: "GET " + url + " HTTP/1.1\r\nX: a\rHost: b\r\n\r\n", status: 400, body: bad(`malformed MIME header line: "X: a\rHost: b"`)},
+		{name: "bad port", request: "GET http://example.test:99999/ HTTP/1.1\r\n\r\n", status: 400,
+			body: `agentbox: bad URL host "example.test:99999": port 99999 out of range 1-65535` + "\n"},
+		{name: "CONNECT to a path", request: "CONNECT /x HTTP/1.1\r\n\r\n", status: 400, body: `agentbox: bad CONNECT target "/x": want host:port` + "\n"},
+		{name: "userinfo", request: "GET http://example.test@evil.test/ HTTP/1.1\r\n\r\n", status: 403,
+			body: `agentbox: "example.test@evil.test":80 denied: invalid host: host "example.test@evil.test": character '@' not allowed` + "\n"},
+		{name: "escape", request: "GET http://ex%61mple.test/ HTTP/1.1\r\n\r\n", status: 403,
+			body: `agentbox: "ex%61mple.test":80 denied: invalid host: host "ex%61mple.test": character '%' not allowed` + "\n"},
+		{name: "backslash", request: "GET http://evil.test\\@example.test/ HTTP/1.1\r\n\r\n", status: 403,
+			body: `agentbox: "evil.test\\@example.test":80 denied: invalid host: host "evil.test\\@example.test": character '\\' not allowed` + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", b.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(c, tc.request); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if diff := cmp.Diff(fmt.Sprint(tc.status, " ", tc.body), fmt.Sprint(resp.StatusCode, " ", string(body))); diff != "" {
+				t.Errorf("answer (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if st := b.p.Stats(); st.Allowed != 0 || st.Denied != len(tests) {
+		t.Errorf("Stats() = %+v, want nothing allowed and %d denied", st, len(tests))
+	}
+}
+
+// TestReadHead reads heads from a buffer: the body stays behind, a line
+// longer than the buffer is fine, and a head longer than maxHead is not.
+func TestReadHead(t *testing.T) {
+	long := strings.Repeat("a", 10<<10)
+	tests := []struct {
+		name   string
+		in     string
+		line   string
+		header textproto.MIMEHeader
+		rest   string
+		err    string
+	}{
+		{name: "body stays", in: "GET / HTTP/1.1\r\nA: 1\r\nA: 2\r\n\r\nBODY", line: "GET / HTTP/1.1",
+			header: textproto.MIMEHeader{"A": {"1", "2"}}, rest: "BODY"},
+		{name: "bare LF", in: "GET / HTTP/1.1\nB: x\n\nBODY", line: "GET / HTTP/1.1", header: textproto.MIMEHeader{"B": {"x"}}, rest: "BODY"},
+		{name: "long line", in: "GET / HTTP/1.1\r\nLong: " + long + "\r\n\r\n", line: "GET / HTTP/1.1", header: textproto.MIMEHeader{"Long": {long}}},
+		{name: "too long", in: "GET / HTTP/1.1\r\nX: " + strings.Repeat("a", maxHead) + "\r\n\r\n", err: "head longer than 1048576 bytes"},
+		{name: "cut short", in: "GET / HTTP/1.1\r\nA: 1\r\n", err: "unexpected EOF"},
+		{name: "nothing", in: "", err: "EOF"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufio.NewReader(strings.NewReader(tc.in))
+			line, header, err := readHead(br)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("readHead: %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest, _ := io.ReadAll(br)
+			if diff := cmp.Diff([]any{tc.line, tc.header, tc.rest}, []any{line, header, string(rest)}); diff != "" {
+				t.Errorf("readHead (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -166,8 +391,8 @@ func TestCONNECT(t *testing.T) {
 			body: "agentbox: a.wild.test:" + p + " denied: a.wild.test resolves to 127.0.0.1 (loopback), which a wildcard rule never reaches\n"},
 		{name: "denied userinfo", target: "example.test@evil.test:" + p, status: 403,
 			body: `agentbox: "example.test@evil.test":` + p + ` denied: invalid host: host "example.test@evil.test": character '@' not allowed` + "\n"},
-		{name: "denied escape", target: "ex%61mple.test:" + p, status: 400,
-			body: `agentbox: bad proxy request: parse "http://ex%61mple.test:` + p + `": invalid URL escape "%61"` + "\n"},
+		{name: "denied escape", target: "ex%61mple.test:" + p, status: 403,
+			body: `agentbox: "ex%61mple.test":` + p + ` denied: invalid host: host "ex%61mple.test": character '%' not allowed` + "\n"},
 		{name: "no port", target: "example.test", status: 400, body: `agentbox: bad CONNECT target "example.test": want host:port` + "\n"},
 	}
 	for _, tc := range tests {
