@@ -384,10 +384,16 @@ func TestNetworkLeavesNothing(t *testing.T) {
 			// once data has come through it.
 			script := `curl -sS -N -p http://example.test:` + srv.port + `/hold > hold.out & ` +
 				`while ! grep -q held hold.out 2>/dev/null; do sleep 0.02; done; echo ready; ` +
-				map[bool]string{false: `exit 0`, true: `sleep ` + tag}[kill]
+				map[bool]string{false: `read go; exit 0`, true: `sleep ` + tag}[kill]
 			c := w.cmd(append(append([]string{"run"}, netFlags(w)...), "--", "sh", "-c", script)...)
 			var out bytes.Buffer
 			c.Stdout, c.Stderr = &out, &out
+			// The normal exit waits for a line from the test, so the box
+			// cannot end before the test has seen the tunnel open.
+			stdin, err := c.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -396,8 +402,11 @@ func TestNetworkLeavesNothing(t *testing.T) {
 			if kill {
 				waitFor(t, "the box", func() bool { return countProcs("sleep\x00"+tag) == 1 })
 				c.Process.Signal(syscall.SIGKILL)
+			} else {
+				stdin.Write([]byte("go\n"))
 			}
-			err := c.Wait()
+			stdin.Close()
+			err = c.Wait()
 			if !kill && err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}
