@@ -221,15 +221,18 @@ func statusCommand(c *cli.Context) error {
 		return nil
 	}
 	st := struct {
-		Active    bool     `json:"active"`
-		Backend   string   `json:"backend,omitempty"`
-		Writable  []string `json:"writable,omitempty"`
-		Deny      []string `json:"deny,omitempty"`
-		Network   string   `json:"network,omitempty"`
-		Tmp       string   `json:"tmpdir,omitempty"`
-		Degraded  string   `json:"degraded,omitempty"`
-		RootRO    bool     `json:"root_read_only"`
-		Consisent bool     `json:"consistent"`
+		Active   bool     `json:"active"`
+		Backend  string   `json:"backend,omitempty"`
+		Writable []string `json:"writable,omitempty"`
+		Deny     []string `json:"deny,omitempty"`
+		Network  string   `json:"network,omitempty"`
+		Tmp      string   `json:"tmpdir,omitempty"`
+		Degraded string   `json:"degraded,omitempty"`
+		// Checked is what this process could verify for itself: / mounted
+		// read-only (bwrap), or no_new_privs with a seccomp filter
+		// (Landlock, which leaves no mount to look at).
+		Checked    string `json:"checked,omitempty"`
+		Consistent bool   `json:"consistent"`
 	}{
 		Active:   os.Getenv("AGENTBOX") == "1",
 		Backend:  os.Getenv("AGENTBOX_BACKEND"),
@@ -238,9 +241,10 @@ func statusCommand(c *cli.Context) error {
 		Network:  os.Getenv("AGENTBOX_NETWORK"),
 		Tmp:      os.Getenv("TMPDIR"),
 		Degraded: os.Getenv("AGENTBOX_DEGRADED"),
-		RootRO:   rootReadOnly(),
 	}
-	st.Consisent = !st.Active || st.RootRO
+	if st.Active {
+		st.Checked, st.Consistent = selfCheck(st.Backend)
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
@@ -248,11 +252,11 @@ func statusCommand(c *cli.Context) error {
 	}
 	w := c.App.Writer
 	switch {
-	case st.Active && !st.RootRO:
-		fmt.Fprintln(w, "agentbox: AGENTBOX=1 is set but / is writable: this is NOT a working agentbox sandbox")
+	case st.Active && !st.Consistent:
+		fmt.Fprintf(w, "agentbox: AGENTBOX=1 is set but %s: this is NOT a working agentbox sandbox\n", st.Checked)
 		return &exitCode{1}
 	case st.Active:
-		fmt.Fprintf(w, "sandbox:  active (%s)\n", st.Backend)
+		fmt.Fprintf(w, "sandbox:  active (%s; checked: %s)\n", st.Backend, st.Checked)
 		fmt.Fprintf(w, "writable: %s\n", strings.Join(st.Writable, ", "))
 		fmt.Fprintf(w, "hidden:   %s\n", strings.Join(st.Deny, ", "))
 		fmt.Fprintf(w, "network:  %s\n", st.Network)

@@ -199,10 +199,19 @@ func ChildMain() int {
 // Truthful returns the AGENTBOX_* variables for a Landlock box. TMPDIR is
 // the per-workspace (or per-run) folder, since /tmp cannot be remapped.
 func Truthful(p *plan.Plan, a Assessment) []string {
+	var writable []string
+	for _, w := range a.WritePaths {
+		// Device nodes are not folders one writes work to; /dev/shm is,
+		// and it is the host's, so it is listed.
+		if strings.HasPrefix(w, "/dev/") && w != "/dev/shm" {
+			continue
+		}
+		writable = append(writable, w)
+	}
 	out := []string{
 		"AGENTBOX=1",
 		"AGENTBOX_BACKEND=" + Backend,
-		"AGENTBOX_WRITABLE=" + strings.Join(a.WritePaths, ","),
+		"AGENTBOX_WRITABLE=" + strings.Join(writable, ","),
 		"AGENTBOX_DENY=" + strings.Join(p.Denied(), ","),
 		"AGENTBOX_NETWORK=" + p.Network.Mode,
 	}
