@@ -31,9 +31,10 @@ cat `+secret+`/key 2>&1 | grep -q 'Permission denied' && echo deny=EACCES
 cat `+root+`/finance/ledger 2>&1 | grep -q 'Permission denied' && echo otherws=EACCES
 echo mine > `+root+`/web/f && echo ws=written
 echo t > "$TMPDIR/t" && echo tmp=written
+`+bin+` status | head -1
 `)
 	expectCode(t, r, 0)
-	for _, want := range []string{"backend=landlock", "outside=EACCES", "usr=EACCES", "deny=EACCES", "otherws=EACCES", "ws=written", "tmp=written"} {
+	for _, want := range []string{"backend=landlock", "outside=EACCES", "usr=EACCES", "deny=EACCES", "otherws=EACCES", "ws=written", "tmp=written", "active (landlock; checked: no_new_privs and a seccomp filter are set)"} {
 		expectContains(t, "landlock", r.stdout, want)
 	}
 	if exists(filepath.Join(outside, "f")) || exists("/usr/agentbox-ll-probe") {

@@ -54,7 +54,11 @@ func TestTruthfulVariables(t *testing.T) {
 	}
 	r = w.run("run", "--", bin, "status")
 	expectCode(t, r, 0)
-	expectContains(t, "status", r.stdout, "sandbox:  active (bwrap)")
+	expectContains(t, "status", r.stdout, "sandbox:  active (bwrap; checked: / is read-only)")
+	// A forged AGENTBOX=1 outside a box is caught: / is writable.
+	r = w.run("status")
+	expectCode(t, r, 1)
+	expectContains(t, "forged status", r.stdout, "NOT a working agentbox sandbox")
 }
 
 // Without bwrap, forced to bwrap: require refuses with the fix,
