@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -128,7 +129,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 			}
 			return nil, &policyError{where: fmt.Sprintf("%s:%d", file, line), msg: "malformed TOML: " + msg}
 		}
-		if m := decodeErr.FindStringSubmatch(err.Error()); m != nil {
+		if m := decodeErr().FindStringSubmatch(err.Error()); m != nil {
 			return nil, &policyError{where: file + ":" + m[1], key: m[2], msg: "wrong type: " + typeMessage(m[3])}
 		}
 		return nil, &policyError{where: file, msg: err.Error()}
@@ -215,7 +216,11 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // decodeErr matches the decoder's type errors, which carry the line and key
 // only in their text.
-var decodeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
+// It is compiled on first use: package init runs on every start of
+// agentbox, including the init inside every box.
+var decodeErr = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
+})
 
 // typeMessage turns the TOML decoder's type complaint into plain words.
 func typeMessage(msg string) string {
