@@ -109,16 +109,20 @@ func TestInteractiveShell(t *testing.T) {
 }
 
 // A Ctrl-C typed while a plain command (not a shell) runs in the box reaches
-// that command, which can clean up before it exits.
+// that command, which can clean up before it exits; with both backends.
 func TestCtrlCReachesPlainCommand(t *testing.T) {
-	w := newWorld(t)
-	script := `trap 'echo cleaned-up; exit 9' INT; echo started; while :; do sleep 0.05; done`
-	tm := newTmux(t, w, bin+" run -- sh -c \""+script+"\"; echo AGENTBOX-EXIT=$?; sleep 30")
-	tm.wait("started")
-	tm.keys("C-c")
-	s := tm.wait("AGENTBOX-EXIT=")
-	if !strings.Contains(s, "cleaned-up") || !strings.Contains(s, "AGENTBOX-EXIT=9") {
-		t.Fatalf("want the trap to run and exit 9:\n%s", s)
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t)
+			script := `trap 'echo cleaned-up; exit 9' INT; echo started; while :; do sleep 0.05; done`
+			tm := newTmux(t, w, bin+" run --backend "+backend+" -- sh -c \""+script+"\" 2>/dev/null; echo AGENTBOX-EXIT=$?; sleep 30")
+			tm.wait("started")
+			tm.keys("C-c")
+			s := tm.wait("AGENTBOX-EXIT=")
+			if !strings.Contains(s, "cleaned-up") || !strings.Contains(s, "AGENTBOX-EXIT=9") {
+				t.Fatalf("want the trap to run and exit 9:\n%s", s)
+			}
+		})
 	}
 }
 
