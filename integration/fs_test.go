@@ -203,3 +203,18 @@ func (w *world) cmdRaw(name string, args ...string) *execCmd {
 	c.Env = w.env
 	return c
 }
+
+// The kernel's tunables are read-only in the box, also for root (a root box
+// that could write /proc/sys/kernel/core_pattern would have the host run its
+// program as root at the next crash).
+func TestProcSysReadOnly(t *testing.T) {
+	w := newWorld(t)
+	before, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
+	r := w.sh(nil, `(echo '|/bin/false' > /proc/sys/kernel/core_pattern) 2>&1 | grep -q 'Read-only file system' && echo core=EROFS; cat /proc/sys/kernel/pid_max >/dev/null && echo readable`)
+	expectCode(t, r, 0)
+	expectContains(t, "sysctl", r.stdout, "core=EROFS\nreadable")
+	if after, _ := os.ReadFile("/proc/sys/kernel/core_pattern"); string(after) != string(before) {
+		os.WriteFile("/proc/sys/kernel/core_pattern", before, 0o644)
+		t.Fatalf("the box changed the host's core_pattern to %q", after)
+	}
+}

@@ -105,6 +105,15 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			return Argv{}, fmt.Errorf("mount %s %s: operation not supported by bwrap", m.Op, m.Path)
 		}
 		if m.Stage == plan.StageRoot && m.Op == plan.Proc {
+			// The kernel's tunables under the fresh /proc stay read-only.
+			// bwrap does this itself only for those it can write to, and
+			// /proc/sys is mode 0555, so as root it was skipped: root in
+			// the box could then write /proc/sys/kernel/core_pattern and
+			// have the host run its program as root at the next crash.
+			add("--ro-bind", "/proc/sys", "/proc/sys")
+			for _, p := range []string{"/proc/sysrq-trigger", "/proc/irq", "/proc/bus"} {
+				add("--ro-bind-try", p, p)
+			}
 			// A new PID namespace: the box cannot see or signal host
 			// processes, and its init's death ends every process in it.
 			add("--unshare-pid")

@@ -144,7 +144,12 @@ func TestGoldenArgv(t *testing.T) {
 func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	t.Helper()
 	args := av.Args
-	if diff := cmp.Diff([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent"}, args[:9]); diff != "" {
+	if diff := cmp.Diff([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--ro-bind", "/proc/sys", "/proc/sys",
+		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--ro-bind-try", "/proc/irq", "/proc/irq",
+		"--ro-bind-try", "/proc/bus", "/proc/bus",
+		"--unshare-pid", "--die-with-parent"}, args[:21]); diff != "" {
 		t.Errorf("first arguments (-want +got):\n%s", diff)
 	}
 	joined := "\x00" + strings.Join(args, "\x00") + "\x00"
@@ -236,7 +241,10 @@ func TestRenderSmallPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus",
+		"--unshare-pid", "--die-with-parent",
 		"--tmpfs", "/tmp",
 		"--bind", "/home/u/proj", "/home/u/proj",
 		"--ro-bind-data", "7", "/home/u/.netrc",
