@@ -218,3 +218,24 @@ func TestProcSysReadOnly(t *testing.T) {
 		t.Fatalf("the box changed the host's core_pattern to %q", after)
 	}
 }
+
+// The folders holding read-only paths are pinned too: the agent cannot move
+// .claude (or a nested repository's folder) away and put an unprotected one
+// in its place; a control file that does not exist is reported in plan.
+func TestProtectedParentsPinned(t *testing.T) {
+	w := newWorld(t)
+	write(t, filepath.Join(w.project, ".claude", "settings.json"), "{}\n")
+	gitInit(t, w, filepath.Join(w.project, "sub", "nested"))
+	r := w.sh([]string{"--provider", "claude"}, `
+mv .claude .claude.old 2>/dev/null && echo claude=moved || echo claude=refused
+mv sub sub.old 2>/dev/null && echo sub=moved || echo sub=refused
+(echo '{"hooks":1}' > .claude/settings.json) 2>&1 | grep -q Read-only && echo settings=EROFS
+`)
+	expectCode(t, r, 0)
+	expectContains(t, "pins", r.stdout, "claude=refused\nsub=refused\nsettings=EROFS")
+	if got, _ := os.ReadFile(filepath.Join(w.project, ".claude", "settings.json")); string(got) != "{}\n" {
+		t.Fatalf("settings.json changed on the host: %q", got)
+	}
+	p := w.run("plan", "--provider", "claude", "--", "true")
+	expectContains(t, "plan", p.stdout, filepath.Join(w.project, ".mcp.json")+": not protected: it does not exist")
+}

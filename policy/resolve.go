@@ -642,6 +642,8 @@ func (r *resolver) readOnlyStage() error {
 			p := filepath.Join(r.providerHome, ro)
 			if real, err := r.real(p); err == nil {
 				addPath(real, plan.Origin{Key: "provider " + pr.Name + " read-only"}, "")
+			} else {
+				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist, so the agent could create it", Origin: plan.Origin{Key: "provider " + pr.Name + " read-only"}})
 			}
 		}
 	}
@@ -651,6 +653,9 @@ func (r *resolver) readOnlyStage() error {
 			for _, c := range pr.Control {
 				p := filepath.Join(w, c)
 				if _, err := r.env.FS.Lstat(p); err != nil {
+					if !r.hiddenByWorkspace(p) {
+						r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist, so the agent could create it", Origin: plan.Origin{Key: "always: provider " + pr.Name + " control file"}})
+					}
 					continue
 				}
 				if real, err := r.real(p); err == nil {
@@ -698,6 +703,29 @@ func (r *resolver) readOnlyStage() error {
 			}
 		}
 	}
+	// Every folder between a writable root and a read-only path is bound
+	// onto itself as well: a mount point cannot be renamed, so the agent
+	// cannot move the folder away and put one of its own, without the
+	// protection, in its place (mv .claude .old; mkdir .claude; …).
+	regions := r.writableRegions()
+	isRegion := func(d string) bool {
+		for _, w := range regions {
+			if d == w {
+				return true
+			}
+		}
+		return false
+	}
+	var pins []pathEntry
+	for _, e := range list {
+		for d := filepath.Dir(e.path); d != "/" && !isRegion(d) && r.inWritable(d); d = filepath.Dir(d) {
+			if !seen[d] {
+				seen[d] = true
+				pins = append(pins, pathEntry{path: d, origin: plan.Origin{Key: "always: folder holding a read-only path"}, note: "pinned: cannot be renamed or replaced", pin: true})
+			}
+		}
+	}
+	list = append(list, pins...)
 	sortParentsFirst(list)
 	for _, e := range list {
 		if e.pin {
