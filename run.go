@@ -184,6 +184,8 @@ func runCommand(c *cli.Context) error {
 		return err
 	}
 	defer grp.Close()
+	gits := gitWatch(p)
+	defer gitAudit(gits)
 	if choice.name == landlock.Backend {
 		self, err := selfPath()
 		if err != nil {

@@ -239,3 +239,22 @@ mv sub sub.old 2>/dev/null && echo sub=moved || echo sub=refused
 	p := w.run("plan", "--provider", "claude", "--", "true")
 	expectContains(t, "plan", p.stdout, filepath.Join(w.project, ".mcp.json")+": not protected: it does not exist")
 }
+
+// A .git/commondir made in the box would point host git at a config and
+// hooks of the agent's choosing; mounts cannot stop it being created, so
+// agentbox moves it out of git's way after the run and says so.
+func TestGitCommondirQuarantined(t *testing.T) {
+	w := newWorld(t)
+	gitInit(t, w, w.project)
+	r := w.sh(nil, `echo $PWD/evil > .git/commondir && mkdir -p .git/modules/m && echo made`)
+	expectCode(t, r, 0)
+	expectContains(t, "stdout", r.stdout, "made")
+	expectContains(t, "stderr", r.stderr, "created "+filepath.Join(w.project, ".git", "commondir"))
+	expectContains(t, "stderr", r.stderr, "added submodule folder "+filepath.Join(w.project, ".git", "modules", "m"))
+	if exists(filepath.Join(w.project, ".git", "commondir")) {
+		t.Fatal(".git/commondir is still where git reads it")
+	}
+	if !exists(filepath.Join(w.project, ".git", "commondir.agentbox-quarantined")) {
+		t.Fatal("the quarantined commondir is gone")
+	}
+}

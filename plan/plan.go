@@ -248,8 +248,12 @@ type Plan struct {
 	Seccomp  []string  `json:"seccomp_allow,omitempty"`
 	Provider Provider  `json:"provider"`
 	Prepare  []Prepare `json:"prepare,omitempty"`
-	Skipped  []Skip    `json:"skipped,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
+	// GitDirs are the git folders in writable roots. Git reads files there
+	// that a mount cannot keep from being created (commondir, new
+	// submodules under modules/), so agentbox checks them after the run.
+	GitDirs  []string `json:"git_dirs,omitempty"`
+	Skipped  []Skip   `json:"skipped,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Writable returns the host paths bound read-write, in mount order. Folders

@@ -610,6 +610,9 @@ func (r *resolver) readOnlyStage() error {
 				// so the agent cannot point it at a folder of its own.
 				addPath(g.file, plan.Origin{Key: "always: git file"}, "")
 			}
+			if r.inWritable(g.dir) {
+				r.p.GitDirs = appendNew(r.p.GitDirs, g.dir)
+			}
 			if r.inWritable(g.dir) && !seen[g.dir] {
 				// The git folder is bound onto itself: a mount point cannot
 				// be renamed, so the agent cannot move .git away and put a
