@@ -126,7 +126,13 @@ func promptText(c *cli.Context) (string, error) {
 // confines it: a confined Codex gets its own sandbox turned off, unless the
 // user chose a sandbox mode. Never when running unconfined.
 func adjustProvider(p *plan.Plan) {
-	if p.Provider.Name != "codex" || !p.Provider.Supported {
+	if p.Provider.Name != "codex" || !p.Provider.Supported || p.Provider.Index >= len(p.Command) {
+		return
+	}
+	// --provider codex may name a wrapper script: only Codex itself gets
+	// the flag.
+	if cmd := p.Command[p.Provider.Index]; filepath.Base(cmd) != "codex" && !strings.Contains(cmd, "node_modules/@openai/codex/") {
+		p.Provider.Adjusted = "left alone: " + filepath.Base(cmd) + " is not the codex command"
 		return
 	}
 	var configs [][]byte

@@ -133,6 +133,12 @@ func Init(args []string) int {
 		child, err = syscall.ForkExec(argv0, argv, attr)
 	}
 	if err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			// The file is there (LookPath found it): what is missing is
+			// its interpreter (#!) or its loader.
+			fmt.Fprintf(os.Stderr, "agentbox: error: %s: cannot execute: its interpreter (#! line) or loader is missing\n", cmdArgs[0])
+			return 126
+		}
 		return execError(cmdArgs[0], &fs.PathError{Op: "exec", Path: path, Err: err})
 	}
 

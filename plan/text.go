@@ -51,7 +51,11 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 	if p.Tmp.HostDir != "" {
 		tmp += " (" + p.Tmp.HostDir + ")"
 	}
-	fmt.Fprintf(w, "tmp:       %s, TMPDIR=/tmp\n", tmp)
+	if backend == "landlock" {
+		fmt.Fprintf(w, "tmp:       %s; Landlock cannot remap /tmp: TMPDIR points at the folder, the host /tmp is refused\n", tmp)
+	} else {
+		fmt.Fprintf(w, "tmp:       %s, TMPDIR=/tmp\n", tmp)
+	}
 	fmt.Fprintf(w, "cwd:       %s\n", p.Cwd)
 	fmt.Fprintln(w, "mounts, in order (later ones cover earlier ones):")
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -66,12 +70,14 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 	fmt.Fprintf(tw, "  %d\t7 chdir\tchdir\t\t%s\t\t\n", len(p.Mounts)+1, p.Cwd)
 	tw.Flush()
 	net := p.Network.Mode
-	switch net {
-	case NetOpen:
+	switch {
+	case net == NetOpen:
 		net += " (the box shares the host's network)"
-	case NetNone:
-		net += " (own network namespace, loopback only)"
-	case NetAllowlist:
+	case net == NetNone && backend == "landlock":
+		net += " (Landlock: TCP connect and bind refused; UDP, unix sockets and other protocols are not; no network namespace)"
+	case net == NetNone:
+		net += " (own network namespace, loopback only; unix sockets on the filesystem stay reachable)"
+	case net == NetAllowlist:
 		net += fmt.Sprintf(" (own network namespace, loopback only; HTTP and SOCKS5 proxy at 127.0.0.1:%d in the box)", ProxyPort)
 	}
 	fmt.Fprintf(w, "network:   %s\n", net)

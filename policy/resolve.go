@@ -61,7 +61,7 @@ var credentialStores = []string{
 
 // startupFiles stay read-only when a writable root is the home folder or
 // holds it: code planted there runs outside the sandbox at the next login.
-var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".gitconfig"}
+var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".gitconfig", ".config/git", ".local/bin", ".config/fish/config.fish"}
 
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
@@ -529,7 +529,7 @@ func (r *resolver) writableStage() error {
 				}
 				return originError(w.origin, fmt.Sprintf("%s: making %s writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it", w.path, what))
 			}
-			r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("WRITABLE %s (%s): allowed by --allow-broad-writable; shell startup files and .gitconfig stay read-only", w.path, w.origin))
+			r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("WRITABLE %s (%s): allowed by --allow-broad-writable; the shell startup files, git config and ~/.local/bin that exist stay read-only, missing ones are listed below as not protected", w.path, w.origin))
 		}
 		if ws := r.p.Workspace.Root; ws != "" && plan.Within(ws, w.path) {
 			return originError(w.origin, fmt.Sprintf("%s: this writable root holds the workspace root %s; binding it would undo the masking of other workspaces", w.path, ws))

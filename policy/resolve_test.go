@@ -361,7 +361,7 @@ func TestResolveBroadWritableAllowed(t *testing.T) {
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
-	wantWarnings := []string{"WRITABLE $ROOT/home/u (flag --writable): allowed by --allow-broad-writable; shell startup files and .gitconfig stay read-only"}
+	wantWarnings := []string{"WRITABLE $ROOT/home/u (flag --writable): allowed by --allow-broad-writable; the shell startup files, git config and ~/.local/bin that exist stay read-only, missing ones are listed below as not protected"}
 	var gotWarnings []string
 	for _, s := range p.Warnings {
 		gotWarnings = append(gotWarnings, w.norm(s))
@@ -372,9 +372,15 @@ func TestResolveBroadWritableAllowed(t *testing.T) {
 	wantSkips := []string{
 		"$ROOT/home/u/.bash_profile: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
 		"$ROOT/home/u/.bash_login: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
+		"$ROOT/home/u/.bash_logout: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
 		"$ROOT/home/u/.zshrc: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
 		"$ROOT/home/u/.zprofile: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
 		"$ROOT/home/u/.zshenv: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
+		"$ROOT/home/u/.zlogin: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
+		"$ROOT/home/u/.zlogout: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
+		"$ROOT/home/u/.config/git: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
+		"$ROOT/home/u/.local/bin: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
+		"$ROOT/home/u/.config/fish/config.fish: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
 	}
 	if diff := cmp.Diff(wantSkips, w.skips(p)); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -127,6 +128,18 @@ func (e *UntrustedError) Error() string {
 	return fmt.Sprintf("%s: project policy is not trusted", e.File)
 }
 
+// printable shows s as is when it holds only printable characters, and
+// quoted otherwise: a policy must not be able to move the cursor or clear
+// the lines of the very message that asks the user to review it.
+func printable(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 // Grants describes, one line each, what the untrusted policy would grant.
 func (e *UntrustedError) Grants() []string {
 	if e.Layer == nil {
@@ -136,7 +149,7 @@ func (e *UntrustedError) Grants() []string {
 	for _, key := range listKeys {
 		var vals []string
 		for _, en := range e.Layer.Lists[key] {
-			vals = append(vals, en.Value)
+			vals = append(vals, printable(en.Value))
 		}
 		if len(vals) > 0 {
 			out = append(out, fmt.Sprintf("%s = %s", key, strings.Join(vals, ", ")))
@@ -148,17 +161,21 @@ func (e *UntrustedError) Grants() []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		out = append(out, fmt.Sprintf("%s = %s", k, e.Layer.Scalars[k].Value))
+		out = append(out, fmt.Sprintf("%s = %s", k, printable(e.Layer.Scalars[k].Value)))
 	}
 	for _, k := range sortedKeys(e.Layer.EnvSet) {
-		out = append(out, fmt.Sprintf("env.set.%s = (a value)", k))
+		out = append(out, fmt.Sprintf("env.set.%s = (a value)", printable(k)))
 	}
 	for _, p := range e.Layer.Providers {
 		var w []string
 		for _, en := range p.Writable {
-			w = append(w, en.Value)
+			w = append(w, printable(en.Value))
 		}
-		out = append(out, fmt.Sprintf("providers.%s: commands %s, writable %s, sandbox %v", p.Name, strings.Join(p.Commands, ", "), strings.Join(w, ", "), p.Sandbox))
+		var cmds []string
+		for _, c := range p.Commands {
+			cmds = append(cmds, printable(c))
+		}
+		out = append(out, fmt.Sprintf("providers.%s: commands %s, writable %s, sandbox %v", printable(p.Name), strings.Join(cmds, ", "), strings.Join(w, ", "), p.Sandbox))
 	}
 	return out
 }
