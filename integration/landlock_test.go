@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,7 +75,28 @@ func TestAutoFallsBackToLandlock(t *testing.T) {
 
 func TestLandlockNetworkNone(t *testing.T) {
 	w := newWorld(t)
-	r := w.sh([]string{"--backend", "landlock", "--network", "none"}, `bash -c 'echo > /dev/tcp/127.0.0.1/9' 2>&1 | grep -q 'connect: Permission denied' && echo refused`)
+	// Landlock checks connect(2) only; TCP Fast Open and MPTCP connect
+	// without it, so the seccomp filter refuses them under network none.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	write(t, filepath.Join(w.project, "bypass.py"), `import socket, sys
+port = int(sys.argv[1])
+try:
+    s = socket.socket(); s.settimeout(2); s.sendto(b"x", socket.MSG_FASTOPEN, ("127.0.0.1", port)); print("tfo=sent")
+except OSError as e: print("tfo=refused", e.errno)
+try:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262); s.settimeout(2); s.connect(("127.0.0.1", port)); print("mptcp=connected")
+except OSError as e: print("mptcp=refused", e.errno)
+`)
+	r := w.run("run", "--backend", "landlock", "--network", "none", "--", "/usr/bin/python3", "bypass.py", fmt.Sprint(port))
+	expectCode(t, r, 0)
+	expectContains(t, "bypass", r.stdout, "tfo=refused 1\nmptcp=refused 1")
+
+	r = w.sh([]string{"--backend", "landlock", "--network", "none"}, `bash -c 'echo > /dev/tcp/127.0.0.1/9' 2>&1 | grep -q 'connect: Permission denied' && echo refused`)
 	expectCode(t, r, 0)
 	expectContains(t, "tcp connect", r.stdout, "refused")
 }

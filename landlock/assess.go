@@ -490,9 +490,9 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	case plan.NetNone:
 		switch {
 		case a.ABI >= 10:
-			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused, and abstract UNIX sockets outside the sandbox; MPTCP, SCTP and ICMP ping sockets are not covered, and nothing can listen on a private loopback as under bwrap")
+			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused, and abstract UNIX sockets outside the sandbox; TCP Fast Open and MPTCP/SCTP sockets, which get past Landlock's connect check, are refused by the seccomp filter; ICMP ping sockets are not covered, and nothing can listen on a private loopback as under bwrap")
 		case a.ABI >= 4:
-			how := "none: TCP connect and bind are refused (ABI 4); UDP is not blocked before ABI 10 (DNS still works and can carry data); MPTCP, SCTP and ICMP ping sockets are not covered; nothing can listen on a private loopback as under bwrap"
+			how := "none: TCP connect and bind are refused (ABI 4); UDP is not blocked before ABI 10 (DNS still works and can carry data); TCP Fast Open and MPTCP/SCTP sockets, which get past Landlock's connect check, are refused by the seccomp filter; ICMP ping sockets and unix sockets on the filesystem are not covered; nothing can listen on a private loopback as under bwrap"
 			if a.ScopeAbstractUnix {
 				how += "; abstract UNIX sockets outside the sandbox are refused (ABI 6)"
 			}

@@ -170,7 +170,12 @@ func ChildMain() int {
 		fmt.Fprintf(os.Stderr, "agentbox: error: %s: command not found\n", p.Command[0])
 		return 127
 	}
-	filter, err := seccomp.Build(p.Seccomp)
+	var extra []seccomp.Group
+	if p.Network.Mode == plan.NetNone {
+		// Landlock checks connect(2) only: refuse the ways around it.
+		extra = append(extra, seccomp.NoNetBypass)
+	}
+	filter, err := seccomp.Build(p.Seccomp, extra...)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -52,7 +52,27 @@ const (
 	tiocsti      = 0x5412     // TIOCSTI, asm-generic/ioctls.h
 	tioclinux    = 0x541c     // TIOCLINUX, asm-generic/ioctls.h
 	cloneNewUser = 0x10000000 // CLONE_NEWUSER, linux/sched.h
+	msgFastOpen  = 0x20000000 // MSG_FASTOPEN, linux/socket.h
+	ipprotoSCTP  = 132        // IPPROTO_SCTP, linux/in.h
+	ipprotoMPTCP = 262        // IPPROTO_MPTCP, linux/in.h
 )
+
+// NoNetBypass is an extra group, off unless a backend asks for it: the
+// Landlock backend adds it under network "none". Landlock's TCP rules check
+// connect(2) and bind(2) only, so TCP Fast Open (a send with MSG_FASTOPEN
+// connects without connect) and MPTCP and SCTP sockets reach the network
+// past them (landlock-lsm/linux issue 41). bwrap needs none of this: its
+// box has no network at all.
+var NoNetBypass = Group{
+	Name: "no-net-bypass",
+	Why:  "TCP Fast Open and MPTCP/SCTP sockets connect without connect(2), which is all Landlock checks",
+	Rules: []Rule{
+		{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Arg: 3, Bits: msgFastOpen, Errno: "EPERM"},
+		{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Arg: 2, Bits: msgFastOpen, Errno: "EPERM"},
+		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Arg: 3, Bits: msgFastOpen, Errno: "EPERM"},
+		{Syscall: "socket", When: "protocol is SCTP or MPTCP", Arg: 2, Equal: []uint32{ipprotoSCTP, ipprotoMPTCP}, Errno: "EPERM"},
+	},
+}
 
 // groups is the table every filter is built from. Order is the order of the
 // generated checks and of Filter.Blocked.

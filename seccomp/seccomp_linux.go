@@ -36,6 +36,10 @@ var syscalls = map[string]uint32{
 	"unshare":           unix.SYS_UNSHARE,
 	"clone":             unix.SYS_CLONE,
 	"clone3":            unix.SYS_CLONE3,
+	"sendto":            unix.SYS_SENDTO,
+	"sendmsg":           unix.SYS_SENDMSG,
+	"sendmmsg":          unix.SYS_SENDMMSG,
+	"socket":            unix.SYS_SOCKET,
 }
 
 var errnos = map[string]unix.Errno{
@@ -72,12 +76,14 @@ func nativeArch() uint32 {
 }
 
 // Build compiles the filter that blocks every group except those named in
-// allow. An unknown name is an error that lists the valid ones.
-func Build(allow []string) (*Filter, error) {
+// allow, plus the extra groups given (such as NoNetBypass). An unknown name
+// is an error that lists the valid ones.
+func Build(allow []string, extra ...Group) (*Filter, error) {
 	blocked, reopened, err := split(allow)
 	if err != nil {
 		return nil, err
 	}
+	blocked = append(blocked, extra...)
 	prog, err := compile(blocked)
 	if err != nil {
 		return nil, err

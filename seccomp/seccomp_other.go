@@ -11,7 +11,7 @@ import (
 // Build validates allow and returns an error wrapping ErrUnsupported: seccomp
 // is a Linux feature, and this package has syscall tables for linux/amd64
 // and linux/arm64 only.
-func Build(allow []string) (*Filter, error) {
+func Build(allow []string, extra ...Group) (*Filter, error) {
 	if err := Check(allow); err != nil {
 		return nil, err
 	}
