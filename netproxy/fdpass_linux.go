@@ -145,6 +145,10 @@ func (p *Proxy) Serve(c *net.UnixConn) error {
 	}
 }
 
+// maxConns bounds the connections one box can have open through the proxy
+// at once: the proxy lives on the host, outside the box's limits.
+const maxConns = 512
+
 // rights returns the descriptors in a control message buffer.
 func rights(oob []byte) []int {
 	msgs, err := unix.ParseSocketControlMessage(oob)
@@ -180,11 +184,19 @@ func (p *Proxy) accept(fd int, tag byte) {
 		p.record("box", "", Decision{Reason: fmt.Sprintf("the box sent a connection for unknown forward %d", tag)}, nil)
 		return
 	}
+	if p.serving.Add(1) > maxConns {
+		p.serving.Add(-1)
+		tc.Close()
+		p.record("box", "", Decision{Reason: fmt.Sprintf("more than %d connections open at once", maxConns)}, nil)
+		return
+	}
 	if !p.track(tc) {
+		p.serving.Add(-1)
 		tc.Close()
 		return
 	}
 	go func() {
+		defer p.serving.Add(-1)
 		defer p.untrack(tc)
 		if tag == 0 {
 			p.serveConn(tc)

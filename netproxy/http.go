@@ -10,12 +10,14 @@ package netproxy
 // request head, checks the host, sends the origin a rewritten head, and then
 // copies bytes both ways until they end, as a CONNECT tunnel does: the body
 // and the response pass through unparsed, so there is no body framing here
-// to get wrong. Both sides are told "Connection: close", so a second request
-// needs a second client connection, and every connection is checked on its
-// own. Plain-HTTP keep-alive is deliberately not offered: HTTPS, the common
-// case for agents, goes through CONNECT anyway. Whatever a client sends past
-// its request reaches only the host:port that was checked for it, exactly
-// as bytes in a tunnel do.
+// to get wrong. Both sides are told "Connection: close", so a well-behaved
+// client sends a second request on a second connection, checked on its own.
+// Plain-HTTP keep-alive is deliberately not offered: HTTPS, the common case
+// for agents, goes through CONNECT anyway. A client that pipelines more
+// requests on the same connection anyway gets them to the host:port that
+// was checked and nowhere else, exactly as bytes in a tunnel; those extra
+// requests are neither rewritten nor logged (an origin that ignores
+// "Connection: close" sees their Host headers as sent).
 
 import (
 	"bufio"
@@ -32,8 +34,14 @@ import (
 )
 
 // maxHead bounds a request or response head (start line and header
-// fields), as net/http's DefaultMaxHeaderBytes does.
-const maxHead = 1 << 20
+// fields), and maxFields the number of header fields in it. The proxy runs
+// in agentbox on the host, outside the box's memory limit, so what one
+// connection can make it hold is kept small (parsing many tiny fields cost
+// ~17 MB per 1 MiB head).
+const (
+	maxHead   = 64 << 10
+	maxFields = 256
+)
 
 // hopHeaders are the hop-by-hop fields of RFC 9110 section 7.6.1 and the
 // proxy's own: they describe one connection and are not passed on, in either
@@ -278,6 +286,7 @@ func readRequest(br *bufio.Reader) (request, error) {
 func readHead(br *bufio.Reader) (string, textproto.MIMEHeader, error) {
 	var raw []byte
 	start := 0 // where the current line begins in raw
+	lines := 0
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(raw)+len(frag) > maxHead {
@@ -294,6 +303,9 @@ func readHead(br *bufio.Reader) (string, textproto.MIMEHeader, error) {
 		}
 		if line := string(raw[start:]); start > 0 && (line == "\r\n" || line == "\n") {
 			break
+		}
+		if lines++; lines > maxFields+1 {
+			return "", nil, fmt.Errorf("head has more than %d header fields", maxFields)
 		}
 		start = len(raw)
 	}

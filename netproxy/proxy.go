@@ -29,8 +29,9 @@ const maxForwards = 255
 
 // Options configure a Proxy.
 type Options struct {
-	// Log, when set, gets one line per connection (per request for plain
-	// HTTP): time, allow or deny, protocol, host:port, rule and reason.
+	// Log, when set, gets one line per connection (for plain HTTP, per
+	// connection's first request; see http.go on pipelining): time, allow
+	// or deny, protocol, host:port, rule and reason.
 	Log io.Writer
 	// Resolver resolves names; nil means net.DefaultResolver.
 	Resolver Resolver
@@ -52,6 +53,7 @@ type Proxy struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	allowed, denied atomic.Int64
+	serving         atomic.Int64 // connections from the box being served
 	logMu           sync.Mutex
 	firstDenied     string // guarded by logMu
 

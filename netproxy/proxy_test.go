@@ -347,7 +347,8 @@ func TestReadHead(t *testing.T) {
 			header: textproto.MIMEHeader{"A": {"1", "2"}}, rest: "BODY"},
 		{name: "bare LF", in: "GET / HTTP/1.1\nB: x\n\nBODY", line: "GET / HTTP/1.1", header: textproto.MIMEHeader{"B": {"x"}}, rest: "BODY"},
 		{name: "long line", in: "GET / HTTP/1.1\r\nLong: " + long + "\r\n\r\n", line: "GET / HTTP/1.1", header: textproto.MIMEHeader{"Long": {long}}},
-		{name: "too long", in: "GET / HTTP/1.1\r\nX: " + strings.Repeat("a", maxHead) + "\r\n\r\n", err: "head longer than 1048576 bytes"},
+		{name: "too long", in: "GET / HTTP/1.1\r\nX: " + strings.Repeat("a", maxHead) + "\r\n\r\n", err: "head longer than 65536 bytes"},
+		{name: "too many fields", in: "GET / HTTP/1.1\r\n" + strings.Repeat("A: b\r\n", maxFields+1) + "\r\n", err: "head has more than 256 header fields"},
 		{name: "cut short", in: "GET / HTTP/1.1\r\nA: 1\r\n", err: "unexpected EOF"},
 		{name: "nothing", in: "", err: "EOF"},
 	}
