@@ -110,7 +110,7 @@ func policyFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "read-only", Usage: "keep `PATH` read-only inside a writable root (repeatable)"},
 		&cli.StringSliceFlag{Name: "deny", Usage: "hide `PATH` (repeatable)"},
 		&cli.StringFlag{Name: "network", Usage: "network `MODE`: open, none or allowlist"},
-		&cli.StringSliceFlag{Name: "allow", Usage: "allow `DOMAIN` in allowlist mode (repeatable)"},
+		&cli.StringSliceFlag{Name: "allow", Usage: "allow `HOST` in allowlist mode: a name, *.domain, an address, with an optional :port (repeatable)"},
 		&cli.StringFlag{Name: "workspace", Usage: "workspace `ID`: hide every other workspace"},
 		&cli.StringFlag{Name: "workspace-root", Usage: "the work `DIR` holding all workspaces"},
 		&cli.StringFlag{Name: "task", Usage: "task `ID`: <root>/<workspace>/<task> becomes the working directory"},

@@ -205,7 +205,7 @@ func renderNet(p *plan.Plan) (netRender, error) {
 	socks := "socks5h://127.0.0.1:" + strconv.Itoa(plan.ProxyPort)
 	// localhost is reached directly: through the port forwards when the
 	// policy allows a host service, else it is simply the box's own.
-	noProxy := "localhost,127.0.0.1"
+	noProxy := "localhost,127.0.0.1,::1"
 	return netRender{allow: allow, forward: forward, env: []string{
 		"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
 		"ALL_PROXY=" + socks, "all_proxy=" + socks,

@@ -152,10 +152,12 @@ func (n Network) Forwards() []string {
 		if host != "localhost" && host != "127.0.0.1" && host != "[::1]" {
 			continue
 		}
-		if n, err := strconv.Atoi(port); err != nil || strings.Trim(port, "0123456789") != "" || n < 1 || n > 65535 || seen[port] {
+		num, err := strconv.Atoi(port)
+		key := strconv.Itoa(num) // 08000 and 8000 are one port
+		if err != nil || strings.Trim(port, "0123456789") != "" || num < 1 || num > 65535 || seen[key] {
 			continue
 		}
-		seen[port] = true
+		seen[key] = true
 		out = append(out, e)
 	}
 	return out

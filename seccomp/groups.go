@@ -139,6 +139,9 @@ var groups = []Group{
 			{Syscall: "ptrace", Errno: "EPERM"},
 			{Syscall: "process_vm_readv", Errno: "EPERM"},
 			{Syscall: "process_vm_writev", Errno: "EPERM"},
+			// Copies another process's file descriptor (such as the init's
+			// channel to the proxy) under the same rules as ptrace attach.
+			{Syscall: "pidfd_getfd", Errno: "EPERM"},
 		},
 	},
 	{

@@ -30,6 +30,7 @@ var syscalls = map[string]uint32{
 	"ptrace":            unix.SYS_PTRACE,
 	"process_vm_readv":  unix.SYS_PROCESS_VM_READV,
 	"process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
+	"pidfd_getfd":       unix.SYS_PIDFD_GETFD,
 	"io_uring_setup":    unix.SYS_IO_URING_SETUP,
 	"io_uring_enter":    unix.SYS_IO_URING_ENTER,
 	"io_uring_register": unix.SYS_IO_URING_REGISTER,
