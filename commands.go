@@ -126,8 +126,12 @@ mode = "open"              # "none" cuts the network (loopback only)
 [env]
 mode = "inherit"
 # Secrets the agent does not need. Names or globs; removed in every mode.
-deny = ["AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "GCP_*", "GITHUB_TOKEN", "GH_TOKEN",
-        "NPM_TOKEN", "*_SECRET*", "*_PASSWORD*", "*_PASSWD*", "DATABASE_URL"]
+# The agent CLI's own key (claude: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN,
+# CLAUDE_CODE_OAUTH_TOKEN; codex: OPENAI_API_KEY, CODEX_API_KEY) is kept:
+# globs never remove it, only its exact name would.
+deny = ["AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "GCP_*", "GCLOUD_*", "DIGITALOCEAN_*",
+        "*_TOKEN", "*_API_KEY", "*_SECRET*", "*_PASSWORD*", "*_PASSWD*", "*_PRIVATE_KEY*",
+        "*_CREDENTIALS", "DATABASE_URL", "*_DATABASE_URL", "SSH_AUTH_SOCK"]
 
 [limits]
 # processes = 4096

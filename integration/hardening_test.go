@@ -118,3 +118,26 @@ func TestLimits(t *testing.T) {
 	}
 	expectContains(t, "memory hog", r.stderr, "MemoryError")
 }
+
+// Secrets in the environment: a denied variable is absent inside, clean
+// mode keeps only the baseline and pass, set adds, and the agent CLI's own
+// key survives a deny glob; plan names what was removed, never the values.
+func TestEnvSecrets(t *testing.T) {
+	w := newWorld(t)
+	w.env = append(w.env, "AWS_SECRET_ACCESS_KEY=aws-secret-value", "GITHUB_TOKEN=gh-secret-value",
+		"ANTHROPIC_API_KEY=sk-ant-value", "KEEPME=1")
+	show := `echo "aws=${AWS_SECRET_ACCESS_KEY:-none} gh=${GITHUB_TOKEN:-none} key=${ANTHROPIC_API_KEY:-none} keep=${KEEPME:-none} set=${MYSET:-none} path=${PATH:+yes}"`
+	r := w.sh([]string{"--deny-env", "AWS_*", "--deny-env", "*_TOKEN", "--deny-env", "*_API_KEY"}, show)
+	expectCode(t, r, 0)
+	expectContains(t, "inherit", r.stdout, "aws=none gh=none key=none keep=1")
+	pol := policyFile(t, w, "[env]\nmode = \"clean\"\npass = [\"KEEP*\"]\ndeny = [\"*_API_KEY\", \"*_TOKEN\"]\nset = { MYSET = \"v\" }\n")
+	r = w.run("run", "--policy", pol, "--provider", "claude", "--", "sh", "-c", show)
+	expectCode(t, r, 0)
+	expectContains(t, "clean", r.stdout, "aws=none gh=none key=sk-ant-value keep=1 set=v path=yes")
+	p := w.run("plan", "--policy", pol, "--provider", "claude", "--", "true")
+	expectContains(t, "plan", p.stdout, "kept (the provider's own key): ANTHROPIC_API_KEY")
+	expectContains(t, "plan", p.stdout, "AWS_SECRET_ACCESS_KEY")
+	for _, v := range []string{"aws-secret-value", "gh-secret-value", "sk-ant-value"} {
+		expectNotContains(t, "plan", p.stdout, v)
+	}
+}

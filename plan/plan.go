@@ -170,6 +170,9 @@ type Env struct {
 	Deny    []string          `json:"deny,omitempty"`
 	Set     map[string]string `json:"set,omitempty"`
 	Removed []string          `json:"removed,omitempty"` // names removed from the inherited environment, never values
+	// Kept are the provider's own credential variables a deny glob matched
+	// but did not remove.
+	Kept []string `json:"kept,omitempty"`
 	// Provider is a variable the provider needs set inside the box
 	// (NAME=value, e.g. CLAUDE_CONFIG_DIR=/home/me/.claude).
 	Provider string `json:"provider,omitempty"`

@@ -103,6 +103,9 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 	if p.Env.Provider != "" {
 		fmt.Fprintf(w, "; provider sets %s", p.Env.Provider)
 	}
+	if len(p.Env.Kept) > 0 {
+		fmt.Fprintf(w, "; kept (the provider's own key): %s", strings.Join(p.Env.Kept, ", "))
+	}
 	if len(p.Env.Removed) > 0 {
 		fmt.Fprintf(w, "; removed: %s", strings.Join(p.Env.Removed, ", "))
 	}

@@ -961,6 +961,13 @@ func (r *resolver) environment() error {
 		}
 		e.Set[k] = en.Value
 	}
+	// The provider's own credentials survive deny globs such as
+	// "*_API_KEY" (the agent cannot work without them); an exact deny
+	// still removes them.
+	var keys []string
+	if pr, ok := r.providerInfo(); ok {
+		keys = pr.Keys
+	}
 	var out []string
 	for _, kv := range r.env.Environ {
 		name, _, ok := strings.Cut(kv, "=")
@@ -971,6 +978,8 @@ func (r *resolver) environment() error {
 		switch {
 		case contains(truthful, name):
 			keep = false
+		case matchAny(e.Deny, name) && contains(keys, name) && !contains(e.Deny, name):
+			e.Kept = appendNew(e.Kept, name)
 		case matchAny(e.Deny, name):
 			keep = false
 			e.Removed = appendNew(e.Removed, name)

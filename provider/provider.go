@@ -35,6 +35,10 @@ type Provider struct {
 	// SetHomeVar sets HomeVar to Writable[0] inside the box when the user
 	// has not set it.
 	SetHomeVar bool `json:"set_home_var,omitempty"`
+	// Keys are the environment variables that hold its own credentials:
+	// a deny glob (such as "*_API_KEY") does not remove them, only a deny
+	// that names them exactly does.
+	Keys []string `json:"keys,omitempty"`
 	// Declared is true for a provider declared or extended in a policy.
 	Declared bool `json:"declared,omitempty"`
 }
@@ -53,6 +57,7 @@ func Builtin() []Provider {
 		p.Control = append([]string(nil), p.Control...)
 		p.Domains = append([]string(nil), p.Domains...)
 		p.ReadOnly = append([]string(nil), p.ReadOnly...)
+		p.Keys = append([]string(nil), p.Keys...)
 		out[i] = p
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -39,6 +39,7 @@ func init() {
 			// through a temporary file and a lock beside it in the home
 			// folder, which a bind of the file alone cannot allow.
 			HomeVar:    "CLAUDE_CONFIG_DIR",
+			Keys:       []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 			SetHomeVar: true,
 			// Hooks in settings.json and plugins run when Claude Code starts,
 			// also outside the box.
@@ -81,6 +82,7 @@ func init() {
 			Supported: true,
 			Writable:  []string{"~/.codex"},
 			HomeVar:   "CODEX_HOME",
+			Keys:      []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 			// config.toml holds sandbox_mode and the MCP servers' commands;
 			// packages holds the app-server binary Codex copies and runs
 			// (it keeps running after Codex exits, unconfined).
