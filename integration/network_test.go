@@ -440,3 +440,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A SOCKS4 client is refused at once, not left waiting for a timeout.
+func TestNetworkSOCKS4Refused(t *testing.T) {
+	needCurl(t)
+	netNames(t)
+	srv := startWeb(t)
+	w := newWorld(t)
+	start := time.Now()
+	r := w.run(append(append([]string{"run"}, netFlags(w)...), "--", "sh", "-c",
+		`curl -sS -m 20 --socks4 127.0.0.1:3128 http://example.test:`+srv.port+`/ >/dev/null 2>&1; echo curl=$?`)...)
+	expectCode(t, r, 0)
+	expectNotContains(t, "curl", r.stdout, "curl=0")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("SOCKS4 took %v to be refused", d)
+	}
+}

@@ -189,11 +189,19 @@ func (p *Proxy) serveConn(c net.Conn) {
 	if err != nil {
 		return
 	}
-	if first[0] == socksVersion {
+	switch {
+	case first[0] == socksVersion:
 		p.serveSOCKS(c, br)
-		return
+	case first[0] == 0x04:
+		// SOCKS4 has no way to say "not supported" that every client
+		// understands and no newline for the HTTP reader to wait for:
+		// refuse it at once (request rejected, 0x5b) rather than let the
+		// client wait for the handshake timeout.
+		c.Write([]byte{0x00, 0x5b, 0, 0, 0, 0, 0, 0})
+		p.record("socks4", "", Decision{Reason: "SOCKS4 is not supported; use SOCKS5 (socks5h://)"}, nil)
+	default:
+		p.serveHTTP(c, br)
 	}
-	p.serveHTTP(c, br)
 }
 
 // serveForward connects c to a fixed target, checked like any request: on a
