@@ -116,9 +116,7 @@ func Run(p *plan.Plan, self string) (int, error) {
 			unix.Kill(cmd.Process.Pid, s.(syscall.Signal))
 		case err := <-done:
 			if fg {
-				signal.Ignore(unix.SIGTTOU)
-				unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
-				signal.Reset(unix.SIGTTOU)
+				mount.RestoreForeground()
 			}
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
@@ -189,7 +187,7 @@ func ChildMain() int {
 	}
 	// Last, so this Go process does not have to live under a memory limit
 	// meant for CMD: nothing is allocated between here and execve.
-	if err := setLimits(p.Limits); err != nil {
+	if err := mount.ApplyLimits(p.Limits); err != nil {
 		return fail("%v", err)
 	}
 	err = syscall.Exec(bin, p.Command, env)
@@ -237,20 +235,4 @@ func installSeccomp(raw []byte) error {
 	}
 	fprog := unix.SockFprog{Len: uint16(n), Filter: &prog[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
-}
-
-// setLimits sets the plan's rlimits, soft and hard, before CMD starts.
-func setLimits(l plan.Limits) error {
-	for _, r := range []struct {
-		res int
-		v   uint64
-	}{{unix.RLIMIT_NPROC, l.Processes}, {unix.RLIMIT_NOFILE, l.OpenFiles}, {unix.RLIMIT_AS, l.Memory}, {unix.RLIMIT_CPU, l.CPUTime}, {unix.RLIMIT_FSIZE, l.FileSize}} {
-		if r.v == 0 {
-			continue
-		}
-		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: r.v, Max: r.v}); err != nil {
-			return fmt.Errorf("setting limit %d: %w", r.res, err)
-		}
-	}
-	return nil
 }

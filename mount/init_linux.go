@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/netproxy"
+	"github.com/agentbox/agentbox/plan"
 )
 
 // forwarded are the signals the init passes on to CMD. The host-side
@@ -237,6 +238,22 @@ func parseRlimit(spec string) (int, uint64, error) {
 		return 0, 0, fmt.Errorf("bad --rlimit %q", spec)
 	}
 	return res, n, nil
+}
+
+// ApplyLimits sets the plan's limits, soft and hard, on the calling
+// process. The Landlock child calls it right before it execs CMD; under
+// bwrap, RlimitExec does the same in the box.
+func ApplyLimits(l plan.Limits) error {
+	for _, spec := range rlimits(l) {
+		res, n, err := parseRlimit(spec)
+		if err == nil {
+			err = unix.Setrlimit(res, &unix.Rlimit{Cur: n, Max: n})
+		}
+		if err != nil {
+			return fmt.Errorf("setting limit %s: %w", spec, err)
+		}
+	}
+	return nil
 }
 
 // RlimitExec is `agentbox __rlimit NAME=VALUE... -- PATH ARGV0 ARGS...`: it

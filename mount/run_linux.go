@@ -209,7 +209,7 @@ func Run(p *plan.Plan, o Options) (int, error) {
 			}
 		case ws := <-done:
 			if fg {
-				restoreForeground()
+				RestoreForeground()
 			}
 			if nw != nil {
 				nw.stop()
@@ -320,9 +320,9 @@ func readInfo(r io.ReadCloser) int {
 	return info.ChildPid
 }
 
-// restoreForeground gives the terminal back to agentbox's process group
+// RestoreForeground gives the terminal back to agentbox's process group
 // after CMD had it, ignoring the SIGTTOU a background group would get.
-func restoreForeground() {
+func RestoreForeground() {
 	signal.Ignore(unix.SIGTTOU)
 	defer signal.Reset(unix.SIGTTOU)
 	unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())

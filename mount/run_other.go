@@ -25,3 +25,9 @@ func Probe(bwrap string) error { return errNotLinux }
 
 // RlimitExec always fails off Linux.
 func RlimitExec(args []string) int { return 125 }
+
+// ApplyLimits always fails off Linux.
+func ApplyLimits(l plan.Limits) error { return errNotLinux }
+
+// RestoreForeground does nothing off Linux.
+func RestoreForeground() {}
