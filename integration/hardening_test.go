@@ -52,6 +52,19 @@ func TestSyscallEscapesRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.probe+"-"+tc.arg, func(t *testing.T) {
+			if tc.arg == "int80" {
+				// On a kernel without a 32-bit syscall entry (no IA32
+				// emulation) int $0x80 faults before any syscall exists
+				// to filter: the escape is impossible there, and the
+				// probe must fault inside the box as it does outside.
+				out, _ := exec.Command(filepath.Join(probes, tc.probe), tc.arg).CombinedOutput()
+				if strings.HasPrefix(string(out), "killed signal=11") {
+					t.Logf("no 32-bit syscall entry on this kernel: %s", strings.TrimSpace(string(out)))
+					r := w.run("run", "--", filepath.Join(probes, tc.probe), tc.arg)
+					expectContains(t, "probe", r.stdout+r.stderr, "killed signal=11")
+					return
+				}
+			}
 			r := w.run("run", "--", filepath.Join(probes, tc.probe), tc.arg)
 			expectContains(t, "probe", r.stdout+r.stderr, tc.want)
 		})
