@@ -1,9 +1,14 @@
 package main
 
 import (
+	"errors"
+	"os"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentbox/agentbox/box"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/winsandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -27,7 +32,13 @@ func newApp() *cli.App {
 				Flags: append(policyFlags(),
 					&cli.StringFlag{Name: "net-log", Usage: "in allowlist mode, log every allowed and denied connection to `FILE`"},
 				),
-				Action: runCommand,
+				Action: func(c *cli.Context) error {
+					code, err := box.Run(request(c))
+					if err != nil {
+						return err
+					}
+					return &exitCode{code}
+				},
 			},
 			{
 				Name:      "plan",
@@ -37,26 +48,37 @@ func newApp() *cli.App {
 					&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
 					&cli.BoolFlag{Name: "argv", Usage: "print the exact bwrap command line, shell-quoted"},
 				),
-				Action: planCommand,
+				Action: func(c *cli.Context) error {
+					f := box.PlanText
+					switch {
+					case c.Bool("json") && c.Bool("argv"):
+						return withHints(errors.New("plan: --json and --argv are two different outputs"), "pass one of them")
+					case c.Bool("json"):
+						f = box.PlanJSON
+					case c.Bool("argv"):
+						f = box.PlanArgv
+					}
+					return box.Plan(request(c), f, c.App.Writer)
+				},
 			},
 			{
 				Name:   "init",
 				Usage:  "write a commented starter .agentbox.toml in the current folder",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "overwrite an existing .agentbox.toml"}},
-				Action: initCommand,
+				Action: func(c *cli.Context) error { return box.Init(c.Bool("force"), c.App.Writer) },
 			},
 			{
 				Name:   "doctor",
 				Usage:  "what this machine can enforce (bwrap, user namespaces, AppArmor, Landlock, seccomp, cgroups) and what auto picks",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: doctorCommand,
+				Action: func(c *cli.Context) error { return box.Doctor(c.Bool("json"), c.App.Writer) },
 			},
 			{
 				Name:      "trust",
 				Usage:     "trust a project policy (its SHA-256 is pinned; any edit needs trusting again)",
 				ArgsUsage: "[FILE]",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "revoke", Usage: "forget the trust instead"}},
-				Action:    trustCommand,
+				Action:    func(c *cli.Context) error { return box.Trust(c.Args().First(), c.Bool("revoke"), c.App.Writer) },
 			},
 			{
 				Name:      "status",
@@ -66,19 +88,28 @@ func newApp() *cli.App {
 					&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 					&cli.BoolFlag{Name: "prompt", Usage: "print the notice an agent can be given about the box `run` with these flags starts"},
 				),
-				Action: statusCommand,
+				Action: func(c *cli.Context) error {
+					if c.Bool("prompt") {
+						return box.Prompt(request(c), c.App.Writer)
+					}
+					err := box.WriteStatus(box.ReadStatus(box.Backends()), c.Bool("json"), c.App.Writer)
+					if errors.Is(err, box.ErrNotConfined) {
+						return &exitCode{1}
+					}
+					return err
+				},
 			},
 			{
 				Name:   "providers",
 				Usage:  "the agent CLIs agentbox knows, whether each is supported inside the sandbox, its writable paths",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: providersCommand,
+				Action: func(c *cli.Context) error { return box.Providers(c.Bool("json"), c.App.Writer) },
 			},
 			{
 				Name:      "shell-init",
 				Usage:     "print aliases that run every installed, supported agent CLI through agentbox",
 				ArgsUsage: "bash|zsh|fish",
-				Action:    shellInitCommand,
+				Action:    func(c *cli.Context) error { return box.ShellInit(c.Args().First(), c.App.Writer) },
 			},
 			{
 				Name:  "setup",
@@ -88,7 +119,18 @@ func newApp() *cli.App {
 					&cli.BoolFlag{Name: "uninstall", Usage: "remove everything setup made"},
 					&cli.BoolFlag{Name: "no-elevate", Usage: "fail with a hint instead of asking for elevation"},
 				},
-				Action: setupCommand,
+				Action: func(c *cli.Context) error {
+					switch {
+					case c.Bool("check"):
+						if err := winsandbox.Check(c.App.Writer); err != nil {
+							return withHints(err, "run `agentbox setup` (elevated) to repair it")
+						}
+						return nil
+					case c.Bool("uninstall"):
+						return winsandbox.Uninstall()
+					}
+					return winsandbox.Setup(winsandbox.SetupOptions{NoElevate: c.Bool("no-elevate"), Args: os.Args[1:], Log: c.App.Writer})
+				},
 			},
 			{
 				Name:  "version",
@@ -119,7 +161,7 @@ func policyFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "pass-env", Usage: "keep variable `NAME` in clean mode (glob; repeatable)"},
 		&cli.StringSliceFlag{Name: "deny-env", Usage: "remove variable `NAME` (glob; repeatable)"},
 		&cli.StringFlag{Name: "provider", Usage: "provider `NAME`, auto or none"},
-		&cli.StringFlag{Name: "backend", Usage: "backend `NAME`: auto, bwrap, landlock, windows"},
+		&cli.StringFlag{Name: "backend", Usage: "backend `NAME`: auto, bwrap, landlock or windows"},
 		&cli.BoolFlag{Name: "best-effort", Usage: "if confinement is impossible, warn and run unconfined"},
 		&cli.BoolFlag{Name: "require", Usage: "refuse to run unconfined (the default)"},
 		&cli.BoolFlag{Name: "allow-broad-writable", Usage: "allow a writable root that is / or holds the home folder"},
@@ -147,4 +189,9 @@ func flagsFrom(c *cli.Context) policy.Flags {
 		Require:       c.Bool("require"),
 		AllowBroad:    c.Bool("allow-broad-writable"),
 	}
+}
+
+// request is the command line of run, plan and status --prompt.
+func request(c *cli.Context) box.Request {
+	return box.Request{Flags: flagsFrom(c), Command: c.Args().Slice(), NetLog: c.String("net-log")}
 }

@@ -1,8 +1,9 @@
 // Command agentbox confines AI coding-agent CLIs (and any other command) with
 // the operating system's own mechanisms, from a layered TOML policy.
 //
-// main builds the CLI and maps errors to exit statuses; the work is done in
-// policy (what is allowed), plan (the resolved contract) and the backends.
+// main is the command line only: it parses flags, makes one call into
+// package box (or another domain package) per command, and is the one place
+// that prints agentbox's error voice and chooses the exit status.
 package main
 
 import (
@@ -10,34 +11,30 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/supervise"
 	"github.com/agentbox/agentbox/winsandbox"
 )
 
-// Exit statuses of agentbox's own failures (SPEC "Commands").
-const (
-	exitFailure = 125 // agentbox itself failed: bad policy, no backend under require
-)
-
 func main() {
-	// The init inside the box is on every run's path: dispatch it before
-	// anything else is set up.
-	if len(os.Args) > 1 && os.Args[1] == mount.InitCommand {
-		os.Exit(mount.Init(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == mount.RlimitCommand {
-		os.Exit(mount.RlimitExec(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == landlock.ChildCommand {
-		os.Exit(landlock.ChildMain())
-	}
-	if len(os.Args) > 1 && os.Args[1] == winsandbox.RunnerArg {
-		os.Exit(winsandbox.RunnerMain(os.Args[2:]))
-	}
-	if len(os.Args) > 1 && os.Args[1] == mount.SeccompCommand {
-		os.Exit(writeSeccomp(os.Args[2:]))
+	// The processes agentbox starts of itself are on every run's path:
+	// dispatch them before anything else is set up.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case mount.InitCommand:
+			os.Exit(mount.Init(os.Args[2:]))
+		case supervise.RlimitCommand:
+			os.Exit(supervise.RlimitExec(os.Args[2:]))
+		case landlock.ChildCommand:
+			os.Exit(landlock.ChildMain())
+		case winsandbox.RunnerArg:
+			os.Exit(winsandbox.RunnerMain(os.Args[2:]))
+		case mount.SeccompCommand:
+			os.Exit(writeSeccomp(os.Args[2:]))
+		}
 	}
 	os.Exit(run(os.Args))
 }
@@ -53,7 +50,11 @@ func run(args []string) int {
 		return ex.code
 	}
 	printError(err)
-	return exitFailure
+	var se *backend.StatusError
+	if errors.As(err, &se) {
+		return se.Status
+	}
+	return supervise.ExitFailure
 }
 
 // exitCode carries CMD's exit status (or an explicit agentbox status) out of
@@ -68,25 +69,24 @@ type hinted struct {
 	hints []string
 }
 
-func (h *hinted) Error() string { return h.err.Error() }
-func (h *hinted) Unwrap() error { return h.err }
+func (h *hinted) Error() string   { return h.err.Error() }
+func (h *hinted) Unwrap() error   { return h.err }
+func (h *hinted) Hints() []string { return h.hints }
 
 func withHints(err error, hints ...string) error { return &hinted{err: err, hints: hints} }
 
 // printError writes err in agentbox's voice: "agentbox: error: …" and one
-// "agentbox: hint: …" line per hint.
+// "agentbox: hint: …" line per hint any error in its chain carries.
 func printError(err error) {
 	fmt.Fprintf(os.Stderr, "agentbox: error: %v\n", err)
-	var h *hinted
+	var h interface{ Hints() []string }
 	if errors.As(err, &h) {
-		for _, hint := range h.hints {
-			fmt.Fprintf(os.Stderr, "agentbox: hint: %s\n", hint)
+		for _, hint := range h.Hints() {
+			if hint != "" {
+				fmt.Fprintf(os.Stderr, "agentbox: hint: %s\n", hint)
+			}
 		}
 	}
-}
-
-func warnf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "agentbox: warning: "+format+"\n", args...)
 }
 
 // writeSeccomp writes the seccomp program for the reopened groups to stdout.
@@ -94,11 +94,11 @@ func writeSeccomp(allow []string) int {
 	f, err := seccomp.Build(allow)
 	if err != nil {
 		printError(err)
-		return exitFailure
+		return supervise.ExitFailure
 	}
 	if _, err := os.Stdout.Write(f.Bytes()); err != nil {
 		printError(err)
-		return exitFailure
+		return supervise.ExitFailure
 	}
 	return 0
 }

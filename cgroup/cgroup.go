@@ -348,3 +348,10 @@ func (e *writeError) Error() string {
 }
 
 func (e *writeError) Unwrap() error { return e.Err }
+
+// Hit is a limit the run's processes ran into, read from the cgroup's own
+// counters after the run.
+type Hit struct {
+	Limit  string // "processes" or "memory"
+	Detail string // what the kernel counted
+}

@@ -481,3 +481,56 @@ func readFields(dir, file string) ([]string, error) {
 	}
 	return strings.Fields(string(b)), nil
 }
+
+// Hits reads the counters the kernel keeps of the limits being reached:
+// pids.events "max" (a fork refused), and for memory the OOM kills
+// (v2 memory.events "oom_kill", v1 memory.oom_control "oom_kill") or, on
+// v1 kernels without that field, memory.failcnt. Read it before Close.
+func (g *Group) Hits() []Hit {
+	if g == nil {
+		return nil
+	}
+	var out []Hit
+	for _, p := range g.parts {
+		if contains(p.controllers, "pids") {
+			if n := counter(p.dir, "pids.events", "max"); n > 0 {
+				out = append(out, Hit{Limit: "processes", Detail: fmt.Sprintf("%d process creations refused at pids.max", n)})
+			}
+		}
+		if contains(p.controllers, "memory") {
+			file := "memory.events"
+			if p.version == 1 {
+				file = "memory.oom_control"
+			}
+			if n := counter(p.dir, file, "oom_kill"); n > 0 {
+				out = append(out, Hit{Limit: "memory", Detail: fmt.Sprintf("%d processes killed by the out-of-memory killer at the memory limit", n)})
+			} else if p.version == 1 {
+				if n := counter(p.dir, "memory.failcnt", ""); n > 0 {
+					out = append(out, Hit{Limit: "memory", Detail: fmt.Sprintf("the memory limit was reached %d times", n)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// counter reads the number after key in a "key value" file, or the whole
+// file's number when key is "".
+func counter(dir, file, key string) uint64 {
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case key == "" && len(f) == 1:
+			n, _ := strconv.ParseUint(f[0], 10, 64)
+			return n
+		case len(f) == 2 && f[0] == key:
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -21,3 +21,6 @@ func (g *Group) Release() error { return nil }
 
 // Close does nothing off Linux.
 func (g *Group) Close() error { return nil }
+
+// Hits reports nothing off Linux.
+func (g *Group) Hits() []Hit { return nil }

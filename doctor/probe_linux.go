@@ -13,23 +13,21 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentbox/agentbox/landlock"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/landlock"
+	"github.com/agentbox/agentbox/mount"
 )
 
 // probeTimeout bounds every command the doctor starts: a wedged bwrap must
 // not hang `agentbox run`.
 const probeTimeout = 2 * time.Second
 
-// probeArgs is a trivial sandbox with the namespaces agentbox's bwrap
-// backend uses (mount/argv.go): bwrap adds the user namespace itself when
-// not run as root, exactly as it does for a real run.
-var probeArgs = []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-	"--unshare-pid", "--die-with-parent", "--", "true"}
-
-// Probe finds out what this machine can enforce. It starts bwrap and a user
-// namespace for real (a few milliseconds) and refreshes BwrapWorks' cache.
-func Probe() Report {
+// Probe finds out what this machine can enforce, and what auto picks among
+// the backends all. It starts bwrap and a user namespace for real (a few
+// milliseconds) and refreshes the bwrap probe's cache.
+func Probe(all []backend.Backend) Report {
 	r := Report{OS: runtime.GOOS, UID: os.Getuid()}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
@@ -37,16 +35,13 @@ func Probe() Report {
 	}
 	r.UserNS.Sysctls = usernsSysctls()
 	r.Bwrap = probeBwrapFull()
-	if r.Bwrap.Path != "" {
-		writeCache(r.Bwrap.Path, r.Bwrap.Works, r.Bwrap.Error)
-	}
 	r.UserNS.Works, r.UserNS.Error = probeUserns()
 	r.AppArmor = probeAppArmor()
 	r.Landlock.ABI, r.Landlock.Error = landlockABI()
 	r.Seccomp = probeSeccomp()
 	r.Cgroup = probeCgroup()
 	r.Container = probeContainer()
-	r.Auto = choose(r.Bwrap, r.Landlock)
+	r.Auto = auto(all)
 	r.Problems = diagnose(r)
 	return r
 }
@@ -83,28 +78,19 @@ func probeBwrapFull() Bwrap {
 	if err != nil {
 		return Bwrap{}
 	}
-	b := Bwrap{Path: bin, Probe: bin + " " + strings.Join(probeArgs, " ")}
+	b := Bwrap{Path: bin, Probe: bin + " " + strings.Join(mount.ProbeArgs, " ")}
 	if out, err := run(bin, "--version"); err == nil {
 		b.Version = strings.TrimSpace(out)
 	}
-	b.Works, b.Error = probeBwrap(bin)
-	netArgs := append([]string{"--unshare-net"}, probeArgs...)
+	s := mount.Reprobe(bin)
+	b.Works, b.Error = s.Works, s.Reason
+	netArgs := append([]string{"--unshare-net"}, mount.ProbeArgs...)
 	if out, err := run(bin, netArgs...); err != nil {
 		b.NetworkNoneError = failure(out, err)
 	} else {
 		b.NetworkNone = true
 	}
 	return b
-}
-
-// probeBwrap starts the trivial sandbox and returns bwrap's message when it
-// fails.
-func probeBwrap(bin string) (bool, string) {
-	out, err := run(bin, probeArgs...)
-	if err != nil {
-		return false, failure(out, err)
-	}
-	return true, ""
 }
 
 // run starts a command with probeTimeout and returns its combined output.

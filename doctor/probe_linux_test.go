@@ -13,10 +13,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/landlock"
+	"github.com/agentbox/agentbox/mount"
 )
 
 // These tests probe the real machine. AGENTBOX_DOCTOR_HELPER names a
@@ -59,6 +62,9 @@ func skipUnless(t *testing.T, ok bool, why string) {
 	t.Skip(why)
 }
 
+// backends are the Linux backends, as agentbox has them.
+func backends() []backend.Backend { return []backend.Backend{mount.New(), landlock.New()} }
+
 // isolate gives the test its own probe cache.
 func isolate(t *testing.T) string {
 	dir := t.TempDir()
@@ -71,7 +77,7 @@ func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 // TestReportJSONShape pins the field names of `agentbox doctor --json`.
 func TestReportJSONShape(t *testing.T) {
 	isolate(t)
-	b, err := json.Marshal(Probe())
+	b, err := json.Marshal(Probe(backends()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,15 +118,15 @@ func TestProbeThisMachine(t *testing.T) {
 	isolate(t)
 	_, err := exec.LookPath("bwrap")
 	skipUnless(t, err == nil, "bwrap is not installed")
-	r := Probe()
+	r := Probe(backends())
 	if !r.Bwrap.Works || r.Auto.Backend != "bwrap" {
 		t.Fatalf("uid %d: bwrap works = %v (%s), auto = %+v", os.Getuid(), r.Bwrap.Works, r.Bwrap.Error, r.Auto)
 	}
 	if !strings.HasPrefix(r.Bwrap.Version, "bubblewrap ") {
 		t.Errorf("version %q", r.Bwrap.Version)
 	}
-	if ok, why := BwrapWorks(); !ok {
-		t.Errorf("BwrapWorks = false, %q", why)
+	if s := mount.CheckBwrap(r.Bwrap.Path); !s.Works {
+		t.Errorf("CheckBwrap = %+v", s)
 	}
 	if r.Landlock.ABI < 1 {
 		t.Errorf("no landlock ABI: %s", r.Landlock.Error)
@@ -135,7 +141,7 @@ func TestProbeThisMachine(t *testing.T) {
 func TestNoBwrapInPath(t *testing.T) {
 	isolate(t)
 	t.Setenv("PATH", t.TempDir())
-	r := Probe()
+	r := Probe(backends())
 	if r.Bwrap.Path != "" || r.Bwrap.Works {
 		t.Fatalf("bwrap found in an empty PATH: %+v", r.Bwrap)
 	}
@@ -145,77 +151,8 @@ func TestNoBwrapInPath(t *testing.T) {
 	if len(r.Problems) == 0 || !strings.Contains(r.Problems[0].Fix, "install bubblewrap") {
 		t.Errorf("problems = %+v, want an install fix first", r.Problems)
 	}
-	if ok, why := BwrapWorks(); ok || !strings.Contains(why, "not installed") {
-		t.Errorf("BwrapWorks = %v, %q", ok, why)
-	}
-}
-
-// fakeBwrap puts a script named bwrap first in PATH.
-func fakeBwrap(t *testing.T, script string) string {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "bwrap")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	return p
-}
-
-// TestCacheInvalidation: the fast probe answers from the cache until
-// something in its key changes, here the bwrap executable.
-func TestCacheInvalidation(t *testing.T) {
-	isolate(t)
-	bin := fakeBwrap(t, "exit 0")
-	if s := CheckBwrap(); !s.Works || s.Cached {
-		t.Fatalf("first call: %+v, want a real probe that works", s)
-	}
-	if s := CheckBwrap(); !s.Works || !s.Cached {
-		t.Fatalf("second call: %+v, want the cached answer", s)
-	}
-	// An "upgrade" that breaks bwrap: new size and mtime.
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s := CheckBwrap()
-	if s.Works || s.Cached || !strings.Contains(s.Reason, "uid map") {
-		t.Fatalf("after changing bwrap: %+v, want a fresh probe that fails", s)
-	}
-	if err := Forget(); err != nil {
-		t.Fatal(err)
-	}
-	if s := CheckBwrap(); s.Cached {
-		t.Errorf("after Forget: %+v, want a fresh probe", s)
-	}
-}
-
-// TestFastProbeTiming measures the hot path: cached answers must cost well
-// under the 2 ms budget.
-func TestFastProbeTiming(t *testing.T) {
-	isolate(t)
-	_, err := exec.LookPath("bwrap")
-	skipUnless(t, err == nil, "bwrap is not installed")
-	start := time.Now()
-	cold := CheckBwrap()
-	coldTime := time.Since(start)
-	const n = 200
-	start = time.Now()
-	for range n {
-		if s := CheckBwrap(); !s.Cached {
-			t.Fatalf("not cached: %+v", s)
-		}
-	}
-	cached := time.Since(start) / n
-	t.Logf("uid %d: cold probe %v (works=%v), cached %v per call", os.Getuid(), coldTime, cold.Works, cached)
-	if cached > 2*time.Millisecond {
-		t.Errorf("a cached answer costs %v, want well under 2ms", cached)
-	}
-}
-
-func BenchmarkCheckBwrapCached(b *testing.B) {
-	b.Setenv("XDG_CACHE_HOME", b.TempDir())
-	CheckBwrap()
-	for b.Loop() {
-		CheckBwrap()
+	if err := mount.New().Available(); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Errorf("bwrap Available = %v, want not installed", err)
 	}
 }
 
@@ -294,7 +231,7 @@ echo 0 > /proc/sys/user/max_user_namespaces
 			t.Fatalf("%s: %v: %s", name, err, b)
 		}
 	}
-	var before, after, again BwrapStatus
+	var before, after, again mount.BwrapStatus
 	read("before.json", &before)
 	read("after.json", &after)
 	read("again.json", &again)

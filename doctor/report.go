@@ -3,6 +3,8 @@ package doctor
 import (
 	"fmt"
 	"io"
+
+	"github.com/agentbox/agentbox/backend"
 	"maps"
 	"slices"
 	"strings"
@@ -105,27 +107,15 @@ type Problem struct {
 	TradeOff string `json:"trade_off,omitempty"`
 }
 
-// choose picks the backend auto uses: bwrap when a trivial sandbox really
-// starts, else Landlock when the kernel has it, else none.
-func choose(b Bwrap, l Landlock) Auto {
-	var passed []string
-	if b.Works {
-		return Auto{Backend: "bwrap", Reason: "bwrap started a trivial sandbox"}
+// auto is what `backend = "auto"` picks here for an ordinary plan: the
+// first backend that is available, and why each one before it was passed
+// over (backend.FirstAvailable, the same rule agentbox run uses).
+func auto(all []backend.Backend) Auto {
+	b, passed := backend.FirstAvailable(all)
+	if b == nil {
+		return Auto{Backend: "none", Reason: "no backend works here: under enforce = \"require\" agentbox run refuses (exit 125); under \"best-effort\" it warns and runs unconfined", Passed: passed}
 	}
-	why := b.Error
-	if b.Path == "" {
-		why = "not installed (not found in PATH)"
-	}
-	passed = append(passed, "bwrap: "+why)
-	if l.ABI >= 1 {
-		return Auto{Backend: "landlock", Reason: fmt.Sprintf("the kernel has Landlock ABI %d", l.ABI), Passed: passed}
-	}
-	lwhy := l.Error
-	if lwhy == "" {
-		lwhy = "not available"
-	}
-	passed = append(passed, "landlock: "+lwhy)
-	return Auto{Backend: "none", Reason: "no backend works here: under enforce = \"require\" agentbox run refuses (exit 125); under \"best-effort\" it warns and runs unconfined", Passed: passed}
+	return Auto{Backend: b.Name(), Reason: "the first backend that is available here", Passed: passed}
 }
 
 // appArmorProfile is the profile that lets bwrap create user namespaces

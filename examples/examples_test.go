@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
@@ -83,19 +84,24 @@ func TestExamples(t *testing.T) {
 			}
 			// The example file itself lives in this repository, not in the world.
 			repo := filepath.Dir(abs)
+			wp := windowsPlan(p.Clone(), root)
 			var b strings.Builder
-			if p.Network.Mode != plan.NetAllowlist {
-				av, err := mount.Render(p, mount.Options{Bwrap: "/usr/bin/bwrap", Self: "/usr/local/bin/agentbox", Seccomp: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, a := range av.Args {
-					b.WriteString(normalize(root, strings.ReplaceAll(a, repo, "$EXAMPLES")) + "\n")
-				}
+			bw := &mount.Bwrap{Path: "/usr/bin/bwrap", Cgroups: func() cgroup.Availability {
+				no := cgroup.Controller{Reason: "not in this test"}
+				return cgroup.Availability{Pids: no, Memory: no}
+			}}
+			if err := bw.Complete(p); err != nil {
+				t.Fatal(err)
+			}
+			d, err := mount.DetailOf(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range d.Args {
+				b.WriteString(normalize(root, strings.ReplaceAll(a, repo, "$EXAMPLES")) + "\n")
 			}
 			check(t, name+".bwrap.golden", b.String())
 
-			wp := windowsPlan(p, root)
 			got := ""
 			spec, err := winsandbox.Build(wp, winsandbox.Options{Environ: wp.Environ, Exists: func(string) bool { return true }})
 			if err != nil {

@@ -343,7 +343,7 @@ func TestNetworkPlan(t *testing.T) {
 	}
 	r = w.run("run", "--network", "allowlist", "--allow", "https://example.test", "--", "true")
 	expectCode(t, r, 125)
-	expectContains(t, "bad entry", r.stderr, `agentbox: error: network: allow entry "https://example.test": want a host, not a URL`)
+	expectContains(t, "bad entry", r.stderr, `agentbox: error: flag --allow: "https://example.test": want a host, not a URL`)
 	r = w.run("run", "--network", "allowlist", "--allow", "localhost:3128", "--", "true")
 	expectCode(t, r, 125)
 	expectContains(t, "proxy port", r.stderr, "port 3128 is the proxy's own port in the box")

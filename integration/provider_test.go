@@ -85,7 +85,7 @@ func TestCodexInnerSandbox(t *testing.T) {
 	r = w.run("run", "--", "codex", "-s", "read-only", "features", "list")
 	expectCode(t, r, 0)
 	// Unconfined (best-effort without a backend), nothing is changed.
-	p = w.run("plan", "--backend", "seatbelt", "--best-effort", "--", "codex", "exec", "hi")
+	p = w.run("plan", "--backend", "windows", "--best-effort", "--", "codex", "exec", "hi")
 	expectContains(t, "plan", p.stdout, "command:   codex exec hi")
 }
 

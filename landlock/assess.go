@@ -9,27 +9,19 @@ import (
 	"github.com/agentbox/agentbox/plan"
 )
 
-// Level says how well Landlock honours one rule of the plan.
-type Level string
-
-// The three levels, as `agentbox plan` prints them.
-const (
-	// Enforced: the kernel refuses what the rule forbids.
-	Enforced Level = "enforced"
-	// Weaker: the rule is enforced, but less than bubblewrap would; How says how.
-	Weaker Level = "enforced-weaker"
-	// NotEnforced: Landlock cannot honour the rule at all; How says why.
-	NotEnforced Level = "not-enforced"
+// Level and RuleStatus are the plan's vocabulary for how a backend
+// enforces each rule; Landlock uses all three levels.
+type (
+	Level      = plan.Level
+	RuleStatus = plan.RuleStatus
 )
 
-// RuleStatus is how one mount or rule of the plan fares under Landlock.
-type RuleStatus struct {
-	Rule   string `json:"rule"` // "root", "dev", "tmp", "workspace", "writable", "read-only", "deny", "network", ...
-	Path   string `json:"path,omitempty"`
-	Origin string `json:"origin,omitempty"`
-	Level  Level  `json:"level"`
-	How    string `json:"how,omitempty"`
-}
+// The three levels.
+const (
+	Enforced    = plan.Enforced
+	Weaker      = plan.Weaker
+	NotEnforced = plan.NotEnforced
+)
 
 // Grant gives Rights on the file hierarchy at Path, except on the subtrees
 // listed in Except. Landlock cannot subtract, so when Except is not empty the

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
@@ -86,26 +85,6 @@ func Apply(a Assessment) error {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
-}
-
-// Exec confines the process with Apply and replaces it with argv, looked up
-// in PATH when it has no slash. It returns only on failure.
-func Exec(a Assessment, argv, env []string) error {
-	if len(argv) == 0 {
-		return errors.New("no command to run")
-	}
-	if err := Apply(a); err != nil {
-		return err
-	}
-	bin := argv[0]
-	if !strings.Contains(bin, "/") {
-		p, err := lookPath(bin, env)
-		if err != nil {
-			return err
-		}
-		bin = p
-	}
-	return syscall.Exec(bin, argv, env)
 }
 
 // lookPath searches the PATH of env, the one CMD gets.

@@ -1,6 +1,10 @@
 package landlock
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Rights is a set of Landlock filesystem access rights. The bits are the
 // kernel's LANDLOCK_ACCESS_FS_* values (include/uapi/linux/landlock.h), which
@@ -103,6 +107,29 @@ func (r Rights) String() string {
 
 // MarshalText makes Rights print as its String in JSON.
 func (r Rights) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote, so the child applies exactly
+// the rights `agentbox plan --json` shows.
+func (r *Rights) UnmarshalText(text []byte) error {
+	var out Rights
+	for _, name := range strings.Split(string(text), ",") {
+		switch name {
+		case "none", "":
+		case "read":
+			out |= readRights
+		case "write":
+			out |= basicWrite
+		default:
+			i := slices.Index(rightNames, name)
+			if i < 0 {
+				return fmt.Errorf("unknown landlock right %q", name)
+			}
+			out |= 1 << i
+		}
+	}
+	*r = out
+	return nil
+}
 
 // The kernel's network access rights (LANDLOCK_ACCESS_NET_*) and IPC scopes
 // (LANDLOCK_SCOPE_*).

@@ -6,80 +6,49 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/supervise"
 )
 
-// ChildCommand is the hidden subcommand of the child that confines itself
-// and becomes CMD.
-const ChildCommand = "__landlock"
+// planFD is the descriptor the child reads the frozen plan from.
+const planFD = 3
 
-// Backend is the name this backend reports in AGENTBOX_BACKEND.
-const Backend = "landlock"
-
-// payload is what the supervisor hands the child on fd 3.
-type payload struct {
-	Plan    *plan.Plan `json:"plan"`
-	Environ []string   `json:"environ"`
-}
-
-// forwarded are the signals passed on to CMD, as the bwrap backend does.
-var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2}
-
-// Check assesses p for this kernel and returns the assessment, or an error
-// naming every rule Landlock cannot enforce at all (SPEC: under require, a
-// rule that cannot be honoured is an error).
-func Check(p *plan.Plan) (Assessment, error) {
-	abi, err := ABI()
-	if err != nil {
-		return Assessment{}, err
+// SelfCheck verifies what a process confined by Landlock can see for
+// itself: there is no mount to look at, but agentbox's child always sets
+// no_new_privs and a seccomp filter before it execs, which an unconfined
+// process does not have.
+func (l *Landlock) SelfCheck() (string, bool) {
+	status, _ := os.ReadFile("/proc/self/status")
+	nnp := strings.Contains(string(status), "NoNewPrivs:\t1")
+	filtered := strings.Contains(string(status), "Seccomp:\t2")
+	if nnp && filtered {
+		return "no_new_privs and a seccomp filter are set", true
 	}
-	a := Assess(p, abi)
-	if ne := a.NotEnforced(); len(ne) > 0 {
-		var lines []string
-		for _, r := range ne {
-			lines = append(lines, fmt.Sprintf("%s %s: %s", r.Rule, r.Path, r.How))
-		}
-		return a, fmt.Errorf("landlock cannot enforce: %s", strings.Join(lines, "; "))
-	}
-	return a, nil
+	return "this process has no no_new_privs or no seccomp filter", false
 }
 
 // Run confines p.Command with Landlock and returns its exit status. agentbox
 // itself is never restricted: it starts a child (itself, as ChildCommand)
-// that restricts itself right before it execs CMD, and goes on supervising —
-// forwarding signals, giving the terminal back, reporting the status.
-func Run(p *plan.Plan, self string) (int, error) {
-	if p.Tmp.Mode == plan.TmpPrivate && p.Tmp.HostDir == "" {
-		// Landlock cannot mount a fresh /tmp: a fresh folder for this run,
-		// reached through TMPDIR, removed afterwards.
-		base := filepath.Join(os.TempDir(), "agentbox-"+strconv.Itoa(p.Identity.UID))
-		if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return 0, err
-		}
-		dir, err := os.MkdirTemp(base, "private-")
-		if err != nil {
-			return 0, err
-		}
-		defer os.RemoveAll(dir)
-		p.Tmp.HostDir = dir
-	}
-	if err := mount.Prepare(p); err != nil {
+// that restricts itself with the plan's rule set right before it execs CMD,
+// and goes on supervising — forwarding signals, giving the terminal back,
+// reporting the status.
+func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
+	if _, err := AssessmentOf(p); err != nil {
 		return 0, err
 	}
-	data, err := json.Marshal(payload{Plan: p, Environ: p.Environ})
+	if err := supervise.Prepare(p); err != nil {
+		return 0, err
+	}
+	data, err := json.Marshal(p)
 	if err != nil {
 		return 0, err
 	}
@@ -87,76 +56,72 @@ func Run(p *plan.Plan, self string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fg := mount.Foreground()
-	cmd := exec.Command(self, ChildCommand)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{r}
-	cmd.Env = []string{}
-	// Its own process group, with the terminal's foreground when agentbox
-	// had it, so Ctrl-C reaches CMD and not agentbox; SIGKILL when agentbox
-	// dies. There is no PID namespace: processes CMD leaves in the
-	// background can outlive it (plan says so).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: fg, Pdeathsig: syscall.SIGKILL}
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	fg := supervise.Foreground()
+	attr := &syscall.ProcAttr{
+		// CMD's environment: the child execs CMD with its own.
+		Env:   p.BoxEnviron(),
+		Files: []uintptr{0, 1, 2, r.Fd()},
+		// Its own process group, with the terminal's foreground when
+		// agentbox had it, so Ctrl-C reaches CMD and not agentbox; SIGKILL
+		// when agentbox dies. There is no PID namespace: processes CMD
+		// leaves in the background can outlive it (plan says so).
+		Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: fg, Pdeathsig: syscall.SIGKILL},
+	}
+	watch := supervise.Watch(fg)
+	defer watch.Stop()
+	// Pdeathsig follows the thread that forked, so keep it alive.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("starting the landlock child: %w", err)
+	pid, err := syscall.ForkExec(c.Self, []string{"agentbox", ChildCommand}, attr)
+	if err != nil && fg {
+		// The terminal may refuse (stdin is not its controlling terminal
+		// after all): run without handing it over.
+		attr.Sys = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		pid, err = syscall.ForkExec(c.Self, []string{"agentbox", ChildCommand}, attr)
+	}
+	if c.Started != nil {
+		c.Started()
 	}
 	r.Close()
-	w.Write(data)
-	w.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for {
-		select {
-		case s := <-sigs:
-			unix.Kill(cmd.Process.Pid, s.(syscall.Signal))
-		case err := <-done:
-			if fg {
-				mount.RestoreForeground()
-			}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return 128 + int(ws.Signal()), nil
-				}
-				return ee.ExitCode(), nil
-			}
-			return 0, err
-		}
+	if err != nil {
+		w.Close()
+		return 0, fmt.Errorf("starting the landlock child: %w", err)
 	}
+	go func() {
+		w.Write(data)
+		w.Close()
+	}()
+	target := make(chan int, 1)
+	target <- pid
+	ws := watch.Wait(pid, target)
+	return supervise.Status(ws), nil
 }
 
-// ChildMain is the child: it reads the plan, sets the limits, restricts
-// itself with Landlock and the seccomp filter, and execs CMD. It returns
-// only on failure: 125 for agentbox's own, 126/127 for CMD.
+// ChildMain is the child: it reads the frozen plan, restricts itself with
+// the plan's Landlock rule set and the seccomp filter, sets the limits,
+// and execs CMD. It returns only on failure: 125 for agentbox's own, 126/127
+// for CMD.
 func ChildMain() int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "agentbox: error: landlock: "+format+"\n", args...)
-		return 125
+		return supervise.ExitFailure
 	}
-	f := os.NewFile(3, "plan")
-	var pl payload
-	if err := json.NewDecoder(f).Decode(&pl); err != nil {
+	f := os.NewFile(planFD, "plan")
+	var p plan.Plan
+	if err := json.NewDecoder(f).Decode(&p); err != nil {
 		return fail("reading the plan: %v", err)
 	}
 	f.Close()
-	p := pl.Plan
-	a, err := Check(p)
-	if err != nil && p.Enforce == plan.Require {
+	a, err := AssessmentOf(&p)
+	if err != nil {
 		return fail("%v", err)
 	}
 	if err := os.Chdir(p.Cwd); err != nil {
 		return fail("changing to %s: %v", p.Cwd, err)
 	}
-	env := append([]string(nil), pl.Environ...)
-	for k, v := range a.Env {
-		env = append(env, k+"="+v)
-	}
-	env = append(env, Truthful(p, a)...)
+	// The environment is not part of the plan's JSON form (it holds
+	// values); the supervisor passes it as the child's own.
+	env := os.Environ()
 	bin, err := lookPath(p.Command[0], env)
 	if strings.Contains(p.Command[0], "/") {
 		bin, err = p.Command[0], nil
@@ -165,8 +130,7 @@ func ChildMain() int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "agentbox: error: %s: command not found\n", p.Command[0])
-		return 127
+		return supervise.ExecError(p.Command[0], err)
 	}
 	var extra []seccomp.Group
 	if p.Network.Mode == plan.NetNone {
@@ -187,38 +151,16 @@ func ChildMain() int {
 	}
 	// Last, so this Go process does not have to live under a memory limit
 	// meant for CMD: nothing is allocated between here and execve.
-	if err := mount.ApplyLimits(p.Limits); err != nil {
+	if err := supervise.ApplyLimits(p.Limits); err != nil {
 		return fail("%v", err)
 	}
 	err = syscall.Exec(bin, p.Command, env)
 	if errors.Is(err, syscall.ENOENT) {
-		fmt.Fprintf(os.Stderr, "agentbox: error: %s: command not found\n", p.Command[0])
-		return 127
+		// The file is there (it was found): what is missing is its
+		// interpreter (#!) or its loader.
+		return supervise.NoInterpreter(p.Command[0])
 	}
-	fmt.Fprintf(os.Stderr, "agentbox: error: %s: cannot execute: %v\n", p.Command[0], err)
-	return 126
-}
-
-// Truthful returns the AGENTBOX_* variables for a Landlock box. TMPDIR is
-// the per-workspace (or per-run) folder, since /tmp cannot be remapped.
-func Truthful(p *plan.Plan, a Assessment) []string {
-	var writable []string
-	for _, w := range a.WritePaths {
-		// Device nodes are not folders one writes work to; /dev/shm is,
-		// and it is the host's, so it is listed.
-		if strings.HasPrefix(w, "/dev/") && w != "/dev/shm" {
-			continue
-		}
-		writable = append(writable, w)
-	}
-	out := []string{
-		"AGENTBOX=1",
-		"AGENTBOX_BACKEND=" + Backend,
-		"AGENTBOX_WRITABLE=" + strings.Join(writable, ","),
-		"AGENTBOX_DENY=" + strings.Join(p.Denied(), ","),
-		"AGENTBOX_NETWORK=" + p.Network.Mode,
-	}
-	return out
+	return supervise.ExecError(p.Command[0], err)
 }
 
 // installSeccomp loads a classic BPF program (the raw sock_filter array) on

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/supervise"
 )
 
 // Backend is the name this backend reports in AGENTBOX_BACKEND.
@@ -151,7 +152,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	for _, name := range p.Env.Removed {
 		add("--unsetenv", name)
 	}
-	for _, kv := range append(Truthful(p), nr.env...) {
+	// What the backend tells CMD: the proxy variables (Box.Env) and the
+	// truthful AGENTBOX_* variables, set by bwrap so that bwrap itself
+	// runs with the caller's environment.
+	for _, kv := range append(append([]string(nil), p.Box.Env...), p.Truthful()...) {
 		k, v, _ := strings.Cut(kv, "=")
 		add("--setenv", k, v)
 	}
@@ -168,7 +172,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			add("--forward", f)
 		}
 	}
-	for _, r := range rlimits(p.Limits) {
+	for _, r := range supervise.RlimitArgs(p.Limits) {
 		add("--rlimit", r)
 	}
 	add("--")
@@ -188,8 +192,7 @@ type netRender struct {
 // renderNet checks the allowlist and derives the proxy's rules, the port
 // forwards and the variables that point programs at the proxy.
 func renderNet(p *plan.Plan) (netRender, error) {
-	// The hook for provider domains: they join the policy's allow list here
-	// once the plan carries them (issue 5, item 4).
+	// The provider's domains are in the plan's allow list already.
 	allow := p.Network.Allow
 	if _, err := netproxy.Compile(allow, p.Network.Deny); err != nil {
 		return netRender{}, fmt.Errorf("network: %w", err)
@@ -213,58 +216,28 @@ func renderNet(p *plan.Plan) (netRender, error) {
 	}}, nil
 }
 
-// rlimits renders the plan's limits as the init's --rlimit NAME=VALUE
-// arguments; the init sets them on itself before it starts CMD.
-func rlimits(l plan.Limits) []string {
-	var out []string
-	for _, r := range []struct {
-		name string
-		v    uint64
-	}{{"nproc", l.Processes}, {"nofile", l.OpenFiles}, {"as", l.Memory}, {"cpu", l.CPUTime}, {"fsize", l.FileSize}} {
-		if r.v > 0 {
-			out = append(out, fmt.Sprintf("%s=%d", r.name, r.v))
-		}
-	}
-	return out
-}
-
-// Truthful returns the AGENTBOX_* variables (and TMPDIR) that say what is in
-// force. They are set only when the box really runs.
-func Truthful(p *plan.Plan) []string {
-	return []string{
-		"AGENTBOX=1",
-		"AGENTBOX_BACKEND=" + Backend,
-		"AGENTBOX_WRITABLE=" + strings.Join(p.Writable(), ","),
-		"AGENTBOX_DENY=" + strings.Join(p.Denied(), ","),
-		"AGENTBOX_NETWORK=" + p.Network.Mode,
-		"TMPDIR=/tmp",
-	}
-}
-
-// Shell renders a command line with POSIX shell quoting, followed by the fd
-// redirections bwrap and the init expect, so it can be pasted and run.
-// The seccomp program comes from `agentbox __seccomp`, through bash process
-// substitution.
-func Shell(bwrap, self string, av Argv) string {
-	words := []string{quote(bwrap)}
-	for _, s := range av.Args {
+// Shell renders the bwrap command line of d with POSIX shell quoting,
+// followed by the fd redirections bwrap and the init expect, so it can be
+// pasted and run. self is the agentbox executable; the seccomp program
+// comes from `agentbox __seccomp`, through bash process substitution.
+func Shell(self string, d Detail) string {
+	words := []string{quote(d.Bwrap)}
+	for _, s := range d.Args {
 		words = append(words, quote(s))
 	}
 	words = append(words, fmt.Sprintf("%d>/dev/null", infoFD), fmt.Sprintf("%d>/dev/null", readyFD), fmt.Sprintf("%d<%s", selfFD, quote(self)))
-	if av.Seccomp {
-		gen := []string{quote(self), SeccompCommand}
-		for _, g := range av.SeccompAllow {
-			gen = append(gen, quote(g))
-		}
-		words = append(words, fmt.Sprintf("%d< <(%s)", seccompFD, strings.Join(gen, " ")))
+	gen := []string{quote(self), SeccompCommand}
+	for _, g := range d.Seccomp {
+		gen = append(gen, quote(g))
 	}
-	for _, fd := range av.NullFDs {
+	words = append(words, fmt.Sprintf("%d< <(%s)", seccompFD, strings.Join(gen, " ")))
+	for _, fd := range d.NullFDs {
 		words = append(words, fmt.Sprintf("%d</dev/null", fd))
 	}
-	if av.NetFD > 0 {
+	if d.NetFD > 0 {
 		// A shell cannot make the socket pair or run the proxy: without
 		// them the init refuses to start the command.
-		words = append(words, fmt.Sprintf("# fd %d: the proxy's socket pair, which only agentbox run provides", av.NetFD))
+		words = append(words, fmt.Sprintf("# fd %d: the proxy's socket pair, which only agentbox run provides", d.NetFD))
 	}
 	return strings.Join(words, " ")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -110,6 +111,9 @@ func TestGoldenArgv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := testBackend().Complete(p); err != nil {
+				t.Fatal(err)
+			}
 			tc.opts.Bwrap, tc.opts.Self = "/usr/bin/bwrap", "/usr/local/bin/agentbox"
 			av, err := Render(p, tc.opts)
 			if err != nil {
@@ -181,6 +185,15 @@ func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	}
 }
 
+// testBackend is the bwrap backend on a machine where agentbox can make no
+// cgroup (so limits are rlimits, as the goldens record).
+func testBackend() *Bwrap {
+	return &Bwrap{Path: "/usr/bin/bwrap", Cgroups: func() cgroup.Availability {
+		no := cgroup.Controller{Reason: "not in this test"}
+		return cgroup.Availability{Pids: no, Memory: no}
+	}}
+}
+
 func testPlan() *plan.Plan {
 	def := plan.Origin{Key: "default"}
 	return &plan.Plan{
@@ -236,6 +249,7 @@ func TestRenderSmallPlan(t *testing.T) {
 	p := testPlan()
 	p.Env.Removed = []string{"GITHUB_TOKEN"}
 	p.Limits = plan.Limits{Processes: 10, OpenFiles: 20, Memory: 30, CPUTime: 40, FileSize: 50}
+	p.Box = plan.Box{Backend: Backend, Writable: p.Writable(), Tmpdir: "/tmp"}
 	av, err := Render(p, Options{Foreground: true, Seccomp: true})
 	if err != nil {
 		t.Fatal(err)
@@ -274,19 +288,38 @@ func TestRenderSmallPlan(t *testing.T) {
 	}
 }
 
-func TestTruthful(t *testing.T) {
+// TestComplete: the backend fills the box from the plan: every rule
+// enforced, the writable folders and TMPDIR as CMD is told, the rendered
+// command line as the detail, and the truthful variables among its
+// arguments.
+func TestComplete(t *testing.T) {
 	p := testPlan()
 	p.Network.Mode = plan.NetNone
-	want := []string{
-		"AGENTBOX=1",
-		"AGENTBOX_BACKEND=bwrap",
-		"AGENTBOX_WRITABLE=/home/u/proj",
-		"AGENTBOX_DENY=/home/u/.netrc,/home/u/proj/.env",
-		"AGENTBOX_NETWORK=none",
-		"TMPDIR=/tmp",
+	if err := testBackend().Complete(p); err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, Truthful(p)); diff != "" {
-		t.Errorf("Truthful (-want +got):\n%s", diff)
+	if p.Box.Backend != Backend || len(p.Box.NotEnforced()) > 0 || len(p.Box.Weaker()) > 0 {
+		t.Errorf("box: %+v, want bwrap with every rule enforced", p.Box)
+	}
+	if diff := cmp.Diff([]string{"/home/u/proj"}, p.Box.Writable); diff != "" {
+		t.Errorf("writable (-want +got):\n%s", diff)
+	}
+	d, err := DetailOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	av, err := Render(p, Options{Bwrap: "/usr/bin/bwrap", Seccomp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(av.Args, d.Args); diff != "" {
+		t.Errorf("detail args (-want +got):\n%s", diff)
+	}
+	joined := strings.Join(d.Args, " ")
+	for _, want := range []string{"--setenv AGENTBOX_BACKEND bwrap", "--setenv AGENTBOX_NETWORK none", "--setenv AGENTBOX_DENY /home/u/.netrc,/home/u/proj/.env"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("args lack %q: %s", want, joined)
+		}
 	}
 }
 
@@ -352,22 +385,17 @@ printf '%s\0' "$@"`
 }
 
 func TestShell(t *testing.T) {
-	av := Argv{
-		Args:         []string{"--ro-bind", "/", "/", "--chdir", "/home/u/my proj", "--", "echo", "it's", ""},
-		NullFDs:      []int{7, 8},
-		Seccomp:      true,
-		SeccompAllow: []string{"userns"},
+	d := Detail{
+		Bwrap:   "/usr/bin/bwrap",
+		Args:    []string{"--ro-bind", "/", "/", "--chdir", "/home/u/my proj", "--", "echo", "it's", ""},
+		NullFDs: []int{7, 8},
+		Seccomp: []string{"userns"},
 	}
 	want := `/usr/bin/bwrap --ro-bind / / --chdir '/home/u/my proj' -- echo 'it'\''s' '' ` +
 		`3>/dev/null 4>/dev/null 5<'/opt/agent box/agentbox' 6< <('/opt/agent box/agentbox' __seccomp userns) 7</dev/null 8</dev/null`
-	got := Shell("/usr/bin/bwrap", "/opt/agent box/agentbox", av)
+	got := Shell("/opt/agent box/agentbox", d)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Shell (-want +got):\n%s", diff)
-	}
-
-	got = Shell("bwrap", "/bin/agentbox", Argv{Args: []string{"--", "true"}})
-	if diff := cmp.Diff("bwrap -- true 3>/dev/null 4>/dev/null 5</bin/agentbox", got); diff != "" {
-		t.Errorf("Shell without seccomp (-want +got):\n%s", diff)
 	}
 }
 
@@ -378,9 +406,9 @@ func TestShellParses(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash on PATH")
 	}
-	av := Argv{Args: append([]string{"--chdir", "/x y"}, shellWords...), NullFDs: []int{7}, Seccomp: true, SeccompAllow: []string{"userns"}}
+	d := Detail{Bwrap: "/usr/bin/bwrap", Args: append([]string{"--chdir", "/x y"}, shellWords...), NullFDs: []int{7}, Seccomp: []string{"userns"}}
 	cmd := exec.Command(bash, "-n")
-	cmd.Stdin = strings.NewReader(Shell("/usr/bin/bwrap", "/usr/local/bin/agentbox", av) + "\n")
+	cmd.Stdin = strings.NewReader(Shell("/usr/local/bin/agentbox", d) + "\n")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

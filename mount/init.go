@@ -8,7 +8,3 @@ const InitCommand = "__init"
 // for the given reopened groups to stdout, so `agentbox plan --argv` can
 // print a command line that runs as is.
 const SeccompCommand = "__seccomp"
-
-// RlimitCommand is the hidden subcommand the init starts CMD through when
-// the plan has limits: it sets them and execs CMD.
-const RlimitCommand = "__rlimit"

@@ -15,12 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/netproxy"
-	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/supervise"
 )
-
-// forwarded are the signals the init passes on to CMD. The host-side
-// supervisor forwards the same set to the init.
-var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2}
 
 // Init is pid 1 inside the box:
 //
@@ -67,7 +63,7 @@ func Init(args []string) int {
 			}
 		case "--rlimit":
 			if i+1 < len(args) {
-				if _, _, err := parseRlimit(args[i+1]); err != nil {
+				if _, _, err := supervise.ParseRlimit(args[i+1]); err != nil {
 					fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
 					return 125
 				}
@@ -99,14 +95,14 @@ func Init(args []string) int {
 	}
 
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, supervise.Signals...)
 
 	path, err := exec.LookPath(cmdArgs[0])
 	if err != nil {
-		return execError(cmdArgs[0], err)
+		return supervise.ExecError(cmdArgs[0], err)
 	}
 	if err := unix.Access(path, unix.X_OK); err != nil {
-		return execError(cmdArgs[0], &fs.PathError{Op: "exec", Path: path, Err: err})
+		return supervise.ExecError(cmdArgs[0], &fs.PathError{Op: "exec", Path: path, Err: err})
 	}
 	argv0, argv := path, cmdArgs
 	if len(limits) > 0 {
@@ -114,7 +110,7 @@ func Init(args []string) int {
 		// running under them: a small exec of agentbox itself sets them and
 		// becomes CMD.
 		argv0 = "/proc/self/exe"
-		argv = append(append(append([]string{"agentbox", RlimitCommand}, limits...), "--", path), cmdArgs...)
+		argv = append(append(append([]string{"agentbox", supervise.RlimitCommand}, limits...), "--", path), cmdArgs...)
 	}
 	attr := &syscall.ProcAttr{
 		Env:   os.Environ(),
@@ -137,10 +133,9 @@ func Init(args []string) int {
 		if errors.Is(err, syscall.ENOENT) {
 			// The file is there (LookPath found it): what is missing is
 			// its interpreter (#!) or its loader.
-			fmt.Fprintf(os.Stderr, "agentbox: error: %s: cannot execute: its interpreter (#! line) or loader is missing\n", cmdArgs[0])
-			return 126
+			return supervise.NoInterpreter(cmdArgs[0])
 		}
-		return execError(cmdArgs[0], &fs.PathError{Op: "exec", Path: path, Err: err})
+		return supervise.ExecError(cmdArgs[0], &fs.PathError{Op: "exec", Path: path, Err: err})
 	}
 
 	go func() {
@@ -218,94 +213,4 @@ func relayNet(netFD, port int, forwards []string) error {
 		}
 	}
 	return nil
-}
-
-// rlimitNames maps the init's --rlimit names to the kernel's resources.
-var rlimitNames = map[string]int{
-	"nproc":  unix.RLIMIT_NPROC,
-	"nofile": unix.RLIMIT_NOFILE,
-	"as":     unix.RLIMIT_AS,
-	"cpu":    unix.RLIMIT_CPU,
-	"fsize":  unix.RLIMIT_FSIZE,
-}
-
-// parseRlimit reads one NAME=VALUE limit.
-func parseRlimit(spec string) (int, uint64, error) {
-	name, val, _ := strings.Cut(spec, "=")
-	res, ok := rlimitNames[name]
-	n, err := strconv.ParseUint(val, 10, 64)
-	if !ok || err != nil {
-		return 0, 0, fmt.Errorf("bad --rlimit %q", spec)
-	}
-	return res, n, nil
-}
-
-// ApplyLimits sets the plan's limits, soft and hard, on the calling
-// process. The Landlock child calls it right before it execs CMD; under
-// bwrap, RlimitExec does the same in the box.
-func ApplyLimits(l plan.Limits) error {
-	for _, spec := range rlimits(l) {
-		res, n, err := parseRlimit(spec)
-		if err == nil {
-			err = unix.Setrlimit(res, &unix.Rlimit{Cur: n, Max: n})
-		}
-		if err != nil {
-			return fmt.Errorf("setting limit %s: %w", spec, err)
-		}
-	}
-	return nil
-}
-
-// RlimitExec is `agentbox __rlimit NAME=VALUE... -- PATH ARGV0 ARGS...`: it
-// sets each limit, soft and hard, on itself and execs PATH, so CMD and
-// everything it starts inherit limits they cannot raise again. Nothing is
-// allocated between the limits and execve, so a memory limit far below what
-// a Go program needs still works.
-func RlimitExec(args []string) int {
-	i := 0
-	for ; i < len(args) && args[i] != "--"; i++ {
-		res, n, err := parseRlimit(args[i])
-		if err == nil {
-			err = unix.Setrlimit(res, &unix.Rlimit{Cur: n, Max: n})
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "agentbox: error: limits: %s: %v\n", args[i], err)
-			return 125
-		}
-	}
-	if i+2 >= len(args) {
-		fmt.Fprintln(os.Stderr, "agentbox: error: limits: no command")
-		return 125
-	}
-	err := syscall.Exec(args[i+1], args[i+2:], os.Environ())
-	fmt.Fprintf(os.Stderr, "agentbox: error: %s: cannot execute: %v\n", args[i+2], err)
-	return 126
-}
-
-// execError reports a command that cannot be started: 127 when it is not
-// found, 126 when it cannot be executed (as shells do).
-func execError(name string, err error) int {
-	var ee *exec.Error
-	if errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound) {
-		fmt.Fprintf(os.Stderr, "agentbox: error: %s: command not found\n", name)
-		return 127
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(os.Stderr, "agentbox: error: %s: command not found\n", name)
-		return 127
-	}
-	fmt.Fprintf(os.Stderr, "agentbox: error: %s: cannot execute: %v\n", name, unwrapPath(err))
-	return 126
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var ee *exec.Error
-	if errors.As(err, &ee) {
-		return ee.Err
-	}
-	return err
 }

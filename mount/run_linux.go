@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,69 +16,73 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/supervise"
 )
 
-// LookBwrap finds bwrap, or returns an ErrUnavailable with the fix.
+// LookBwrap finds bwrap, or says how to install it.
 func LookBwrap() (string, error) {
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
-		return "", &unavailable{
-			reason: "bubblewrap (bwrap) is not installed or not on PATH",
-			fix:    "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)",
+		return "", &backend.Unavailable{
+			Code:   "bwrap-missing",
+			Reason: "bubblewrap (bwrap) is not installed or not on PATH",
+			Fix:    "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)",
 		}
 	}
 	return path, nil
 }
 
-// Prepare creates the folders agentbox owns, refusing any that exists as a
-// symlink, is not a folder, or belongs to another user.
-func Prepare(p *plan.Plan) error {
-	for _, d := range p.Prepare {
-		fi, err := os.Lstat(d.Path)
-		if errors.Is(err, os.ErrNotExist) {
-			if err := os.Mkdir(d.Path, os.FileMode(d.Mode)); err != nil {
-				return &BoxError{Op: "creating", Path: d.Path, Err: err}
-			}
-			continue
+// Available reports whether bwrap starts a sandbox here: it must be
+// installed, and a trivial box with the namespaces agentbox uses must
+// start (a cached probe, see CheckBwrap). The answer is needed before CMD
+// runs: under best-effort a broken bwrap must be found while an unconfined
+// run is still possible.
+func (b *Bwrap) Available() error {
+	path := b.Path
+	if path == "" {
+		var err error
+		if path, err = LookBwrap(); err != nil {
+			return err
 		}
-		if err != nil {
-			return &BoxError{Op: "checking", Path: d.Path, Err: err}
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			return &BoxError{Op: "refusing", Path: d.Path, Err: errors.New("it is a symlink; agentbox only uses folders it owns")}
-		}
-		if !fi.IsDir() {
-			return &BoxError{Op: "refusing", Path: d.Path, Err: errors.New("it is not a folder")}
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != p.Identity.UID {
-			return &BoxError{Op: "refusing", Path: d.Path, Err: fmt.Errorf("it belongs to uid %d, not to you (uid %d)", st.Uid, p.Identity.UID)}
-		}
+		b.Path = path
+	}
+	s := CheckBwrap(path)
+	if !s.Works {
+		return &backend.Unavailable{Code: "bwrap-unusable", Reason: "bwrap cannot create a sandbox: " + s.Reason, Fix: fixFor(s.Reason)}
 	}
 	return nil
 }
 
-// Foreground reports whether agentbox's stdin is a terminal whose
-// foreground process group is agentbox's own.
-func Foreground() bool {
-	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-	return err == nil && pgrp == unix.Getpgrp()
+// SelfCheck verifies what a process in a bwrap box can see for itself:
+// / is a read-only mount.
+func (b *Bwrap) SelfCheck() (string, bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/", &st); err == nil && st.Flags&unix.ST_RDONLY != 0 {
+		return "/ is read-only", true
+	}
+	return "/ is writable", false
 }
 
 // Run confines p.Command with bwrap and returns its exit status. It stays as
 // bwrap's parent to forward signals (bwrap forwards none) and to tell a box
 // that failed to start (exit 125) from a command that failed.
-func Run(p *plan.Plan, o Options) (int, error) {
-	if err := Prepare(p); err != nil {
-		return 0, err
-	}
-	fg := Foreground()
-	o.Foreground = fg
-	av, err := Render(p, o)
+func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
+	d, err := DetailOf(p)
 	if err != nil {
 		return 0, err
+	}
+	if err := supervise.Prepare(p); err != nil {
+		return 0, err
+	}
+	fg := supervise.Foreground()
+	args := d.Args
+	if fg {
+		args = withForeground(args)
 	}
 
 	infoR, infoW, err := os.Pipe()
@@ -90,35 +93,30 @@ func Run(p *plan.Plan, o Options) (int, error) {
 	if err != nil {
 		return 0, &BoxError{Op: "pipe", Err: err}
 	}
-	self, err := os.Open(o.Self)
+	self, err := os.Open(c.Self)
 	if err != nil {
-		return 0, &BoxError{Op: "opening", Path: o.Self, Err: err}
+		return 0, &BoxError{Op: "opening", Path: c.Self, Err: err}
 	}
-	extra := []*os.File{infoW, readyW, self}
-	if o.Seccomp {
-		f, err := seccomp.Build(p.Seccomp)
-		if err != nil {
-			return 0, &BoxError{Op: "building the seccomp filter", Err: err}
-		}
-		mfd, err := f.Memfd()
-		if err != nil {
-			return 0, &BoxError{Op: "building the seccomp filter", Err: err}
-		}
-		extra = append(extra, mfd)
-	} else {
-		extra = append(extra, nil)
+	f, err := seccomp.Build(p.Seccomp)
+	if err != nil {
+		return 0, &BoxError{Op: "building the seccomp filter", Err: err}
 	}
+	mfd, err := f.Memfd()
+	if err != nil {
+		return 0, &BoxError{Op: "building the seccomp filter", Err: err}
+	}
+	extra := []*os.File{infoW, readyW, self, mfd}
 	var nw *netRun
-	if av.NetFD > 0 {
-		if nw, err = startNet(av, o); err != nil {
+	if d.NetFD > 0 {
+		if nw, err = startNet(d, c); err != nil {
 			return 0, err
 		}
 		// Stopped at the end of the run (see below), or here if the box
 		// never starts; stop is idempotent.
 		defer nw.stop()
-		extra = append(extra, nw.box) // fd av.NetFD: right after seccomp
+		extra = append(extra, nw.box) // fd d.NetFD: right after seccomp
 	}
-	for range av.NullFDs {
+	for range d.NullFDs {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
 			return 0, &BoxError{Op: "opening", Path: os.DevNull, Err: err}
@@ -128,11 +126,7 @@ func Run(p *plan.Plan, o Options) (int, error) {
 
 	files := []uintptr{0, 1, 2}
 	for _, f := range extra {
-		if f == nil {
-			files = append(files, ^uintptr(0)) // closed in bwrap
-		} else {
-			files = append(files, f.Fd())
-		}
+		files = append(files, f.Fd())
 	}
 	attr := &syscall.ProcAttr{
 		Env:   p.Environ,
@@ -148,23 +142,23 @@ func Run(p *plan.Plan, o Options) (int, error) {
 		},
 	}
 
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	w := supervise.Watch(fg)
+	defer w.Stop()
 
 	// Pdeathsig follows the thread that forked, so keep it alive. And
 	// syscall.ForkExec rather than os/exec: os/exec's first start forks a
 	// throwaway child to probe for pidfd support, a cost on every launch.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	bwrapPid, err := syscall.ForkExec(o.Bwrap, append([]string{o.Bwrap}, av.Args...), attr)
-	if err != nil {
-		return 0, &BoxError{Op: "starting", Path: o.Bwrap, Err: err}
+	bwrapPid, err := syscall.ForkExec(d.Bwrap, append([]string{d.Bwrap}, args...), attr)
+	if c.Started != nil {
+		c.Started()
 	}
 	for _, f := range extra {
-		if f != nil {
-			f.Close()
-		}
+		f.Close()
+	}
+	if err != nil {
+		return 0, &BoxError{Op: "starting", Path: d.Bwrap, Err: err}
 	}
 	if nw != nil {
 		// Only after bwrap has its copy of the box's end and ours is closed:
@@ -180,50 +174,39 @@ func Run(p *plan.Plan, o Options) (int, error) {
 		n, _ := readyR.Read(b[:])
 		readyc <- n == 1
 	}()
-	done := make(chan unix.WaitStatus, 1)
-	go func() {
-		var ws unix.WaitStatus
-		for {
-			if _, err := unix.Wait4(bwrapPid, &ws, 0, nil); err != unix.EINTR {
-				break
-			}
-		}
-		done <- ws
-	}()
+	ws := w.Wait(bwrapPid, pidc)
+	if nw != nil {
+		nw.stop()
+	}
+	if !<-readyc {
+		return 0, b.diagnose(d.Bwrap)
+	}
+	return supervise.Status(ws), nil
+}
 
-	initPid := 0
-	var pending []os.Signal
-	for {
-		select {
-		case pid := <-pidc:
-			initPid = pid
-			for _, s := range pending {
-				unix.Kill(initPid, s.(syscall.Signal))
-			}
-			pending = nil
-		case s := <-sigs:
-			if initPid > 0 {
-				unix.Kill(initPid, s.(syscall.Signal))
-			} else {
-				pending = append(pending, s)
-			}
-		case ws := <-done:
-			if fg {
-				RestoreForeground()
-			}
-			if nw != nil {
-				nw.stop()
-				nw.report(os.Stderr)
-			}
-			if !<-readyc {
-				return 0, &BoxError{Op: "bwrap", Err: errors.New("the sandbox could not be set up (see bwrap's message above)")}
-			}
-			if ws.Signaled() {
-				return 128 + int(ws.Signal()), nil
-			}
-			return ws.ExitStatus(), nil
+// withForeground adds the init's --foreground flag: agentbox owns the
+// terminal, so the init hands its foreground to CMD.
+func withForeground(args []string) []string {
+	out := make([]string, 0, len(args)+1)
+	for i, a := range args {
+		out = append(out, a)
+		if a == InitCommand && i > 0 && strings.HasPrefix(args[i-1], "/proc/self/fd/") {
+			out = append(out, "--foreground")
 		}
 	}
+	return out
+}
+
+// diagnose explains a box that bwrap could not set up: when a trivial box
+// fails too, bwrap itself cannot work here (the cached answer that said it
+// could is forgotten) and the error says why, with the fix.
+func (b *Bwrap) diagnose(bwrap string) error {
+	err := &BoxError{Op: "setting up the box", Err: errors.New("bwrap failed (see its message above)")}
+	if why := probe(bwrap); why != "" {
+		Forget()
+		return &backend.Unavailable{Reason: "bubblewrap cannot create the sandbox: " + why, Fix: fixFor(why)}
+	}
+	return err
 }
 
 // netRun is the host side of network mode allowlist: the proxy, the host's
@@ -241,17 +224,19 @@ type netRun struct {
 // startNet creates the proxy for av's rules and its socket pair, and opens
 // the log. Nothing listens anywhere on the host: the box's end of the pair
 // is the only way to the proxy.
-func startNet(av Argv, o Options) (*netRun, error) {
-	rules, err := netproxy.Compile(av.Allow, av.Deny)
+func startNet(d Detail, c *backend.Context) (*netRun, error) {
+	rules, err := netproxy.Compile(d.Allow, d.Deny)
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
-	nw := &netRun{path: o.NetLog, served: make(chan error, 1)}
-	popts := netproxy.Options{Forward: av.Forward}
-	if o.NetLog != "" {
-		nw.log, err = os.OpenFile(o.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	nw := &netRun{path: c.NetLog, served: make(chan error, 1)}
+	popts := netproxy.Options{Forward: d.Forward, Decided: func(dec netproxy.Decided) {
+		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
+	}}
+	if c.NetLog != "" {
+		nw.log, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
-			return nil, &BoxError{Op: "opening the network log", Path: o.NetLog, Err: err}
+			return nil, &BoxError{Op: "opening the network log", Path: c.NetLog, Err: err}
 		}
 		popts.Log = nw.log
 	}
@@ -288,25 +273,6 @@ func (nw *netRun) stop() {
 	})
 }
 
-// report writes one line when connections were denied, so that a failure
-// inside the box is never a mystery: the count and where to look, or the
-// first denial when there is no log.
-func (nw *netRun) report(w io.Writer) {
-	st := nw.proxy.Stats()
-	if st.Denied == 0 {
-		return
-	}
-	what := "connections"
-	if st.Denied == 1 {
-		what = "connection"
-	}
-	if nw.path != "" {
-		fmt.Fprintf(w, "agentbox: network: %d %s denied (see --net-log %s)\n", st.Denied, what, nw.path)
-		return
-	}
-	fmt.Fprintf(w, "agentbox: network: %d %s denied, first %s; --net-log FILE lists every connection\n", st.Denied, what, st.FirstDenied)
-}
-
 // readInfo reads bwrap's --info-fd JSON and returns the init's host pid.
 func readInfo(r io.ReadCloser) int {
 	defer r.Close()
@@ -318,38 +284,4 @@ func readInfo(r io.ReadCloser) int {
 	}
 	io.Copy(io.Discard, r)
 	return info.ChildPid
-}
-
-// RestoreForeground gives the terminal back to agentbox's process group
-// after CMD had it, ignoring the SIGTTOU a background group would get.
-func RestoreForeground() {
-	signal.Ignore(unix.SIGTTOU)
-	defer signal.Reset(unix.SIGTTOU)
-	unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
-}
-
-// Probe starts a trivial box with the namespaces agentbox uses and reports
-// why it fails, with the fix, or nil when bwrap works.
-func Probe(bwrap string) error {
-	cmd := exec.Command(bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-		"--unshare-pid", "--die-with-parent", "--", "true")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		return nil
-	}
-	msg := strings.TrimSpace(string(out))
-	if msg == "" {
-		msg = err.Error()
-	}
-	fix := "run `agentbox doctor` to see what this machine can enforce"
-	switch {
-	case strings.Contains(msg, "uid map") || strings.Contains(msg, "RTM_NEWADDR") || strings.Contains(msg, "Permission denied"):
-		fix = "unprivileged user namespaces are restricted; on Ubuntu 23.10+/24.04 AppArmor does this: " +
-			"add an AppArmor profile that grants bwrap `userns` (see README), or " +
-			"sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0 (weaker: for every program)"
-	case strings.Contains(msg, "No permissions to create") || strings.Contains(msg, "Operation not permitted"):
-		fix = "user namespaces are disabled here (a container or sysctl user.max_user_namespaces=0): " +
-			"enable them, run on the host, or use --backend landlock once available"
-	}
-	return &unavailable{reason: "bwrap cannot create a sandbox: " + msg, fix: fix}
 }

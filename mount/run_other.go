@@ -3,31 +3,40 @@
 package mount
 
 import (
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/plan"
 )
 
-var errNotLinux = &unavailable{reason: "bubblewrap is only available on Linux", fix: "on Windows agentbox uses its Windows backend: run agentbox setup once"}
+var errNotLinux = &backend.Unavailable{Reason: "bubblewrap is a Linux program"}
+
+// BwrapStatus is the answer of the bwrap probe; there is none off Linux.
+type BwrapStatus struct {
+	Works  bool   `json:"works"`
+	Reason string `json:"reason,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Cached bool   `json:"cached"`
+}
 
 // LookBwrap always fails off Linux.
 func LookBwrap() (string, error) { return "", errNotLinux }
 
+// CheckBwrap always says no off Linux.
+func CheckBwrap(path string) BwrapStatus { return BwrapStatus{Reason: errNotLinux.Reason} }
+
+// Reprobe always says no off Linux.
+func Reprobe(path string) BwrapStatus { return CheckBwrap(path) }
+
+// Forget does nothing off Linux.
+func Forget() error { return nil }
+
+// Available always fails off Linux.
+func (b *Bwrap) Available() error { return errNotLinux }
+
 // Run always fails off Linux.
-func Run(p *plan.Plan, o Options) (int, error) { return 0, errNotLinux }
+func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) { return 0, errNotLinux }
+
+// SelfCheck cannot check anything off Linux.
+func (b *Bwrap) SelfCheck() (string, bool) { return errNotLinux.Reason, false }
 
 // Init always fails off Linux.
 func Init(args []string) int { return 125 }
-
-// Foreground is false off Linux.
-func Foreground() bool { return false }
-
-// Probe always fails off Linux.
-func Probe(bwrap string) error { return errNotLinux }
-
-// RlimitExec always fails off Linux.
-func RlimitExec(args []string) int { return 125 }
-
-// ApplyLimits always fails off Linux.
-func ApplyLimits(l plan.Limits) error { return errNotLinux }
-
-// RestoreForeground does nothing off Linux.
-func RestoreForeground() {}

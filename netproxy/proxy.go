@@ -39,6 +39,18 @@ type Options struct {
 	// in order: a connection that arrives with tag i (1-based) goes to
 	// Forward[i-1], checked by the rules like any other (see Relay).
 	Forward []string
+	// Decided, when set, is called with every decision (from the
+	// proxy's goroutines; it must be safe for concurrent use).
+	Decided func(Decided)
+}
+
+// Decided is one decision of the proxy, as Options.Decided gets it.
+type Decided struct {
+	Allowed bool
+	Proto   string // "http", "connect", "socks5", "forward"
+	Target  string // host:port as the box asked for it; "-" when unknown
+	Rule    string // the rule that decided
+	Reason  string
 }
 
 // Proxy is the allowlist proxy: HTTP (absolute-URI requests and CONNECT) and
@@ -271,6 +283,9 @@ func (p *Proxy) record(proto, target string, d Decision, err error) {
 		p.logMu.Lock()
 		p.firstDenied = fmt.Sprintf("%s (%s)", target, d.Reason)
 		p.logMu.Unlock()
+	}
+	if p.opts.Decided != nil {
+		p.opts.Decided(Decided{Allowed: d.Allowed, Proto: proto, Target: target, Rule: d.Rule, Reason: d.Reason})
 	}
 	if p.opts.Log == nil {
 		return

@@ -74,6 +74,14 @@ func Compile(allow, deny []string) (*Rules, error) {
 	return &rs, nil
 }
 
+// CheckEntry reports what is wrong with one allow or deny entry, or nil:
+// policy resolution calls it, so a bad entry is refused with the file and
+// line it came from.
+func CheckEntry(e string) error {
+	_, err := compileRule(e)
+	return err
+}
+
 // compileRule compiles one entry.
 func compileRule(e string) (rule, error) {
 	r := rule{text: e}

@@ -185,6 +185,42 @@ type Limits struct {
 	Memory    uint64 `json:"memory,omitempty"`   // bytes of address space
 	CPUTime   uint64 `json:"cpu_time,omitempty"` // seconds
 	FileSize  uint64 `json:"file_size,omitempty"`
+	// Cgroup is the box's own cgroup, when agentbox can create one here:
+	// it holds processes and memory for the whole box, and then the
+	// process rlimit (which counts every process of the user on the host)
+	// is not set.
+	Cgroup CgroupLimits `json:"cgroup,omitempty"`
+}
+
+// CgroupLimits are the limits of the box's own cgroup; zero means none.
+type CgroupLimits struct {
+	// Pids is pids.max: Processes plus a margin for the tasks of
+	// agentbox's own that live in the box (bwrap, the init).
+	Pids uint64 `json:"pids,omitempty"`
+	// Memory is the memory limit in bytes.
+	Memory uint64 `json:"memory,omitempty"`
+}
+
+// Rlimit is one resource limit set on CMD, soft and hard.
+type Rlimit struct {
+	Name  string // "nproc", "nofile", "as", "cpu", "fsize"
+	Value uint64
+}
+
+// Rlimits returns the rlimits CMD gets: every limit but the process limit
+// when the box's cgroup holds it.
+func (l Limits) Rlimits() []Rlimit {
+	procs := l.Processes
+	if l.Cgroup.Pids > 0 {
+		procs = 0
+	}
+	var out []Rlimit
+	for _, r := range []Rlimit{{"nproc", procs}, {"nofile", l.OpenFiles}, {"as", l.Memory}, {"cpu", l.CPUTime}, {"fsize", l.FileSize}} {
+		if r.Value > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Provider is the agent CLI the command was recognised as.
@@ -195,8 +231,13 @@ type Provider struct {
 	// Index is where the provider's own command is in Command (after env,
 	// npx or node).
 	Index int `json:"index"`
-	// Adjusted says how and why the command was changed for the box.
+	// Adjusted says how and why the command was changed for the box, or
+	// why it was left alone.
 	Adjusted string `json:"adjusted,omitempty"`
+	// Confined is the command as it runs when a backend confines it (a
+	// confined Codex gets its own sandbox turned off); nil when it runs as
+	// given. It is Command once the plan is completed for a backend.
+	Confined []string `json:"confined_command,omitempty"`
 }
 
 // Enforcement levels.
@@ -223,6 +264,9 @@ type Prepare struct {
 	Path   string `json:"path"`
 	Mode   uint32 `json:"mode"`
 	Origin Origin `json:"origin"`
+	// Fresh folders are made for this run alone: one that exists already
+	// is refused, and the run removes it afterwards.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Plan is the fully resolved sandbox: everything a backend needs and nothing
@@ -230,10 +274,13 @@ type Prepare struct {
 type Plan struct {
 	// GOOS is the operating system the plan is for: paths are Windows paths
 	// when it is "windows" and slash paths otherwise.
-	GOOS      string    `json:"goos"`
+	GOOS string `json:"goos"`
+	// RunID names one run: its events in the audit log, its cgroup, its
+	// per-run folders. Every resolution draws a new one.
+	RunID     string    `json:"run_id"`
 	Layers    []Layer   `json:"layers"`
 	Enforce   string    `json:"enforce"`
-	Backend   string    `json:"backend"` // requested: auto, bwrap, landlock, windows, seatbelt
+	Backend   string    `json:"backend"` // requested: auto, bwrap, landlock, windows
 	Identity  Identity  `json:"identity"`
 	Command   []string  `json:"command,omitempty"`
 	Args      []string  `json:"original_command,omitempty"` // the command as given, before provider adjustments
@@ -257,6 +304,8 @@ type Plan struct {
 	GitDirs  []string `json:"git_dirs,omitempty"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Box is what the chosen backend makes of all of the above.
+	Box Box `json:"box"`
 }
 
 // Writable returns the host paths bound read-write, in mount order. Folders

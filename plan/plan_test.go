@@ -199,6 +199,10 @@ func TestWriteText(t *testing.T) {
 			p.Workspace = Workspace{Root: "/root/agent-work", ID: "w1", Task: "t1"}
 			p.Network = Network{Mode: NetNone, Allow: []string{"a.com"}, Deny: []string{"b.com"}}
 			p.Limits = Limits{Processes: 10, Memory: 1 << 30}
+			p.Box.Rules = []RuleStatus{{Rule: "network", Level: Enforced, How: "own network namespace, loopback only; unix sockets on the filesystem stay reachable"},
+				{Rule: "limits", Path: "processes", Level: Weaker, How: "RLIMIT_NPROC on CMD"},
+				{Rule: "limits", Path: "memory", Level: Enforced, How: "the box's own cgroup"}}
+			p.Box.Passed = []string{"x: not here"}
 			p.Skipped = []Skip{{Path: "/root/missing", Reason: "deny path does not exist", Origin: Origin{Key: "flag --deny"}}}
 			p.Warnings = []string{"WRITABLE / (flag --writable): allowed by --allow-broad-writable"}
 		}},
@@ -206,9 +210,11 @@ func TestWriteText(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := good()
+			p.RunID = "0123456789ab"
+			p.Box = Box{Backend: "bwrap", Tmpdir: "/tmp", Rules: []RuleStatus{{Rule: "network", Level: Enforced, How: "the box shares the host's network"}}}
 			tc.change(p)
 			var b bytes.Buffer
-			p.WriteText(&b, "bwrap")
+			p.WriteText(&b)
 			golden := filepath.Join("testdata", tc.name+".golden")
 			if *update {
 				if err := os.MkdirAll("testdata", 0o755); err != nil {

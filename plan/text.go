@@ -10,16 +10,25 @@ import (
 )
 
 // WriteText prints the plan as the readable table `agentbox plan` shows:
-// layers, identity, every mount in order with the rule that asked for it,
-// network, environment changes, limits, provider, skips and warnings.
-func (p *Plan) WriteText(w io.Writer, backend string) {
+// layers, the backend and what it enforces, identity, every mount in order
+// with the rule that asked for it, network, environment changes, limits,
+// provider, skips and warnings. The backend adds its own lines after it.
+func (p *Plan) WriteText(w io.Writer) {
 	fmt.Fprintln(w, "layers:")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, l := range p.Layers {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Name, l.Status, l.File)
 	}
 	tw.Flush()
+	backend := p.Box.Backend
+	if !p.Confined() {
+		backend = "none, UNCONFINED: " + p.Box.Degraded
+	}
 	fmt.Fprintf(w, "backend:   %s (requested %s), enforce %s\n", backend, p.Backend, p.Enforce)
+	for _, why := range p.Box.Passed {
+		fmt.Fprintf(w, "  passed over: %s\n", why)
+	}
+	fmt.Fprintf(w, "run:       %s\n", p.RunID)
 	fmt.Fprintf(w, "identity:  uid %d gid %d home %s", p.Identity.UID, p.Identity.GID, p.Identity.Home)
 	if p.Identity.Root() {
 		fmt.Fprint(w, " (root: every capability dropped)")
@@ -51,11 +60,10 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 	if p.Tmp.HostDir != "" {
 		tmp += " (" + p.Tmp.HostDir + ")"
 	}
-	if backend == "landlock" {
-		fmt.Fprintf(w, "tmp:       %s; Landlock cannot remap /tmp: TMPDIR points at the folder, the host /tmp is refused\n", tmp)
-	} else {
-		fmt.Fprintf(w, "tmp:       %s, TMPDIR=/tmp\n", tmp)
+	if p.Box.Tmpdir != "" {
+		tmp += ", TMPDIR=" + p.Box.Tmpdir
 	}
+	fmt.Fprintf(w, "tmp:       %s\n", tmp)
 	fmt.Fprintf(w, "cwd:       %s\n", p.Cwd)
 	fmt.Fprintln(w, "mounts, in order (later ones cover earlier ones):")
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -70,19 +78,14 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 	fmt.Fprintf(tw, "  %d\t7 chdir\tchdir\t\t%s\t\t\n", len(p.Mounts)+1, p.Cwd)
 	tw.Flush()
 	net := p.Network.Mode
-	switch {
-	case net == NetOpen:
-		net += " (the box shares the host's network)"
-	case net == NetNone && backend == "landlock":
-		net += " (Landlock: TCP connect and bind refused; UDP, unix sockets and other protocols are not; no network namespace)"
-	case net == NetNone:
-		net += " (own network namespace, loopback only; unix sockets on the filesystem stay reachable)"
-	case net == NetAllowlist:
-		net += fmt.Sprintf(" (own network namespace, loopback only; HTTP and SOCKS5 proxy at 127.0.0.1:%d in the box)", ProxyPort)
+	for _, r := range p.Box.Rules {
+		if r.Rule == "network" && r.How != "" {
+			net += " (" + r.How + ")"
+			break
+		}
 	}
 	fmt.Fprintf(w, "network:   %s\n", net)
 	if p.Network.Mode == NetAllowlist {
-		fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
 		if len(p.Network.Allow) == 0 {
 			fmt.Fprintln(w, "  allow:   (nothing: every connection is denied)")
 		}
@@ -121,6 +124,11 @@ func (p *Plan) WriteText(w io.Writer, backend string) {
 	if l := p.Limits; l != (Limits{}) {
 		fmt.Fprintf(w, "limits:    processes %d, open files %d, memory %d bytes, cpu %ds, file size %d bytes (0 = unlimited)\n",
 			l.Processes, l.OpenFiles, l.Memory, l.CPUTime, l.FileSize)
+		for _, r := range p.Box.Rules {
+			if r.Rule == "limits" {
+				fmt.Fprintf(w, "  %s: %s: %s\n", r.Path, r.Level, r.How)
+			}
+		}
 	}
 	if len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "not applied:")

@@ -53,24 +53,16 @@ func newLayer(name, file, status string) *Layer {
 		Scalars: map[string]Entry{}, Lists: map[string][]Entry{}, EnvSet: map[string]Entry{}}
 }
 
-// The scalar and list keys of the schema, as they appear in TOML.
-var (
-	scalarKeys = []string{
-		"sandbox.enforce", "sandbox.backend", "filesystem.protect_depth",
-		"workspace.root", "workspace.id", "workspace.task", "tmp.mode",
-		"network.mode", "env.mode", "limits.processes", "limits.open_files",
-		"limits.memory", "limits.cpu_time", "limits.file_size", "provider.name",
-	}
-	listKeys = []string{
-		"filesystem.writable", "filesystem.read_only", "filesystem.deny",
-		"network.allow", "network.deny", "env.pass", "env.deny", "seccomp.allow",
-	}
-)
+// listKeys are the list keys of the schema, as they appear in TOML.
+var listKeys = []string{
+	"filesystem.writable", "filesystem.read_only", "filesystem.deny",
+	"network.allow", "network.deny", "env.pass", "env.deny", "seccomp.allow",
+}
 
 // choices lists the values a scalar key accepts, where the set is closed.
 var choices = map[string][]string{
 	"sandbox.enforce": {plan.Require, plan.BestEffort},
-	"sandbox.backend": {"auto", "bwrap", "landlock", "windows", "seatbelt"},
+	"sandbox.backend": {"auto", "bwrap", "landlock", "windows"},
 	"tmp.mode":        {plan.TmpWorkspace, plan.TmpPrivate, plan.TmpHost},
 	"network.mode":    {plan.NetOpen, plan.NetNone, plan.NetAllowlist},
 	"env.mode":        {"inherit", "clean"},

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/seccomp"
@@ -93,7 +94,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
-		r.environment, r.limits,
+		r.environment, r.limits, r.confinedCommand,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -113,11 +114,22 @@ func (r *resolver) modes() error {
 	r.p.Backend = r.scalar("sandbox.backend")
 	r.p.Tmp.Mode = r.scalar("tmp.mode")
 	r.p.Network.Mode = r.scalar("network.mode")
-	for _, e := range r.m.lists["network.allow"] {
-		r.p.Network.Allow = appendNew(r.p.Network.Allow, e.Value)
+	for _, key := range []string{"network.allow", "network.deny"} {
+		for _, e := range r.m.lists[key] {
+			if err := netproxy.CheckEntry(e.Value); err != nil {
+				return originError(e.Origin, fmt.Sprintf("%q: %v", e.Value, err))
+			}
+			if key == "network.allow" {
+				r.p.Network.Allow = appendNew(r.p.Network.Allow, e.Value)
+			} else {
+				r.p.Network.Deny = appendNew(r.p.Network.Deny, e.Value)
+			}
+		}
 	}
-	for _, e := range r.m.lists["network.deny"] {
-		r.p.Network.Deny = appendNew(r.p.Network.Deny, e.Value)
+	for _, f := range r.p.Network.Forwards() {
+		if strings.HasSuffix(f, ":"+strconv.Itoa(plan.ProxyPort)) {
+			return &policyError{where: "network.allow", msg: fmt.Sprintf("%q: port %d is the proxy's own port in the box", f, plan.ProxyPort)}
+		}
 	}
 	for _, e := range r.m.lists["seccomp.allow"] {
 		if err := seccomp.Check([]string{e.Value}); err != nil {
@@ -1015,5 +1027,29 @@ func (r *resolver) limits() error {
 	l.Memory, _ = ParseSize(r.scalar("limits.memory"))
 	l.FileSize, _ = ParseSize(r.scalar("limits.file_size"))
 	l.CPUTime, _ = ParseDuration(r.scalar("limits.cpu_time"))
+	return nil
+}
+
+// confinedCommand works out the command as it runs confined: a provider
+// with a sandbox of its own gets it turned off (two nested sandboxes lock
+// each other up), unless the user chose a mode. It applies only when a
+// backend really confines the command (see plan.Provider.Confined).
+func (r *resolver) confinedCommand() error {
+	pr, ok := r.providerInfo()
+	if !ok || !pr.Supported || pr.InnerSandbox == nil {
+		return nil
+	}
+	is := pr.InnerSandbox
+	var configs [][]byte
+	for _, f := range is.ConfigPaths(r.providerHome, r.p.Cwd) {
+		if data, err := r.env.FS.ReadFile(f); err == nil {
+			configs = append(configs, data)
+		}
+	}
+	argv, why := is.Adjust(r.p.Command, r.p.Provider.Index, pr.Packages, configs)
+	r.p.Provider.Adjusted = why
+	if strings.Join(argv, "\x00") != strings.Join(r.p.Command, "\x00") {
+		r.p.Provider.Confined = argv
+	}
 	return nil
 }

@@ -868,7 +868,10 @@ func TestResolveProvider(t *testing.T) {
 	}{
 		{"none detected", Flags{}, []string{"make"}, plan.Provider{Reason: "no known agent CLI in make"}},
 		{"detected", Flags{}, []string{"/usr/local/bin/claude", "-p", "hi"}, plan.Provider{Name: "claude", Reason: "detected from command /usr/local/bin/claude", Supported: true}},
-		{"chosen", Flags{Provider: "codex"}, []string{"make"}, plan.Provider{Name: "codex", Reason: "chosen by flag --provider", Supported: true}},
+		{"chosen", Flags{Provider: "codex"}, []string{"make"}, plan.Provider{Name: "codex", Reason: "chosen by flag --provider", Supported: true, Adjusted: "left alone: make is not the codex command"}},
+		{"codex confined", Flags{}, []string{"codex", "exec", "hi"}, plan.Provider{Name: "codex", Reason: "detected from command codex", Supported: true,
+			Adjusted: "codex's own sandbox turned off (--sandbox danger-full-access): agentbox confines it",
+			Confined: []string{"codex", "--sandbox", "danger-full-access", "exec", "hi"}}},
 		{"turned off", Flags{Provider: "none"}, []string{"claude"}, plan.Provider{Reason: "turned off by flag --provider"}},
 	}
 	for _, tc := range tests {

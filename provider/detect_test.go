@@ -57,6 +57,11 @@ func TestCodexSandboxOff(t *testing.T) {
 		{"config sets it", []string{"codex"}, 0, []string{"model = \"x\"\nsandbox_mode = \"read-only\"\n"}, nil, false},
 		{"config in a table only", []string{"codex"}, 0, []string{"[profiles.x]\nsandbox_mode = \"read-only\"\n"}, append([]string{"codex"}, off...), true},
 		{"after --", []string{"codex", "exec", "--", "-s"}, 0, nil, []string{"codex", "--sandbox", "danger-full-access", "exec", "--", "-s"}, true},
+		{"--config=", []string{"codex", "--config=sandbox_mode=x"}, 0, nil, nil, false},
+		{"--profile=", []string{"codex", "--profile=work"}, 0, nil, nil, false},
+		{"npm script", []string{"node", "/usr/lib/node_modules/@openai/codex/bin/codex.js"}, 1, nil, []string{"node", "/usr/lib/node_modules/@openai/codex/bin/codex.js", "--sandbox", "danger-full-access"}, true},
+		{"wrapper script", []string{"my-codex-wrapper"}, 0, nil, nil, false},
+		{"other npm script", []string{"node", "/usr/lib/node_modules/other/cli.js"}, 1, nil, nil, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +69,8 @@ func TestCodexSandboxOff(t *testing.T) {
 			for _, c := range tc.configs {
 				configs = append(configs, []byte(c))
 			}
-			got, why := CodexSandboxOff(tc.argv, tc.index, configs)
+			codex, _ := NewRegistry().Lookup("codex")
+			got, why := codex.InnerSandbox.Adjust(tc.argv, tc.index, codex.Packages, configs)
 			want := tc.want
 			if !tc.changed {
 				want = tc.argv

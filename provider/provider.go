@@ -39,6 +39,9 @@ type Provider struct {
 	// a deny glob (such as "*_API_KEY") does not remove them, only a deny
 	// that names them exactly does.
 	Keys []string `json:"keys,omitempty"`
+	// InnerSandbox turns the CLI's own sandbox off when agentbox
+	// confines it; nil when the CLI has none.
+	InnerSandbox *InnerSandbox `json:"inner_sandbox,omitempty"`
 	// Declared is true for a provider declared or extended in a policy.
 	Declared bool `json:"declared,omitempty"`
 }

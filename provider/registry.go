@@ -83,6 +83,20 @@ func init() {
 			Writable:  []string{"~/.codex"},
 			HomeVar:   "CODEX_HOME",
 			Keys:      []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
+			// Checked against Codex 0.171.0 (VERIFIED.md): -s placed first
+			// is accepted by every subcommand, and given twice is an error,
+			// so a mode the user chose is kept.
+			InnerSandbox: &InnerSandbox{
+				Off:         []string{"--sandbox", "danger-full-access"},
+				Command:     "codex",
+				Subcommand:  "sandbox",
+				Flags:       []string{"-s", "--sandbox", "--sandbox=", "--dangerously-bypass-approvals-and-sandbox", "--yolo", "--approve-for-me"},
+				ShortFlag:   "-s",
+				Profile:     []string{"-p", "--profile"},
+				Config:      []string{"-c", "--config"},
+				ConfigKey:   "sandbox_mode",
+				ConfigFiles: []string{"~/config.toml", "/etc/codex/config.toml", ".codex/config.toml"},
+			},
 			// config.toml holds sandbox_mode and the MCP servers' commands;
 			// packages holds the app-server binary Codex copies and runs
 			// (it keeps running after Codex exits, unconfined).

@@ -3,6 +3,7 @@ package seccomp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -256,4 +257,25 @@ func (f *Filter) Bytes() []byte {
 // Len returns the number of BPF instructions in the program.
 func (f *Filter) Len() int {
 	return len(f.raw) / 8
+}
+
+// Describe writes, for `agentbox plan`, which groups a filter with allow
+// reopened blocks and which the policy reopened, and why.
+func Describe(allow []string, w io.Writer) {
+	blocked, reopened, err := split(allow)
+	if err != nil {
+		fmt.Fprintf(w, "seccomp:   NOT in force: %v\n", err)
+		return
+	}
+	var b, r []string
+	for _, g := range blocked {
+		b = append(b, g.Name)
+	}
+	for _, g := range reopened {
+		r = append(r, g.Name+" ("+g.Why+")")
+	}
+	fmt.Fprintf(w, "seccomp:   blocked: %s; foreign architectures killed\n", strings.Join(b, ", "))
+	if len(r) > 0 {
+		fmt.Fprintf(w, "  reopened by policy: %s\n", strings.Join(r, "; "))
+	}
 }

@@ -10,33 +10,66 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/plan"
 	"golang.org/x/sys/windows"
 )
 
-// Run runs the plan's command in the Windows sandbox and returns its exit
-// code. It applies the spec's ACEs (recorded, released at exit), starts the
+// machineFacts are what the spec needs from this machine: the proxy port
+// setup chose, and the folders of the runner (agentbox.exe) and of the
+// command, which the sandbox users must be able to read.
+func machineFacts(p *plan.Plan) Options {
+	o := Options{Exists: fileExists, ProxyPort: DefaultProxyPort}
+	if rec, err := loadRecord(); err == nil && rec.ProxyPort != 0 {
+		o.ProxyPort = rec.ProxyPort
+	}
+	if exe, err := os.Executable(); err == nil {
+		o.ReadRoots = append(o.ReadRoots, filepath.Dir(exe))
+	}
+	if len(p.Command) > 0 {
+		if prog := lookPath(p.Command[0], p.Environ, fileExists); prog != "" {
+			o.ReadRoots = append(o.ReadRoots, filepath.Dir(prog))
+		}
+	}
+	return o
+}
+
+// Available reports whether setup has been done.
+func (w *Windows) Available() error {
+	if _, err := loadRecord(); err != nil {
+		return &backend.Unavailable{Reason: "the Windows sandbox is not set up: " + err.Error(), Fix: "run `agentbox setup` once in an elevated terminal"}
+	}
+	return nil
+}
+
+// SelfCheck cannot yet verify anything from inside a Windows box.
+func (w *Windows) SelfCheck() (string, bool) {
+	return "nothing a process can check for itself yet on Windows", true
+}
+
+// Run runs the completed plan's command in the Windows sandbox.
+func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
+	spec, err := SpecOf(p)
+	if err != nil {
+		return 125, err
+	}
+	code, err := run(p, spec, Stdio{Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr})
+	if err != nil && (code == 126 || code == 127) {
+		return code, &backend.StatusError{Status: code, Err: err}
+	}
+	return code, err
+}
+
+// run applies the spec's ACEs (recorded, released at exit), starts the
 // runner as the sandbox user in a kill-on-close job of its own, sends the
 // spawn request and relays stdio until the exit message.
-func Run(p *plan.Plan, stdio Stdio) (int, error) {
+func run(p *plan.Plan, spec *Spec, stdio Stdio) (int, error) {
 	rec, err := loadRecord()
 	if err != nil {
 		return 125, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return 125, err
-	}
-	env := os.Environ()
-	reads := []string{filepath.Dir(exe)}
-	if prog := lookPath(p.Command[0], env, fileExists); prog != "" {
-		reads = append(reads, filepath.Dir(prog))
-	}
-	spec, err := Build(p, Options{Environ: env, ProxyPort: rec.ProxyPort, ReadRoots: reads, Exists: fileExists})
-	if err != nil {
-		if errors.Is(err, ErrCommandNotFound) {
-			return 127, err
-		}
 		return 125, err
 	}
 	userSID := rec.Users[spec.User]

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -31,11 +32,20 @@ func Check(w io.Writer) error { return notWindows() }
 // Uninstall removes what Setup made; Windows only.
 func Uninstall() error { return notWindows() }
 
-// Run runs the plan's command in the Windows sandbox; Windows only.
-func Run(p *plan.Plan, stdio Stdio) (int, error) { return 125, notWindows() }
-
 // RunnerMain is the runner's entry point; Windows only.
 func RunnerMain(args []string) int {
 	fmt.Fprintln(os.Stderr, "agentbox: error:", notWindows())
 	return 125
 }
+
+// machineFacts are none off Windows: the spec is built from the plan alone.
+func machineFacts(p *plan.Plan) Options { return Options{} }
+
+// Available always fails off Windows.
+func (w *Windows) Available() error { return notWindows() }
+
+// Run always fails off Windows.
+func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) { return 125, notWindows() }
+
+// SelfCheck cannot check anything off Windows.
+func (w *Windows) SelfCheck() (string, bool) { return "nothing could be checked on this system", false }

@@ -8,18 +8,25 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentbox/agentbox/box"
 	"github.com/agentbox/agentbox/doctor"
+	"github.com/agentbox/agentbox/mount"
 )
 
 func main() {
 	var v any
 	switch {
 	case len(os.Args) == 2 && os.Args[1] == "report":
-		v = doctor.Probe()
+		v = doctor.Probe(box.Backends())
 	case len(os.Args) == 2 && os.Args[1] == "fast":
-		v = doctor.CheckBwrap()
+		path, err := mount.LookBwrap()
+		if err != nil {
+			v = mount.BwrapStatus{Reason: err.Error()}
+			break
+		}
+		v = mount.CheckBwrap(path)
 	case len(os.Args) == 2 && os.Args[1] == "text":
-		doctor.Probe().Text(os.Stdout)
+		doctor.Probe(box.Backends()).Text(os.Stdout)
 		return
 	default:
 		fmt.Fprintln(os.Stderr, "usage: probecmd report|fast|text")

@@ -1,9 +1,11 @@
-package doctor
+package mount
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +16,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BwrapStatus is the answer of the fast bwrap probe.
+// ProbeArgs is a trivial sandbox with the namespaces agentbox's boxes use:
+// bwrap adds the user namespace itself when not run as root, exactly as it
+// does for a real run.
+var ProbeArgs = []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	"--unshare-pid", "--die-with-parent", "--", "true"}
+
+// probeTimeout bounds the probe: a wedged bwrap must not hang a run.
+const probeTimeout = 2 * time.Second
+
+// BwrapStatus is the answer of the bwrap probe.
 type BwrapStatus struct {
 	Works  bool   `json:"works"`
 	Reason string `json:"reason,omitempty"` // why it does not work
@@ -26,15 +37,8 @@ type BwrapStatus struct {
 // changed, for causes the key cannot see.
 const cacheTTL = 24 * time.Hour
 
-// BwrapWorks reports whether bwrap starts a sandbox here and, when it does
-// not, why. It is on `agentbox run`'s hot path, so the answer is cached (see
-// CheckBwrap).
-func BwrapWorks() (bool, string) {
-	s := CheckBwrap()
-	return s.Works, s.Reason
-}
-
-// CheckBwrap is BwrapWorks with the details. The answer is cached in
+// CheckBwrap reports whether the bwrap at path starts a sandbox here. It is
+// on every run's path, so the answer is cached in
 // $XDG_CACHE_HOME/agentbox/bwrap-probe.json (default ~/.cache) under a key
 // made of everything that decides whether bwrap can start a sandbox:
 //
@@ -53,21 +57,22 @@ func BwrapWorks() (bool, string) {
 //
 // A change in any of them re-probes. The cache only ever picks a backend: a
 // stale "works" makes bwrap fail at start (an error, never an unconfined
-// run) and a stale "does not work" picks Landlock, which `plan` shows; so a
-// wrong entry costs convenience, not confinement. Entries expire after a day
-// anyway. Call Forget when bwrap failed although the cache said it works.
-func CheckBwrap() BwrapStatus {
-	bin, err := exec.LookPath("bwrap")
-	if err != nil {
-		return BwrapStatus{Reason: "bwrap is not installed (not found in PATH)"}
-	}
-	key := cacheKey(bin)
+// run, and the entry is forgotten then) and a stale "does not work" picks
+// Landlock, which `plan` shows; so a wrong entry costs convenience, not
+// confinement. Entries expire after a day anyway.
+func CheckBwrap(path string) BwrapStatus {
+	key := cacheKey(path)
 	if e, ok := readCache(); ok && e.Key == key && time.Since(e.Probed) < cacheTTL && time.Since(e.Probed) >= 0 {
-		return BwrapStatus{Works: e.Works, Reason: e.Reason, Path: bin, Cached: true}
+		return BwrapStatus{Works: e.Works, Reason: e.Reason, Path: path, Cached: true}
 	}
-	works, reason := probeBwrap(bin)
-	writeCache(bin, works, reason)
-	return BwrapStatus{Works: works, Reason: reason, Path: bin}
+	return Reprobe(path)
+}
+
+// Reprobe starts the trivial sandbox now and caches the answer.
+func Reprobe(path string) BwrapStatus {
+	why := probe(path)
+	writeCache(path, why == "", why)
+	return BwrapStatus{Works: why == "", Reason: why, Path: path}
 }
 
 // Forget removes the cached answer.
@@ -76,10 +81,48 @@ func Forget() error {
 	if f == "" {
 		return nil
 	}
-	if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
+}
+
+// probe starts the trivial sandbox and returns why it failed, "" when it
+// worked.
+func probe(path string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, ProbeArgs...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() != nil:
+		return "did not finish within " + probeTimeout.String()
+	case err == nil:
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return strings.TrimPrefix(last, "bwrap: ")
+	}
+	return err.Error()
+}
+
+// fixFor is the fix for a probe failure, by bwrap's message.
+func fixFor(msg string) string {
+	switch {
+	case strings.Contains(msg, "uid map") || strings.Contains(msg, "RTM_NEWADDR") || strings.Contains(msg, "Permission denied"):
+		return "unprivileged user namespaces are restricted; on Ubuntu 23.10+/24.04 AppArmor does this: " +
+			"add an AppArmor profile that grants bwrap `userns` (agentbox doctor prints it), or " +
+			"sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0 (weaker: for every program)"
+	case strings.Contains(msg, "No permissions to create") || strings.Contains(msg, "Operation not permitted"):
+		return "user namespaces are disabled here (a container, or sysctl user.max_user_namespaces=0): " +
+			"enable them, or let agentbox use its Landlock backend (--backend landlock; auto picks it)"
+	case strings.Contains(msg, "Can't mount proc"):
+		return "/proc cannot be mounted here (a container with a masked /proc): give the container an unmasked /proc " +
+			"(Kubernetes: securityContext.procMount: Unmasked), or let agentbox use its Landlock backend (--backend landlock)"
+	}
+	return "run `agentbox doctor` to see what this machine can enforce"
 }
 
 type cacheEntry struct {
@@ -145,6 +188,14 @@ func cacheKey(bin string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+func readSysctl(name string) (string, bool) {
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
 func cacheKeyText(bin string) string {
 	var b strings.Builder
 	line := func(k string, v any) { fmt.Fprintf(&b, "%s=%v\n", k, v) }
@@ -170,7 +221,7 @@ func cacheKeyText(bin string) string {
 			}
 		}
 	}
-	for _, name := range []string{sysctlUsernsClone, sysctlMaxUserns, sysctlAppArmorUsern, "kernel.apparmor_restrict_unprivileged_unconfined"} {
+	for _, name := range []string{"kernel.unprivileged_userns_clone", "user.max_user_namespaces", "kernel.apparmor_restrict_unprivileged_userns", "kernel.apparmor_restrict_unprivileged_unconfined"} {
 		v, ok := readSysctl(name)
 		if !ok {
 			v = "-"

@@ -1,9 +1,10 @@
-package main
+package supervise
 
 import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -43,7 +44,7 @@ func gitWatch(p *plan.Plan) map[string]gitState {
 // them under worktrees/, not here): it is renamed out of git's way and
 // reported. A new submodule folder may be legitimate (git submodule add),
 // so it is reported for review, not moved.
-func gitAudit(before map[string]gitState) {
+func gitAudit(before map[string]gitState, ev event.Emitter) {
 	for dir, was := range before {
 		now := readGitState(dir)
 		for _, f := range []struct {
@@ -53,16 +54,23 @@ func gitAudit(before map[string]gitState) {
 			if f.now && !f.was {
 				p := filepath.Join(dir, f.name)
 				q := p + ".agentbox-quarantined"
+				e := event.Event{Kind: event.Quarantine, Path: p, Rule: "always: git " + f.name,
+					Reason: "it can make git outside the box run commands"}
+				said := "the sandboxed command created " + event.Escape(p) + ", which can make git outside the box run its commands; "
 				if err := os.Rename(p, q); err == nil {
-					warnf("the sandboxed command created %s, which can make git outside the box run its commands; moved to %s", p, q)
+					e.Action, e.Detail = "moved", said+"moved to "+event.Escape(q)
 				} else {
-					warnf("the sandboxed command created %s, which can make git outside the box run its commands; remove it before running git there (%v)", p, err)
+					e.Action, e.Detail = "failed", said+"remove it before running git there ("+err.Error()+")"
 				}
+				ev.Emit(e)
 			}
 		}
 		for m := range now.modules {
 			if !was.modules[m] {
-				warnf("the sandboxed command added submodule folder %s: review its config before running git there (git reads it outside the box)", filepath.Join(dir, "modules", m))
+				p := filepath.Join(dir, "modules", m)
+				ev.Emit(event.Event{Kind: event.Quarantine, Action: "reported", Path: p, Rule: "always: git submodules",
+					Reason: "a new submodule folder, whose config git reads outside the box",
+					Detail: "the sandboxed command added submodule folder " + event.Escape(p) + ": review its config before running git there (git reads it outside the box)"})
 			}
 		}
 	}

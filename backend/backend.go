@@ -1,0 +1,266 @@
+// Package backend is the one interface every sandbox backend implements
+// (bubblewrap, Landlock, Windows) and the one place that chooses between
+// them. A backend says whether it can run here, completes a resolved plan
+// with what it will do (Box: how it enforces each rule, what it renders),
+// describes that for `agentbox plan`, runs the frozen plan, and checks from
+// inside a box what a process can verify for itself.
+//
+// Adding a backend is one package that implements Backend plus one line in
+// the list the CLI passes to Select.
+//
+// What does not belong here: anything a backend does (its own package), the
+// host-side supervision every backend shares (package supervise), policy
+// (package policy).
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// Backend confines a command as a plan says.
+type Backend interface {
+	// Name is the backend's name in policies, on the command line and in
+	// AGENTBOX_BACKEND.
+	Name() string
+	// Available reports whether the backend can confine commands on this
+	// machine: nil, or an error saying why not. An error with a Fix method
+	// names the fix.
+	Available() error
+	// Complete fills in p.Box for this backend: how each rule is
+	// enforced, what CMD is told, and the backend's own rendering. It runs
+	// during resolution, before the plan is frozen, and may add to the
+	// plan what the backend needs (a per-run folder to create); it starts
+	// nothing. A plan completed twice is completed the same way.
+	Complete(p *plan.Plan) error
+	// Describe writes what `agentbox plan` shows for this backend after
+	// the common table, one line each.
+	Describe(p *plan.Plan, w io.Writer)
+	// Run runs the completed, frozen plan's command confined and returns
+	// its exit status. It never changes p. An error is agentbox's own
+	// failure (exit 125) unless it is a *StatusError.
+	Run(p *plan.Plan, c *Context) (int, error)
+	// SelfCheck tells, from inside a box of this backend, what the calling
+	// process can verify for itself, and whether that is consistent with
+	// being confined.
+	SelfCheck() (string, bool)
+}
+
+// Context is what a run needs besides the plan.
+type Context struct {
+	// Self is the agentbox executable (the init inside the box, the
+	// Landlock child, the Windows runner are agentbox itself).
+	Self string
+	// NetLog is the file the allowlist proxy logs every connection to, or "".
+	NetLog string
+	// Events receives what happens during the run.
+	Events event.Emitter
+	// Stdin, Stdout and Stderr are the caller's streams.
+	Stdin, Stdout, Stderr *os.File
+	// Started is called by the backend right after it started the first
+	// process of the box (every later process of the box descends from
+	// it). The supervisor uses it to leave the box's cgroup.
+	Started func()
+}
+
+// Emit sends e to c.Events, if any.
+func (c *Context) Emit(e event.Event) {
+	if c != nil && c.Events != nil {
+		c.Events.Emit(e)
+	}
+}
+
+// StatusError is a failure that has an exit status of its own: 126 when
+// CMD cannot be executed, 127 when it is not found.
+type StatusError struct {
+	Status int
+	Err    error
+}
+
+func (e *StatusError) Error() string { return e.Err.Error() }
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// Unavailable is why a backend cannot run here, and the fix.
+type Unavailable struct {
+	// Code names the reason in AGENTBOX_DEGRADED ("bwrap-missing"); the
+	// backend's name and "-unavailable" when empty.
+	Code   string
+	Reason string
+	Fix    string
+}
+
+func (u *Unavailable) Error() string { return u.Reason }
+
+// Hints returns the fix, for the CLI's hint lines.
+func (u *Unavailable) Hints() []string {
+	if u.Fix == "" {
+		return nil
+	}
+	return []string{u.Fix}
+}
+
+// hinted is an error with hint lines.
+type hinted struct {
+	err   error
+	hints []string
+}
+
+func (h *hinted) Error() string   { return h.err.Error() }
+func (h *hinted) Unwrap() error   { return h.err }
+func (h *hinted) Hints() []string { return h.hints }
+
+// withHints adds hint lines to err, keeping the ones it already has.
+func withHints(err error, hints ...string) error {
+	var all []string
+	var h interface{ Hints() []string }
+	if errors.As(err, &h) {
+		all = append(all, h.Hints()...)
+	}
+	for _, s := range hints {
+		if s != "" {
+			all = append(all, s)
+		}
+	}
+	return &hinted{err: err, hints: all}
+}
+
+// Find returns the backend called name.
+func Find(all []Backend, name string) (Backend, bool) {
+	for _, b := range all {
+		if b.Name() == name {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// Names returns the names of all, in order.
+func Names(all []Backend) []string {
+	var out []string
+	for _, b := range all {
+		out = append(out, b.Name())
+	}
+	return out
+}
+
+// Choice is the backend that will confine the command, or why none does.
+type Choice struct {
+	// Backend confines the command; nil when it runs unconfined.
+	Backend Backend
+	// Degraded is why the command runs unconfined (best-effort only).
+	Degraded string
+	// Passed are the backends auto passed over, with the reason for each.
+	Passed []string
+}
+
+// Select picks the backend for p from all, in order: the one the plan asks
+// for, or under "auto" the first that is available here and enforces every
+// rule of the plan. When none can, it is an error under enforce =
+// "require" and a degraded (unconfined) choice under "best-effort", with
+// the reason. Select completes candidates on copies of p; it does not
+// change p.
+func Select(p *plan.Plan, all []Backend) (Choice, error) {
+	if p.Provider.Name != "" && !p.Provider.Supported {
+		err := withHints(fmt.Errorf("provider %s has not been verified to work inside the sandbox", p.Provider.Name),
+			"if you know the paths it writes, declare them in a policy:",
+			fmt.Sprintf("  [providers.%s]", p.Provider.Name),
+			fmt.Sprintf("  writable = [\"~/.%s\"]", p.Provider.Name),
+			"  sandbox = true",
+			"or run it unconfined with --best-effort, or treat it as a plain command with --provider none")
+		return degrade(p, "provider-unsupported:"+p.Provider.Name, nil, err)
+	}
+	if p.Backend != "auto" && p.Backend != "" {
+		b, ok := Find(all, p.Backend)
+		if !ok {
+			return degrade(p, p.Backend+"-unknown", nil, withHints(
+				fmt.Errorf("backend %q: no such backend (known: auto, %s)", p.Backend, strings.Join(Names(all), ", "))))
+		}
+		if err := usable(b, p); err != nil {
+			code := b.Name() + "-unavailable"
+			var u *Unavailable
+			if errors.As(err, &u) && u.Code != "" {
+				code = u.Code
+			}
+			return degrade(p, code, nil, withHints(err, "run `agentbox doctor` to see what this machine can enforce"))
+		}
+		return Choice{Backend: b}, nil
+	}
+	var passed []string
+	var errs []error
+	for _, b := range all {
+		err := usable(b, p)
+		if err == nil {
+			return Choice{Backend: b, Passed: passed}, nil
+		}
+		passed = append(passed, b.Name()+": "+firstLine(err))
+		errs = append(errs, err)
+	}
+	var hints []string
+	for _, e := range errs {
+		var h interface{ Hints() []string }
+		if errors.As(e, &h) {
+			hints = append(hints, h.Hints()...)
+		}
+	}
+	hints = append(hints, "run `agentbox doctor` for what this machine can enforce and how to fix it")
+	return degrade(p, "no-backend", passed, withHints(
+		fmt.Errorf("no backend can confine this command here: %s", strings.Join(passed, "; ")), hints...))
+}
+
+// usable reports why b cannot confine p here, or nil.
+func usable(b Backend, p *plan.Plan) error {
+	if err := b.Available(); err != nil {
+		return err
+	}
+	q := p.Clone()
+	if err := b.Complete(q); err != nil {
+		return err
+	}
+	if ne := q.Box.NotEnforced(); len(ne) > 0 {
+		var lines []string
+		for _, r := range ne {
+			s := r.Rule
+			if r.Path != "" {
+				s += " " + r.Path
+			}
+			lines = append(lines, s+": "+r.How)
+		}
+		return fmt.Errorf("%s cannot enforce: %s", b.Name(), strings.Join(lines, "; "))
+	}
+	return nil
+}
+
+// degrade returns err under require, and an unconfined choice with the
+// reason under best-effort.
+func degrade(p *plan.Plan, reason string, passed []string, err error) (Choice, error) {
+	if p.Enforce == plan.BestEffort {
+		return Choice{Degraded: reason + ": " + firstLine(err), Passed: passed}, nil
+	}
+	return Choice{Passed: passed}, err
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+// FirstAvailable is what auto picks before a plan is known (agentbox
+// doctor): the first backend available here, and why each one before it
+// was passed over. nil when none is.
+func FirstAvailable(all []Backend) (Backend, []string) {
+	var passed []string
+	for _, b := range all {
+		err := b.Available()
+		if err == nil {
+			return b, passed
+		}
+		passed = append(passed, b.Name()+": "+firstLine(err))
+	}
+	return nil, passed
+}

@@ -1,0 +1,175 @@
+// Package box is what agentbox's commands do, with the command line already
+// parsed: it resolves a request into a frozen plan (policy layers, the
+// backend chosen for this machine and what it makes of the plan), runs it on
+// the one run path, and answers plan, status and doctor from the same plan
+// and the same backends.
+//
+// The plan is frozen when Resolve returns: everything that changes a run
+// (the backend's choice, a provider's argument change, the box's cgroup,
+// a per-run folder) has been decided, so `agentbox plan --json` is exactly
+// what `agentbox run` does.
+//
+// What does not belong here: flags and the CLI's voice (package main),
+// policy files (policy), any backend's own work (mount, landlock,
+// winsandbox), the shared host-side supervision (supervise).
+package box
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/landlock"
+	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/winsandbox"
+)
+
+// Backends returns every backend agentbox has, in the order auto tries
+// them. Adding a backend is one line here.
+func Backends() []backend.Backend {
+	return []backend.Backend{
+		mount.New(),
+		landlock.New(),
+		winsandbox.New(),
+	}
+}
+
+// Request is a command line, parsed.
+type Request struct {
+	Flags   policy.Flags
+	Command []string
+	// NetLog is --net-log: every connection of an allowlist run is logged there.
+	NetLog string
+}
+
+// World describes the machine and the caller, for resolution.
+func World() (policy.Env, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return policy.Env{}, fmt.Errorf("finding the working directory: %w", err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) {
+		return policy.Env{}, errors.New("finding the home folder: set HOME to an absolute path")
+	}
+	return policy.Env{
+		GOOS:    runtime.GOOS,
+		UID:     os.Getuid(),
+		GID:     os.Getgid(),
+		Home:    filepath.Clean(home),
+		Cwd:     cwd,
+		TempDir: os.TempDir(),
+		Environ: os.Environ(),
+		FS:      policy.OSFS{},
+	}, nil
+}
+
+// Resolve turns the request into a frozen plan for this machine, with the
+// backends all: the policy layers, the backend Select picks, and what it
+// makes of the plan. A plan that runs unconfined (best-effort) says why in
+// Box.Degraded.
+func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, error) {
+	env, err := World()
+	if err != nil {
+		return nil, nil, err
+	}
+	layers, err := policy.Load(env, req.Flags)
+	if err != nil {
+		var ue *policy.UntrustedError
+		if errors.As(err, &ue) {
+			return nil, nil, untrusted(ue)
+		}
+		return nil, nil, err
+	}
+	p, err := policy.Resolve(layers, env, req.Command, policy.Options{AllowBroad: req.Flags.AllowBroad})
+	if err != nil {
+		return nil, nil, err
+	}
+	p.RunID = newRunID()
+	b, err := Complete(p, all)
+	return p, b, err
+}
+
+// Complete chooses the backend for a resolved plan and completes the plan
+// for it; then the plan is frozen. It returns the backend, nil for an
+// unconfined (best-effort) run.
+func Complete(p *plan.Plan, all []backend.Backend) (backend.Backend, error) {
+	choice, err := backend.Select(p, all)
+	if err != nil {
+		return nil, err
+	}
+	if choice.Backend == nil {
+		p.Box = plan.Box{Degraded: choice.Degraded, Passed: choice.Passed}
+		// Never when unconfined: the provider's own sandbox stays on.
+		p.Provider.Adjusted, p.Provider.Confined = "", nil
+		return nil, plan.Validate(p)
+	}
+	if p.Provider.Confined != nil {
+		p.Command = append([]string(nil), p.Provider.Confined...)
+	}
+	p.Box.Passed = choice.Passed
+	if err := choice.Backend.Complete(p); err != nil {
+		return nil, err
+	}
+	// Rules that no backend choice can fix, such as a process limit for
+	// root where no cgroup can be made.
+	if ne := p.Box.NotEnforced(); len(ne) > 0 && p.Enforce == plan.Require {
+		var lines []string
+		for _, r := range ne {
+			lines = append(lines, r.Rule+" "+r.Path+": "+r.How)
+		}
+		return nil, hint(fmt.Errorf("%s cannot enforce: %s", choice.Backend.Name(), strings.Join(lines, "; ")),
+			"change the policy, or run with --best-effort to accept it")
+	}
+	if err := plan.Validate(p); err != nil {
+		return nil, fmt.Errorf("internal error: completed plan is invalid: %w", err)
+	}
+	return choice.Backend, nil
+}
+
+// newRunID draws a run's ID: 12 random hex digits.
+func newRunID() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("%012x", os.Getpid())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// hinted is an error with hint lines for the user (package main prints them).
+type hinted struct {
+	err   error
+	hints []string
+}
+
+func (h *hinted) Error() string   { return h.err.Error() }
+func (h *hinted) Unwrap() error   { return h.err }
+func (h *hinted) Hints() []string { return h.hints }
+
+func hint(err error, hints ...string) error { return &hinted{err: err, hints: hints} }
+
+// untrusted explains a project policy that is not trusted yet.
+func untrusted(ue *policy.UntrustedError) error {
+	hints := []string{"it would grant:"}
+	for _, g := range ue.Grants() {
+		hints = append(hints, "  "+g)
+	}
+	hints = append(hints, "review it, then trust it with: agentbox trust "+ShellQuote(ue.File))
+	return hint(ue, hints...)
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " '\"$`\\!*?[]{}()<>|&;#~\t\n") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,188 @@
+package box
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentbox/agentbox/doctor"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/provider"
+)
+
+// Init writes the starter policy (policy.Starter) as .agentbox.toml in the
+// working directory; force overwrites one that exists.
+func Init(force bool, w io.Writer) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(cwd, policy.ProjectFile)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return hint(fmt.Errorf("%s already exists", path), "pass --force to overwrite it")
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(policy.Starter); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wrote %s\nreview it, then: agentbox trust %s\n", path, ShellQuote(path))
+	return nil
+}
+
+// Trust trusts the project policy file (the nearest one when file is ""),
+// or forgets the trust with revoke, and says what it grants.
+func Trust(file string, revoke bool, w io.Writer) error {
+	env, err := World()
+	if err != nil {
+		return err
+	}
+	if file == "" {
+		file = policy.FindProject(env, env.Cwd)
+		if file == "" {
+			return fmt.Errorf("no %s here or in any parent folder", policy.ProjectFile)
+		}
+	}
+	if file, err = filepath.Abs(file); err != nil {
+		return err
+	}
+	store := policy.TrustStore{Path: policy.StorePath(env)}
+	if revoke {
+		ok, err := store.Revoke(file)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintf(w, "%s was not trusted\n", file)
+			return nil
+		}
+		fmt.Fprintf(w, "revoked trust in %s\n", file)
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("reading policy: %w", err)
+	}
+	l, err := policy.Parse("project", file, data)
+	if err != nil {
+		return err
+	}
+	if err := store.Trust(file, policy.Hash(data)); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "trusted %s (sha256 %s)\n", file, policy.Hash(data)[:16])
+	for _, g := range (&policy.UntrustedError{Layer: l}).Grants() {
+		fmt.Fprintf(w, "  %s\n", g)
+	}
+	return nil
+}
+
+// Doctor tells what this machine can enforce, as text or JSON.
+func Doctor(asJSON bool, w io.Writer) error {
+	r := doctor.Probe(Backends())
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	r.Text(w)
+	return nil
+}
+
+// installed reports the first command of p found on PATH.
+func installed(p provider.Provider) string {
+	for _, c := range p.Commands {
+		if path, err := exec.LookPath(c); err == nil {
+			return path
+		}
+	}
+	return ""
+}
+
+// Providers lists the agent CLIs agentbox knows, as a table or JSON.
+func Providers(asJSON bool, w io.Writer) error {
+	list := provider.Builtin()
+	if asJSON {
+		type row struct {
+			provider.Provider
+			Installed string `json:"installed,omitempty"`
+		}
+		var rows []row
+		for _, p := range list {
+			rows = append(rows, row{p, installed(p)})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "name\tsupported\tinstalled\tcommands\twritable")
+	for _, p := range list {
+		sup := "no (not verified)"
+		if p.Supported {
+			sup = "yes"
+		}
+		inst := installed(p)
+		if inst == "" {
+			inst = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, sup, inst, strings.Join(p.Commands, ","), strings.Join(p.Writable, ","))
+	}
+	return tw.Flush()
+}
+
+// ShellInit prints aliases that put every installed, supported agent CLI
+// behind agentbox, and completion for agentbox itself.
+func ShellInit(shell string, w io.Writer) error {
+	self, err := SelfPath()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, p := range provider.Builtin() {
+		if p.Supported && installed(p) != "" {
+			names = append(names, p.Commands...)
+		}
+	}
+	q := ShellQuote(self)
+	switch shell {
+	case "bash", "zsh":
+		fmt.Fprintf(w, "# agentbox: agent CLIs run confined; `command NAME` runs one unconfined\n")
+		for _, n := range names {
+			fmt.Fprintf(w, "alias %s='%s run -- %s'\n", n, strings.ReplaceAll(q, "'", `'\''`), n)
+		}
+		if shell == "bash" {
+			fmt.Fprintf(w, "_agentbox_complete() { COMPREPLY=( $(compgen -W \"$(%s --generate-bash-completion)\" -- \"${COMP_WORDS[COMP_CWORD]}\") ); }\n", q)
+			fmt.Fprintln(w, "complete -o default -F _agentbox_complete agentbox")
+		} else {
+			fmt.Fprintf(w, "_agentbox() { compadd -- $(%s --generate-bash-completion) }\n", q)
+			fmt.Fprintln(w, "(( $+functions[compdef] )) && compdef _agentbox agentbox")
+		}
+	case "fish":
+		fmt.Fprintf(w, "# agentbox: agent CLIs run confined; `command NAME` runs one unconfined\n")
+		for _, n := range names {
+			fmt.Fprintf(w, "function %s --wraps %s; %s run -- %s $argv; end\n", n, n, q, n)
+		}
+		fmt.Fprintf(w, "complete -c agentbox -f -a '(%s --generate-bash-completion)'\n", self)
+	default:
+		return hint(fmt.Errorf("shell-init: %q is not a shell agentbox knows", shell), "use bash, zsh or fish, e.g. eval \"$(agentbox shell-init bash)\"")
+	}
+	return nil
+}

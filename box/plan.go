@@ -1,0 +1,88 @@
+package box
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// PlanSchema is the version of the JSON `agentbox plan --json` prints.
+const PlanSchema = 1
+
+// PlanFormat is how `agentbox plan` prints the plan.
+type PlanFormat int
+
+// The formats of `agentbox plan`.
+const (
+	PlanText PlanFormat = iota // the readable table
+	PlanJSON                   // the whole plan as JSON, with its digest
+	PlanArgv                   // the exact bwrap command line, shell-quoted
+)
+
+// PlanJSONOutput is what `agentbox plan --json` prints: the schema
+// version, the plan's digest (the same as the run's start event in the
+// audit log) and the plan itself.
+type PlanJSONOutput struct {
+	Schema int    `json:"schema"`
+	Digest string `json:"digest"`
+	*plan.Plan
+}
+
+// Plan resolves the request as `agentbox run` would and prints the plan in
+// format f. An empty command is the user's shell.
+func Plan(req Request, f PlanFormat, w io.Writer) error {
+	if len(req.Command) == 0 {
+		shell := os.Getenv("SHELL")
+		if shell == "" {
+			shell = "/bin/sh"
+		}
+		req.Command = []string{shell}
+	}
+	all := Backends()
+	p, b, err := Resolve(req, all)
+	if err != nil && p == nil {
+		return err
+	}
+	if err != nil {
+		// The plan resolved but no backend can run it under require:
+		// show it, saying why nothing would run.
+		p.Box = plan.Box{Degraded: "nothing runs: " + firstLine(err)}
+	}
+	switch f {
+	case PlanJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(PlanJSONOutput{Schema: PlanSchema, Digest: p.Digest(), Plan: p})
+	case PlanArgv:
+		d, derr := mount.DetailOf(p)
+		if derr != nil {
+			return errors.New("--argv needs the bwrap backend: " + derr.Error())
+		}
+		self, err := SelfPath()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, mount.Shell(self, d))
+		return nil
+	}
+	p.WriteText(w)
+	if b != nil {
+		b.Describe(p, w)
+	}
+	return nil
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

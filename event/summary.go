@@ -1,0 +1,76 @@
+package event
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Summary is the sink that tells the user, on stderr, what they must know
+// about a run: each item an after-run check neutralised, each limit hit,
+// each warning, and at the end one line counting the network denials (the
+// first one, or where the full list is). Text that came from the box is
+// escaped, so nothing it chose can act on the terminal.
+type Summary struct {
+	W io.Writer
+	// NetLog is the --net-log file, named in the denial line; "" for none.
+	NetLog string
+
+	denied      int
+	firstDenied string
+}
+
+// Emit writes the lines e calls for.
+func (s *Summary) Emit(e Event) {
+	switch e.Kind {
+	case Net:
+		if e.Allowed != nil && !*e.Allowed {
+			s.denied++
+			if s.denied == 1 {
+				s.firstDenied = Escape(e.Target) + " (" + Escape(e.Reason) + ")"
+			}
+		}
+	case Quarantine:
+		fmt.Fprintf(s.W, "agentbox: warning: %s\n", Escape(e.Detail))
+	case Limit:
+		fmt.Fprintf(s.W, "agentbox: the box hit its %s limit: %s\n", e.Limit, Escape(e.Detail))
+	case Warning:
+		fmt.Fprintf(s.W, "agentbox: warning: %s\n", Escape(e.Detail))
+	case RunEnd:
+		if s.denied == 0 {
+			return
+		}
+		what := "connections"
+		if s.denied == 1 {
+			what = "connection"
+		}
+		if s.NetLog != "" {
+			fmt.Fprintf(s.W, "agentbox: network: %d %s denied (see --net-log %s)\n", s.denied, what, s.NetLog)
+			return
+		}
+		fmt.Fprintf(s.W, "agentbox: network: %d %s denied, first %s; --net-log FILE lists every connection\n", s.denied, what, s.firstDenied)
+	}
+}
+
+// Close does nothing: Summary writes as it goes.
+func (s *Summary) Close() error { return nil }
+
+// Escape makes text that a boxed process chose safe to print: control
+// characters (escape sequences, carriage returns, newlines) and invalid
+// UTF-8 become Go-style escapes, everything else is kept.
+func Escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == unicode.ReplacementChar || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return strings.TrimSuffix(strings.TrimPrefix(q, `"`), `"`)
+}

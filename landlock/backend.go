@@ -1,0 +1,132 @@
+package landlock
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agentbox/agentbox/cgroup"
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/supervise"
+)
+
+// Backend is the name this backend reports in AGENTBOX_BACKEND.
+const Backend = "landlock"
+
+// ChildCommand is the hidden subcommand of the child that confines itself
+// and becomes CMD.
+const ChildCommand = "__landlock"
+
+// Landlock is the Landlock backend.
+type Landlock struct {
+	// KernelABI returns the kernel's Landlock ABI; ABI when nil. Tests
+	// give fixed answers.
+	KernelABI func() (int, error)
+	// Cgroups says what cgroups agentbox can make here; cgroup.Probe when
+	// nil.
+	Cgroups func() cgroup.Availability
+	// TempDir is where the per-run folder of a private /tmp is made;
+	// os.TempDir() when empty.
+	TempDir string
+}
+
+// New returns the Landlock backend.
+func New() *Landlock { return &Landlock{} }
+
+// Name is "landlock".
+func (l *Landlock) Name() string { return Backend }
+
+func (l *Landlock) abi() (int, error) {
+	if l.KernelABI != nil {
+		return l.KernelABI()
+	}
+	return ABI()
+}
+
+// Available reports whether the kernel has Landlock.
+func (l *Landlock) Available() error {
+	_, err := l.abi()
+	return err
+}
+
+// Complete assesses p for this kernel's Landlock ABI and fills p.Box: every
+// rule's level, the writable folders, TMPDIR, and the rule set the child
+// applies (the detail). A private /tmp becomes a fresh folder for this run
+// (Landlock cannot mount a tmpfs): its path is fixed here, from the run's
+// ID, and the run creates it and removes it afterwards.
+func (l *Landlock) Complete(p *plan.Plan) error {
+	abi, err := l.abi()
+	if err != nil {
+		abi = 0
+	}
+	if p.Tmp.Mode == plan.TmpPrivate && p.Tmp.HostDir == "" && p.RunID != "" {
+		tmp := l.TempDir
+		if tmp == "" {
+			tmp = os.TempDir()
+		}
+		base := filepath.Join(tmp, "agentbox-"+strconv.Itoa(p.Identity.UID))
+		p.Tmp.HostDir = filepath.Join(base, "run-"+p.RunID)
+		origin := plan.Origin{Key: "tmp.mode private (landlock: a fresh folder per run)"}
+		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin})
+		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: p.Tmp.HostDir, Mode: 0o700, Origin: origin, Fresh: true})
+	}
+	a := Assess(p, abi)
+	var av cgroup.Availability
+	if p.Limits.Processes > 0 || p.Limits.Memory > 0 {
+		probe := l.Cgroups
+		if probe == nil {
+			probe = cgroup.Probe
+		}
+		av = probe()
+	}
+	box := plan.Box{Backend: Backend, Tmpdir: tmpDir(p), Passed: p.Box.Passed, Rules: a.Rules}
+	box.Rules = append(box.Rules, supervise.AssessLimits(p, av)...)
+	for _, w := range a.WritePaths {
+		// Device nodes are not folders one writes work to; /dev/shm is,
+		// and it is the host's, so it is listed.
+		if strings.HasPrefix(w, "/dev/") && w != "/dev/shm" {
+			continue
+		}
+		box.Writable = append(box.Writable, w)
+	}
+	if box.Detail, err = json.Marshal(a); err != nil {
+		return err
+	}
+	p.Box = box
+	return nil
+}
+
+func appendPrepare(list []plan.Prepare, d plan.Prepare) []plan.Prepare {
+	for _, have := range list {
+		if have.Path == d.Path {
+			return list
+		}
+	}
+	return append(list, d)
+}
+
+// Describe prints how each rule is enforced under Landlock, and the
+// seccomp filter.
+func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
+	a, _ := AssessmentOf(p)
+	fmt.Fprintf(w, "landlock:  ABI %d; how each rule is enforced:\n", a.ABI)
+	for _, r := range p.Box.Rules {
+		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
+	}
+	seccomp.Describe(p.Seccomp, w)
+}
+
+// AssessmentOf reads the Landlock rule set of a completed plan.
+func AssessmentOf(p *plan.Plan) (Assessment, error) {
+	var a Assessment
+	if p.Box.Backend != Backend {
+		return a, fmt.Errorf("the plan is not for landlock (backend %q)", p.Box.Backend)
+	}
+	err := json.Unmarshal(p.Box.Detail, &a)
+	return a, err
+}

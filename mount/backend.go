@@ -1,0 +1,145 @@
+package mount
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/agentbox/agentbox/cgroup"
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/supervise"
+)
+
+// Bwrap is the bubblewrap backend.
+type Bwrap struct {
+	// Path is the bwrap executable; Available finds it in PATH when empty.
+	Path string
+	// Cgroups says what cgroups agentbox can make here; cgroup.Probe when
+	// nil. Tests give fixed answers.
+	Cgroups func() cgroup.Availability
+}
+
+// New returns the bubblewrap backend.
+func New() *Bwrap { return &Bwrap{} }
+
+// Name is "bwrap".
+func (b *Bwrap) Name() string { return Backend }
+
+// Detail is what `agentbox plan --json` shows of a bwrap run under
+// box.detail: the command line bwrap is started with, exactly (the init
+// gets --foreground in addition when agentbox owns the terminal).
+type Detail struct {
+	Bwrap string   `json:"bwrap"`
+	Args  []string `json:"args"`
+	// NullFDs are the descriptors open on /dev/null (hidden files).
+	NullFDs []int `json:"null_fds,omitempty"`
+	// Seccomp are the syscall groups the policy reopened; the filter on
+	// fd 6 blocks the others.
+	Seccomp []string `json:"seccomp_reopened,omitempty"`
+	// NetFD is the descriptor of the box's end of the proxy's socket pair.
+	NetFD int `json:"net_fd,omitempty"`
+	// Allow, Deny and Forward are the proxy's rules and port forwards.
+	Allow   []string `json:"allow,omitempty"`
+	Deny    []string `json:"deny,omitempty"`
+	Forward []string `json:"forward,omitempty"`
+}
+
+// Complete fills p.Box: every rule is enforced as the contract says (a
+// mount per rule), the limits as this machine's cgroups allow, and the
+// detail is the rendered bwrap command line.
+func (b *Bwrap) Complete(p *plan.Plan) error {
+	probe := b.Cgroups
+	if probe == nil {
+		probe = cgroup.Probe
+	}
+	var av cgroup.Availability
+	if p.Limits.Processes > 0 || p.Limits.Memory > 0 {
+		av = probe()
+	}
+	box := plan.Box{Backend: Backend, Writable: p.Writable(), Tmpdir: "/tmp", Passed: p.Box.Passed}
+	for _, m := range p.Mounts {
+		box.Rules = append(box.Rules, plan.RuleStatus{Rule: m.Stage.String(), Path: m.Path, Origin: m.Origin.String(), Level: plan.Enforced, How: how(m)})
+	}
+	box.Rules = append(box.Rules, supervise.AssessLimits(p, av)...)
+	box.Rules = append(box.Rules, networkRule(p))
+	if p.Network.Mode == plan.NetAllowlist {
+		nr, err := renderNet(p)
+		if err != nil {
+			return err
+		}
+		box.Env = nr.env
+	}
+	p.Box = box
+	path := b.Path
+	if path == "" {
+		path = "bwrap"
+	}
+	av2, err := Render(p, Options{Bwrap: path, Seccomp: true})
+	if err != nil {
+		return err
+	}
+	d := Detail{Bwrap: path, Args: av2.Args, NullFDs: av2.NullFDs, Seccomp: p.Seccomp, NetFD: av2.NetFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
+	if p.Box.Detail, err = json.Marshal(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// how says how bwrap enforces one mount.
+func how(m plan.Mount) string {
+	switch m.Op {
+	case plan.ROBind:
+		return "read-only bind mount (writes fail with EROFS)"
+	case plan.Bind:
+		if m.Stage == plan.StageReadOnly {
+			return "bound onto itself: a mount point cannot be renamed or replaced"
+		}
+		return "read-write bind mount"
+	case plan.Dev:
+		return "a fresh /dev with only the basic device nodes"
+	case plan.Proc:
+		return "a fresh /proc for the box's own PID namespace; /proc/sys, sysrq-trigger, irq and bus read-only"
+	case plan.Tmpfs:
+		return "an empty tmpfs"
+	case plan.RemountRO:
+		return "remounted read-only"
+	case plan.HideDir:
+		return "an empty read-only folder in its place"
+	case plan.HideFile:
+		return "an empty read-only file in its place"
+	}
+	return string(m.Op)
+}
+
+func networkRule(p *plan.Plan) plan.RuleStatus {
+	r := plan.RuleStatus{Rule: "network", Path: p.Network.Mode, Level: plan.Enforced}
+	switch p.Network.Mode {
+	case plan.NetOpen:
+		r.How = "the box shares the host's network"
+	case plan.NetNone:
+		r.How = "own network namespace, loopback only; unix sockets on the filesystem stay reachable"
+	case plan.NetAllowlist:
+		r.How = fmt.Sprintf("own network namespace, loopback only; HTTP and SOCKS5 proxy at 127.0.0.1:%d in the box", plan.ProxyPort)
+	}
+	return r
+}
+
+// Describe prints how the network is reached and the seccomp filter; the
+// mounts are the plan's own table.
+func (b *Bwrap) Describe(p *plan.Plan, w io.Writer) {
+	if p.Network.Mode == plan.NetAllowlist {
+		fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
+	}
+	seccomp.Describe(p.Seccomp, w)
+}
+
+// DetailOf reads the bwrap detail of a completed plan.
+func DetailOf(p *plan.Plan) (Detail, error) {
+	var d Detail
+	if p.Box.Backend != Backend {
+		return d, fmt.Errorf("the plan is not for bwrap (backend %q)", p.Box.Backend)
+	}
+	err := json.Unmarshal(p.Box.Detail, &d)
+	return d, err
+}

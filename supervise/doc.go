@@ -1,0 +1,14 @@
+// Package supervise is the host side of a run that every backend shares:
+// creating the folders agentbox owns, the box's cgroup (entered before the
+// box's first process starts, left right after, so the supervisor never
+// counts against the box's limits), forwarding signals, handing the
+// terminal back, exit statuses (CMD's own, 128+N, 126/127 for a command that
+// cannot be started), rlimits on CMD, the after-run checks, and the run's
+// start and end events. Run is the one run path: it wraps a backend's Run.
+//
+// The parts that run inside the box before CMD (the rlimit exec, the exec
+// errors) live here too, so that no backend imports another.
+//
+// What does not belong here: what a backend does to confine (its own
+// package), choosing a backend (package backend), policy (package policy).
+package supervise
