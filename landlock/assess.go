@@ -197,7 +197,7 @@ func layers(p *plan.Plan, handled Rights, o Options) []layer {
 			continue
 		}
 		switch m.Op {
-		case plan.ROBind, plan.Bind:
+		case plan.ROBind, plan.Bind, plan.Pin:
 			if m.Src() != m.Path {
 				add(i, m.Path, 0, false)
 			}
@@ -389,6 +389,8 @@ func classify(p *plan.Plan, a Assessment, ls []layer, o Options) []RuleStatus {
 				m.Path+" and the folders in it exist, and "+m.Path+" cannot be listed")
 		case m.Stage == plan.StageWorkspace && m.Op == plan.RemountRO:
 			add(m, "workspace", Enforced, "nothing can be created in "+m.Path)
+		case m.Op == plan.Pin:
+			add(m, m.Stage.String(), Enforced, "it cannot be renamed or removed: a read-only path lies below it, so the folder above it gets no right to remove or rename entries")
 		case m.Op == plan.Bind || m.Op == plan.ROBind:
 			classifyBind(a, m, add)
 		case m.Op == plan.HideDir || m.Op == plan.HideFile:

@@ -84,6 +84,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			add("--ro-bind", m.Src(), m.Path)
 		case plan.Bind:
 			add("--bind", m.Src(), m.Path)
+		case plan.Pin:
+			// Bound onto itself: a mount point cannot be renamed or
+			// removed (EBUSY), so the folder stays where it is.
+			add("--bind", m.Path, m.Path)
 		case plan.Dev:
 			add("--dev", m.Path)
 		case plan.Proc:

@@ -92,10 +92,9 @@ func how(m plan.Mount) string {
 	case plan.ROBind:
 		return "read-only bind mount (writes fail with EROFS)"
 	case plan.Bind:
-		if m.Stage == plan.StageReadOnly {
-			return "bound onto itself: a mount point cannot be renamed or replaced"
-		}
 		return "read-write bind mount"
+	case plan.Pin:
+		return "bound onto itself: a mount point cannot be renamed or replaced"
 	case plan.Dev:
 		return "a fresh /dev with only the basic device nodes"
 	case plan.Proc:

@@ -36,6 +36,11 @@ const (
 	HideDir Op = "hide-dir"
 	// HideFile puts an empty, read-only file over the file at Path.
 	HideFile Op = "hide-file"
+	// Pin keeps the folder at Path where it is: it cannot be renamed,
+	// replaced or removed, while what is in it stays as writable as
+	// before. Folders that hold a read-only path are pinned, so the path
+	// cannot be moved away wholesale with its parent.
+	Pin Op = "pin"
 )
 
 // Stage is one of SPEC's seven resolution stages; mounts are ordered by it.
@@ -308,13 +313,12 @@ type Plan struct {
 	Box Box `json:"box"`
 }
 
-// Writable returns the host paths bound read-write, in mount order. Folders
-// pinned in the read-only stage (bound onto themselves so they cannot be
-// renamed) lie inside writable roots already and are not listed again.
+// Writable returns the host paths bound read-write, in mount order. Pinned
+// folders lie inside writable roots already and are not listed again.
 func (p *Plan) Writable() []string {
 	var out []string
 	for _, m := range p.Mounts {
-		if m.Op == Bind && m.Access == ReadWrite && m.Stage != StageReadOnly {
+		if m.Op == Bind && m.Access == ReadWrite {
 			out = append(out, m.Path)
 		}
 	}

@@ -744,7 +744,7 @@ func (r *resolver) readOnlyStage() error {
 	sortParentsFirst(list)
 	for _, e := range list {
 		if e.pin {
-			r.add(plan.Mount{Stage: plan.StageReadOnly, Op: plan.Bind, Path: e.path, Access: plan.ReadWrite, Origin: e.origin, Note: e.note})
+			r.add(plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: e.path, Access: plan.ReadWrite, Origin: e.origin, Note: e.note})
 			continue
 		}
 		r.add(plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: e.path, Access: plan.ReadOnly, Origin: e.origin, Note: e.note})
