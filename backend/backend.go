@@ -65,8 +65,10 @@ type Context struct {
 	Stdin, Stdout, Stderr *os.File
 	// Started is called by the backend right after it started the first
 	// process of the box (every later process of the box descends from
-	// it). The supervisor uses it to leave the box's cgroup.
-	Started func()
+	// it), with its pid (0 when it could not be started). The supervisor
+	// uses it to leave the box's cgroup and to record the box's process
+	// group.
+	Started func(pid int)
 }
 
 // Emit sends e to c.Events, if any.

@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -16,6 +17,13 @@ import (
 // best-effort with no backend that can confine it, the command runs
 // unconfined after one warning line.
 func Run(req Request) (int, error) {
+	// First, the after-run check of any earlier run whose agentbox was
+	// killed, before this run looks at what that run left.
+	if env, err := World(); err == nil {
+		rec := event.NewStream("", &event.Summary{W: os.Stderr})
+		supervise.Recover(policy.StateDir(env), rec)
+		rec.Close()
+	}
 	p, b, err := Resolve(req, Backends())
 	if err != nil {
 		return 0, err

@@ -291,6 +291,20 @@ type Group struct {
 	closed bool
 }
 
+// Dirs returns the run's cgroup folders, one per hierarchy; none for a nil
+// group. A run killed before Close leaves them, and the next run empties
+// and removes them.
+func (g *Group) Dirs() []string {
+	if g == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range g.parts {
+		out = append(out, p.dir)
+	}
+	return out
+}
+
 // part is the run's cgroup in one hierarchy.
 type part struct {
 	version     int

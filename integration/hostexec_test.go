@@ -529,6 +529,7 @@ func TestHostExecBroadWritableHome(t *testing.T) {
 		w := newWorld(t)
 		write(t, filepath.Join(w.home, ".bashrc"), "[ -f ~/.bash_aliases ] && . ~/.bash_aliases\n")
 		write(t, filepath.Join(w.home, ".vimrc"), "set nocompatible\n")
+		mkdir(t, filepath.Join(w.home, "work"))
 		site := pythonUserSite(t, w)
 		flags := []string{"--writable", "~", "--allow-broad-writable"}
 		r := w.boxed(be, flags, `
@@ -539,10 +540,10 @@ mkdir -p ~/.config/systemd/user 2>/dev/null && echo '[Service]' > ~/.config/syst
 mkdir -p `+site+` 2>/dev/null && echo 'import os; os.system("`+w.payload("pth")+`")' > `+site+`/evil.pth 2>/dev/null
 mkdir -p ~/bin 2>/dev/null && printf '%s\n' '#!/bin/sh' '`+w.payload("bin")+`' > ~/bin/git 2>/dev/null
 echo '!`+w.payload("vim")+`' >> ~/.vimrc 2>/dev/null
-echo ok > ~/notes.txt
+echo ok > ~/work/notes.txt
 echo done`)
 		expectCode(t, r, 0)
-		if !exists(filepath.Join(w.home, "notes.txt")) {
+		if !exists(filepath.Join(w.home, "work", "notes.txt")) {
 			t.Errorf("the home folder is not writable at all: %s", r)
 		}
 		bash := exec.Command("bash", "-i", "-c", "true")

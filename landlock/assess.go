@@ -114,15 +114,39 @@ type layer struct {
 // cannot have both.
 type Options struct {
 	// KeepRootsWritable leaves every writable root fully writable instead of
-	// carving its read-only paths (.git/hooks, .git/config, agent control
-	// files, loaded policies) out of it. Landlock rights reach everything
-	// below a folder, so keeping such a path read-only means that nothing
-	// can be created, removed or renamed directly in the folders above it:
-	// new files at the top of the project fail and git cannot commit. With
-	// this option those read-only paths are not enforced at all (and marked
-	// so, which enforce = "require" refuses). Deny paths are carved either way.
+	// carving the read-only paths a policy names (filesystem.read_only)
+	// out of it. Landlock rights reach everything below a folder, so keeping
+	// such a path read-only means that nothing can be created, removed or
+	// renamed directly in the folders above it. With this option those
+	// paths are not enforced at all (and marked so, which enforce =
+	// "require" refuses). Deny paths are carved either way.
+	//
+	// What host programs run or obey (.git/hooks, .git/config, agent
+	// control files, loaded policies: plan.HostExec's guards) is never
+	// carved, with or without this option: carving it would stop files
+	// being created at the top of the project and git from committing.
+	// It is kept by the after-run check instead (recorded before the run,
+	// put back after it), and marked enforced-weaker with exactly that.
 	KeepRootsWritable bool
 }
+
+// guardPaths are the paths the plan's registry keeps by recording and
+// restoring under Landlock: never carved out of a writable root.
+func guardPaths(p *plan.Plan) map[string]bool {
+	out := map[string]bool{}
+	for _, g := range p.HostExec.Guards {
+		switch g.Keep {
+		case plan.KeepReadOnly, plan.KeepBlocked, plan.KeepRestored:
+			out[g.Path] = true
+		}
+	}
+	return out
+}
+
+// guardHow is how Landlock keeps a guard: the rule text of `plan`.
+const guardHow = "writable during the run: Landlock rights reach everything below a writable root, and keeping this read-only would stop files " +
+	"being created in the folders above it and git from committing; agentbox records it before the run and, with every process of the run ended, " +
+	"puts back any change and moves what the box added to quarantine (a host program that reads it while the box runs can see the box's version)"
 
 // Assess translates p for a kernel with Landlock ABI abi, keeping read-only
 // paths inside writable roots read-only (see Options). It is pure: no system
@@ -138,7 +162,8 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 		a.Rules = unavailable(p, abi)
 		return a
 	}
-	ls := layers(p, a.HandledFS, o)
+	guards := guardPaths(p)
+	ls := layers(p, a.HandledFS, o, guards)
 	a.Grants = grants(ls)
 	for _, g := range a.Grants {
 		if g.Rights&readRights != 0 {
@@ -158,7 +183,7 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	if dir := tmpDir(p); dir != "" {
 		a.Env = map[string]string{"TMPDIR": dir}
 	}
-	a.Rules = classify(p, a, ls, o)
+	a.Rules = classify(p, a, ls, o, guards)
 	return a
 }
 
@@ -187,13 +212,13 @@ func accessRights(a plan.Access) Rights {
 // layers turns the mount list into Landlock layers. A bind whose source is
 // not its path cannot be remapped: the path gets nothing and the source gets
 // the access in place.
-func layers(p *plan.Plan, handled Rights, o Options) []layer {
+func layers(p *plan.Plan, handled Rights, o Options, guards map[string]bool) []layer {
 	var ls []layer
 	add := func(i int, path string, r Rights, optional bool) {
 		ls = append(ls, layer{path: path, rights: r & handled, optional: optional, mount: i})
 	}
 	for i, m := range p.Mounts {
-		if o.KeepRootsWritable && keptWritable(ls, m) {
+		if (o.KeepRootsWritable || guards[m.Path]) && keptWritable(ls, m) {
 			continue
 		}
 		switch m.Op {
@@ -360,13 +385,18 @@ func list(paths []string) string {
 
 // classify gives every mount of the plan, and the rules that are not
 // mounts, their Landlock level.
-func classify(p *plan.Plan, a Assessment, ls []layer, o Options) []RuleStatus {
+func classify(p *plan.Plan, a Assessment, ls []layer, o Options, guards map[string]bool) []RuleStatus {
 	var out []RuleStatus
 	add := func(m plan.Mount, rule string, lv Level, how string) {
 		out = append(out, RuleStatus{Rule: rule, Path: m.Path, Origin: m.Origin.String(), Level: lv, How: how})
 	}
 	for i, m := range p.Mounts {
 		switch {
+		case guards[m.Path] && keptWritable(ls[:layerCount(ls, i)], m):
+			add(m, m.Stage.String(), Weaker, guardHow)
+		case m.Op == plan.Pin && !carvedBelow(a, m.Path):
+			add(m, m.Stage.String(), Weaker, "not kept in place: Landlock cannot stop a folder inside a writable root from being renamed; "+
+				"what lies below it is recorded before the run and put back after it")
 		case o.KeepRootsWritable && keptWritable(ls[:layerCount(ls, i)], m):
 			add(m, m.Stage.String(), NotEnforced, "writable: the writable root around it is kept fully writable (KeepRootsWritable), "+
 				"because Landlock can only keep it read-only by making the folders above it unchangeable")
@@ -407,6 +437,19 @@ func classify(p *plan.Plan, a Assessment, ls []layer, o Options) []RuleStatus {
 		}
 	}
 	return append(out, classifyRest(p, a)...)
+}
+
+// carvedBelow reports whether a grant excepts a path at or below dir:
+// then dir gets no right to remove or rename entries on the way to it.
+func carvedBelow(a Assessment, dir string) bool {
+	for _, g := range a.Grants {
+		for _, e := range g.Except {
+			if plan.Within(e, dir) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // layerCount is the number of layers made from the mounts before mount i.

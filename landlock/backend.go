@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,6 +76,7 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin})
 		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: p.Tmp.HostDir, Mode: 0o700, Origin: origin, Fresh: true})
 	}
+	keepByRecord(p)
 	a := Assess(p, abi)
 	var av cgroup.Availability
 	if p.Limits.Processes > 0 || p.Limits.Memory > 0 {
@@ -99,6 +101,34 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 	}
 	p.Box = box
 	return nil
+}
+
+// keepByRecord turns the plan's guards that bubblewrap keeps with mounts
+// (read-only, or a placeholder for a missing path) into guards kept by the
+// after-run check: Landlock cannot keep them read-only without making the
+// folders above them unchangeable (see Options), and a placeholder would
+// not stop a box that may remove it. The placeholders go, and the host's
+// /dev/shm, which the box may write here, is searched after the run too.
+func keepByRecord(p *plan.Plan) {
+	for i, g := range p.HostExec.Guards {
+		switch g.Keep {
+		case plan.KeepReadOnly, plan.KeepBlocked:
+			p.HostExec.Guards[i].Keep = plan.KeepRestored
+			if g.Keep == plan.KeepBlocked {
+				p.HostExec.Guards[i].Note = "does not exist: what the box makes here is moved away after the run"
+			}
+		}
+	}
+	var keep []plan.Prepare
+	for _, d := range p.Prepare {
+		if d.Placeholder == "" {
+			keep = append(keep, d)
+		}
+	}
+	p.Prepare = keep
+	if len(p.HostExec.Roots) > 0 && !slices.Contains(p.HostExec.Roots, "/dev/shm") {
+		p.HostExec.Roots = append(p.HostExec.Roots, "/dev/shm")
+	}
 }
 
 func appendPrepare(list []plan.Prepare, d plan.Prepare) []plan.Prepare {

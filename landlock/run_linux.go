@@ -45,9 +45,6 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if _, err := AssessmentOf(p); err != nil {
 		return 0, err
 	}
-	if err := supervise.Prepare(p); err != nil {
-		return 0, err
-	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		return 0, err
@@ -80,7 +77,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		pid, err = syscall.ForkExec(c.Self, []string{"agentbox", ChildCommand}, attr)
 	}
 	if c.Started != nil {
-		c.Started()
+		c.Started(pid)
 	}
 	r.Close()
 	if err != nil {

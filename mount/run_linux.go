@@ -76,9 +76,6 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := supervise.Prepare(p); err != nil {
-		return 0, err
-	}
 	fg := supervise.Foreground()
 	args := d.Args
 	if fg {
@@ -152,7 +149,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	defer runtime.UnlockOSThread()
 	bwrapPid, err := syscall.ForkExec(d.Bwrap, append([]string{d.Bwrap}, args...), attr)
 	if c.Started != nil {
-		c.Started()
+		c.Started(bwrapPid)
 	}
 	for _, f := range extra {
 		f.Close()

@@ -106,5 +106,6 @@ func (p *Plan) Clone() *Plan {
 		panic("plan: cloning: " + err.Error())
 	}
 	q.Environ = append([]string(nil), p.Environ...)
+	q.HostExec.Index = p.HostExec.Index // read-only once resolved
 	return q
 }

@@ -272,6 +272,12 @@ type Prepare struct {
 	// Fresh folders are made for this run alone: one that exists already
 	// is refused, and the run removes it afterwards.
 	Fresh bool `json:"fresh,omitempty"`
+	// Placeholder is "file" or "dir" for an empty placeholder at a guarded
+	// path that does not exist (plan.KeepBlocked): made for the run so a
+	// read-only mount can cover it, and removed after the last run that
+	// uses it. Content is what a placeholder file holds.
+	Placeholder string `json:"placeholder,omitempty"`
+	Content     string `json:"content,omitempty"`
 }
 
 // Plan is the fully resolved sandbox: everything a backend needs and nothing
@@ -303,10 +309,9 @@ type Plan struct {
 	Seccomp  []string  `json:"seccomp_allow,omitempty"`
 	Provider Provider  `json:"provider"`
 	Prepare  []Prepare `json:"prepare,omitempty"`
-	// GitDirs are the git folders in writable roots. Git reads files there
-	// that a mount cannot keep from being created (commondir, new
-	// submodules under modules/), so agentbox checks them after the run.
-	GitDirs  []string `json:"git_dirs,omitempty"`
+	// HostExec is what host programs run or obey within the box's reach
+	// and how each is kept safe; the after-run check works from it.
+	HostExec HostExec `json:"host_exec"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	// Box is what the chosen backend makes of all of the above.

@@ -130,6 +130,7 @@ func (p *Plan) WriteText(w io.Writer) {
 			}
 		}
 	}
+	p.HostExec.writeText(w)
 	if len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "not applied:")
 		for _, s := range p.Skipped {

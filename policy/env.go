@@ -14,6 +14,7 @@ type FS interface {
 	EvalSymlinks(name string) (string, error)
 	ReadDir(name string) ([]fs.DirEntry, error)
 	ReadFile(name string) ([]byte, error)
+	Readlink(name string) (string, error)
 }
 
 // OSFS is the real filesystem.
@@ -33,6 +34,13 @@ func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name
 
 // ReadFile calls os.ReadFile.
 func (OSFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+// Readlink calls os.Readlink.
+func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
+
+// Real is true: searches of OSFS list folders with the system's own calls
+// (package hostexec's fast walk) rather than through ReadDir.
+func (OSFS) Real() bool { return true }
 
 // Env is the world resolution runs in: who, where, which environment and
 // which filesystem. Tests build one by hand; main builds it from the process.

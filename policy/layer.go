@@ -157,7 +157,11 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	}
 	scalar("sandbox.enforce", s.Sandbox.Enforce)
 	scalar("sandbox.backend", s.Sandbox.Backend)
-	scalar("filesystem.protect_depth", strconv.Itoa(s.Filesystem.ProtectDepth))
+	scalar("filesystem.scan_limit", strconv.FormatInt(s.Filesystem.ScanLimit, 10))
+	if s.Filesystem.ProtectDepth != nil {
+		return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line("filesystem.protect_depth")), key: "filesystem.protect_depth",
+			msg: "no longer exists: git repositories and control files are found at any depth; filesystem.scan_limit bounds the search"}
+	}
 	scalar("workspace.root", s.Workspace.Root)
 	scalar("workspace.id", s.Workspace.ID)
 	scalar("workspace.task", s.Workspace.Task)
@@ -249,9 +253,9 @@ func (l *Layer) check() error {
 			return originError(e.Origin, fmt.Sprintf("%q is not one of %s", e.Value, strings.Join(cs, ", ")))
 		}
 	}
-	if e, ok := l.Scalars["filesystem.protect_depth"]; ok {
-		if n, err := strconv.Atoi(e.Value); err != nil || n < 0 || n > 64 {
-			return originError(e.Origin, fmt.Sprintf("%q: want a depth from 0 to 64", e.Value))
+	if e, ok := l.Scalars["filesystem.scan_limit"]; ok {
+		if n, err := strconv.ParseInt(e.Value, 10, 64); err != nil || n < 1000 || n > 1_000_000_000 {
+			return originError(e.Origin, fmt.Sprintf("%q: want a number of files and folders from 1000 to 1000000000", e.Value))
 		}
 	}
 	for _, key := range []string{"limits.processes", "limits.open_files"} {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -40,7 +42,7 @@ func Defaults() *Layer {
 	set := func(k, v string) { l.Scalars[k] = Entry{Value: v, Origin: plan.Origin{Key: "default"}} }
 	set("sandbox.enforce", plan.Require)
 	set("sandbox.backend", "auto")
-	set("filesystem.protect_depth", "4")
+	set("filesystem.scan_limit", strconv.Itoa(hostexec.DefaultLimit))
 	set("tmp.mode", plan.TmpWorkspace)
 	set("network.mode", plan.NetOpen)
 	set("env.mode", "inherit")

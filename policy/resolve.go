@@ -5,13 +5,13 @@ import (
 	"encoding/hex"
 
 	"fmt"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
@@ -60,15 +60,12 @@ var credentialStores = []string{
 	".m2/settings-security.xml", ".config/hub",
 }
 
-// startupFiles stay read-only when a writable root is the home folder or
-// holds it: code planted there runs outside the sandbox at the next login.
-var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".gitconfig", ".config/git", ".local/bin", ".config/fish/config.fish"}
-
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
-	registry     *provider.Registry
-	providerHome string // the provider's own folder, if any
-	homeVar      string // a variable to set to homeVarValue inside the box
+	registry     *provider.Registry // when a provider is detected or chosen
+	all          *provider.Registry // every provider, declared ones included
+	providerHome string             // the provider's own folder, if any
+	homeVar      string             // a variable to set to homeVarValue inside the box
 	homeVarValue string
 	declared     map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
 	env          Env
@@ -261,6 +258,7 @@ func (r *resolver) provider() error {
 		}
 		reg.Declare(provider.Provider{Name: d.Name, Title: d.Name, Commands: d.Commands, Writable: w, Supported: d.Sandbox})
 	}
+	r.all = reg
 	name := r.scalar("provider.name")
 	origin := r.m.scalars["provider.name"].Origin
 	switch name {
@@ -587,6 +585,7 @@ func (r *resolver) readOnlyStage() error {
 			list = append(list, pathEntry{path: p, origin: o, note: note})
 		}
 	}
+	var userRO []string
 	for _, e := range r.m.lists["filesystem.read_only"] {
 		p, err := r.expand(e)
 		if err != nil {
@@ -598,93 +597,25 @@ func (r *resolver) readOnlyStage() error {
 			continue
 		}
 		addPath(real, e.Origin, "")
+		userRO = append(userRO, real)
 	}
+	var own []hostexec.Own
 	// Every loaded policy file: the agent must not loosen its own sandbox.
 	for _, l := range r.p.Layers {
 		if l.File != "" && (l.Status == "loaded" || l.Status == "trusted") {
 			if real, err := r.real(l.File); err == nil {
 				addPath(real, plan.Origin{Key: "always: loaded policy file"}, "")
+				own = append(own, hostexec.Own{Path: real, Rule: "loaded policy file"})
 			}
 		}
 	}
-	// Git hooks and config: code planted there runs outside the sandbox the
-	// next time the user runs git.
-	depth, _ := strconv.Atoi(r.scalar("filesystem.protect_depth"))
-	seenGit := map[string]bool{}
-	for _, w := range r.writableRegions() {
-		for _, g := range r.findGitDirs(w, depth) {
-			if seenGit[g.dir] {
-				continue
-			}
-			seenGit[g.dir] = true
-			if g.file != "" {
-				// A .git file names the repository's folder: kept read-only
-				// so the agent cannot point it at a folder of its own.
-				addPath(g.file, plan.Origin{Key: "always: git file"}, "")
-			}
-			if r.inWritable(g.dir) {
-				r.p.GitDirs = appendNew(r.p.GitDirs, g.dir)
-			}
-			if r.inWritable(g.dir) && !seen[g.dir] {
-				// The git folder is bound onto itself: a mount point cannot
-				// be renamed, so the agent cannot move .git away and put a
-				// folder with hooks of its own in its place.
-				seen[g.dir] = true
-				list = append(list, pathEntry{path: g.dir, origin: plan.Origin{Key: "always: git folder"}, note: "pinned: cannot be renamed or replaced", pin: true})
-			}
-			for _, name := range []string{"hooks", "config"} {
-				p := filepath.Join(g.dir, name)
-				fi, err := r.env.FS.Lstat(p)
-				switch {
-				case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-					if real, err := r.real(p); err == nil {
-						addPath(real, plan.Origin{Key: "always: git " + name}, "symlink "+p)
-					}
-				case err == nil:
-					addPath(p, plan.Origin{Key: "always: git " + name}, "")
-				case name == "hooks" && r.inWritable(p):
-					r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: p, Mode: 0o755, Origin: plan.Origin{Key: "always: git hooks"}})
-					addPath(p, plan.Origin{Key: "always: git hooks"}, "created empty")
-				default:
-					r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist", Origin: plan.Origin{Key: "always: git " + name}})
-				}
-			}
-		}
-	}
-	// The provider's own files that would run outside the box later.
-	if pr, ok := r.providerInfo(); ok && r.providerHome != "" {
-		for _, ro := range pr.ReadOnly {
-			p := filepath.Join(r.providerHome, ro)
-			if real, err := r.real(p); err == nil {
-				addPath(real, plan.Origin{Key: "provider " + pr.Name + " read-only"}, "")
-			} else {
-				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist, so the agent could create it", Origin: plan.Origin{Key: "provider " + pr.Name + " read-only"}})
-			}
-		}
-	}
-	// Provider control files inside each writable root.
-	if pr, ok := r.providerInfo(); ok {
-		for _, w := range r.writableRegions() {
-			for _, c := range pr.Control {
-				p := filepath.Join(w, c)
-				if _, err := r.env.FS.Lstat(p); err != nil {
-					if !r.hiddenByWorkspace(p) {
-						r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist, so the agent could create it", Origin: plan.Origin{Key: "always: provider " + pr.Name + " control file"}})
-					}
-					continue
-				}
-				if real, err := r.real(p); err == nil {
-					addPath(real, plan.Origin{Key: "always: provider " + pr.Name + " control file"}, "")
-				}
-			}
-		}
-	}
-	// agentbox's own configuration, trust store and probe cache, when they
-	// lie in a writable folder: the agent must not trust its own edited
-	// policy, write a looser user config for the next run, or make auto
-	// believe bwrap is broken here. The folders are
+	// agentbox's own configuration, trust store, probe cache and state
+	// (the after-run check's records and quarantine), when they lie in a
+	// writable folder: the agent must not trust its own edited policy,
+	// write a looser user config for the next run, make auto believe bwrap
+	// is broken here, or tamper with the after-run check. The folders are
 	// agentbox's own, so they are created (0700) when missing.
-	for _, dir := range []string{filepath.Dir(ConfigPath(r.env)), filepath.Dir(StorePath(r.env)), CacheDir(r.env)} {
+	for _, dir := range []string{filepath.Dir(ConfigPath(r.env)), StateDir(r.env), CacheDir(r.env)} {
 		if !r.inWritable(dir) {
 			continue
 		}
@@ -705,17 +636,32 @@ func (r *resolver) readOnlyStage() error {
 			}
 			real = dir
 		}
+		// Not a guard kept by recording under Landlock: the after-run
+		// check's own records live here, so the box must never write it;
+		// Landlock keeps it read-only by carving it out (and says what
+		// that costs the folders above it).
 		addPath(real, origin, "")
 	}
-	// Shell startup files when the home folder is writable.
-	if r.inWritable(r.env.Home) {
-		for _, f := range startupFiles {
-			p := filepath.Join(r.env.Home, f)
-			if real, err := r.real(p); err == nil {
-				addPath(real, plan.Origin{Key: "always: shell startup file"}, "")
-			} else {
-				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "not protected: it does not exist, and the home folder is writable", Origin: plan.Origin{Key: "always: shell startup file"}})
-			}
+	// What host programs run or obey (package hostexec): git, every known
+	// agent CLI, editors, the home folder's autostart files.
+	if err := r.hostExec(userRO, own); err != nil {
+		return err
+	}
+	for _, g := range r.p.HostExec.Guards {
+		if g.Keep == plan.KeepReadOnly || g.Keep == plan.KeepBlocked {
+			addPath(g.Path, plan.Origin{Key: "always: " + g.Rule}, g.Note)
+		}
+	}
+	// Each git folder within reach is bound onto itself: a mount point
+	// cannot be renamed, so the agent cannot move .git away and put a
+	// folder with hooks of its own in its place.
+	for _, d := range r.p.HostExec.GitDirs {
+		if g, ok := r.p.HostExec.GuardAt(filepath.Join(d, "config")); ok && g.Keep != plan.KeepReadOnly {
+			continue // in a package tree, or a symlink: kept by the after-run check
+		}
+		if fi, err := r.env.FS.Lstat(d); err == nil && fi.IsDir() && !seen[d] && r.inWritable(d) {
+			seen[d] = true
+			list = append(list, pathEntry{path: d, origin: plan.Origin{Key: "always: git folder"}, note: "pinned: cannot be renamed or replaced", pin: true})
 		}
 	}
 	// Every folder between a writable root and a read-only path is bound
@@ -741,6 +687,9 @@ func (r *resolver) readOnlyStage() error {
 		}
 	}
 	list = append(list, pins...)
+	if n := len(list); n > maxReadOnly {
+		return &policyError{where: "filesystem", msg: fmt.Sprintf("%d paths to keep read-only in the writable roots (more than %d): that many mounts would make every run slow; make fewer or smaller folders writable", n, maxReadOnly)}
+	}
 	sortParentsFirst(list)
 	for _, e := range list {
 		if e.pin {
@@ -752,98 +701,59 @@ func (r *resolver) readOnlyStage() error {
 	return nil
 }
 
-// findGitDirs returns the git folders of the repository at root and of
-// nested repositories down to depth, skipping node_modules and vendor.
-// Submodules' folders under .git/modules are included, and a .git file
-// (worktree or submodule) leads to the folder it names.
-func (r *resolver) findGitDirs(root string, depth int) []gitRepo {
-	var out []gitRepo
-	var walk func(dir string, d int)
-	walk = func(dir string, d int) {
-		gp := filepath.Join(dir, ".git")
-		if fi, err := r.env.FS.Lstat(gp); err == nil {
-			switch {
-			case fi.IsDir():
-				out = append(out, gitRepo{dir: gp})
-				for _, m := range r.moduleDirs(filepath.Join(gp, "modules"), 4) {
-					out = append(out, gitRepo{dir: m})
-				}
-			case fi.Mode().IsRegular():
-				if g := r.gitFileTarget(gp); g != "" {
-					out = append(out, gitRepo{dir: g, file: gp})
+// maxReadOnly bounds the read-only paths and pins in the writable roots:
+// beyond it resolution fails closed (a box that planted thousands of
+// repositories makes the next run refuse with a clear message, not start
+// slowly or fail in bwrap).
+const maxReadOnly = 4096
+
+// hostExec asks the registry (package hostexec) what within the writable
+// roots host programs run or obey, and records it with how each is kept.
+func (r *resolver) hostExec(userRO []string, own []hostexec.Own) error {
+	regions := r.writableRegions()
+	var projects []string
+	for _, m := range r.p.Mounts {
+		if m.Op != plan.Bind || m.Access != plan.ReadWrite || m.Path == "/tmp" {
+			continue
+		}
+		// A project folder, not an agent CLI's own folder or the home
+		// folder (which get their own lists).
+		if strings.HasPrefix(m.Origin.Key, "provider ") || m.Path == r.env.Home {
+			continue
+		}
+		projects = append(projects, m.Path)
+	}
+	homes := map[string]string{}
+	var providers []provider.Provider
+	if r.all != nil {
+		providers = r.all.List()
+		for _, pr := range providers {
+			if pr.HomeVar != "" {
+				if v := r.env.Getenv(pr.HomeVar); v != "" && filepath.IsAbs(v) {
+					homes[pr.Name] = r.realMaybe(filepath.Clean(v))
 				}
 			}
 		}
-		if d >= depth {
-			return
-		}
-		entries, err := r.env.FS.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			if !e.IsDir() || e.Name() == ".git" || e.Name() == "node_modules" || e.Name() == "vendor" {
-				continue
-			}
-			walk(filepath.Join(dir, e.Name()), d+1)
+		if pr, ok := r.providerInfo(); ok && r.providerHome != "" {
+			homes[pr.Name] = r.realMaybe(r.providerHome)
 		}
 	}
-	walk(root, 0)
-	return out
-}
-
-// gitRepo is a repository's git folder, and the .git file that named it
-// (a worktree or submodule), if any.
-type gitRepo struct {
-	dir  string
-	file string
-}
-
-// moduleDirs finds submodule git folders (those holding a config) under dir.
-func (r *resolver) moduleDirs(dir string, depth int) []string {
-	if depth == 0 {
-		return nil
-	}
-	entries, err := r.env.FS.ReadDir(dir)
+	limit, _ := strconv.Atoi(r.scalar("filesystem.scan_limit"))
+	res, err := hostexec.Resolve(hostexec.Input{
+		GOOS: r.env.GOOS, Home: r.env.Home, Getenv: r.env.Getenv, FS: r.env.FS,
+		Regions: regions, Skip: userRO, Projects: projects,
+		Providers: providers, ProviderHomes: homes, Own: own, Limit: limit,
+	})
 	if err != nil {
-		return nil
+		return err
 	}
-	var out []string
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		if _, err := r.env.FS.Lstat(filepath.Join(p, "config")); err == nil {
-			out = append(out, p)
-			out = append(out, r.moduleDirs(filepath.Join(p, "modules"), depth-1)...)
-			continue
-		}
-		out = append(out, r.moduleDirs(p, depth-1)...)
+	r.p.HostExec = plan.HostExec{Guards: res.Guards, Roots: regions, Controls: res.Controls, Limit: limit, Visited: res.Visited,
+		GitDirs: res.GitDirs, State: r.realMaybe(StateDir(r.env)), Index: res.Index}
+	for _, d := range res.Create {
+		r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: d, Mode: 0o755, Origin: plan.Origin{Key: "always: git hooks"}})
 	}
-	return out
-}
-
-// gitFileTarget reads a "gitdir: PATH" file and returns the real folder.
-func (r *resolver) gitFileTarget(file string) string {
-	data, err := r.env.FS.ReadFile(file)
-	if err != nil {
-		return ""
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-	if !ok {
-		return ""
-	}
-	target = strings.TrimSpace(target)
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(filepath.Dir(file), target)
-	}
-	real, err := r.real(target)
-	if err != nil {
-		return ""
-	}
-	return real
+	r.p.Prepare = append(r.p.Prepare, res.Placeholders...)
+	return nil
 }
 
 func (r *resolver) denyStage() error {

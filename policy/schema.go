@@ -24,10 +24,14 @@ type SandboxSchema struct {
 
 // FilesystemSchema is the [filesystem] table.
 type FilesystemSchema struct {
-	Writable     []string `toml:"writable"`
-	ReadOnly     []string `toml:"read_only"`
-	Deny         []string `toml:"deny"`
-	ProtectDepth int      `toml:"protect_depth"`
+	Writable  []string `toml:"writable"`
+	ReadOnly  []string `toml:"read_only"`
+	Deny      []string `toml:"deny"`
+	ScanLimit int64    `toml:"scan_limit"`
+	// ProtectDepth is gone: repositories and control files are found at
+	// any depth. It is still read, so a policy that sets it gets an error
+	// that says so instead of "unknown key".
+	ProtectDepth *int `toml:"protect_depth"`
 }
 
 // WorkspaceSchema is the [workspace] table.

@@ -31,12 +31,16 @@ type TrustStore struct {
 }
 
 // StorePath returns where the trust store lives: $XDG_STATE_HOME/agentbox/trusted.
-func StorePath(env Env) string {
+func StorePath(env Env) string { return filepath.Join(StateDir(env), "trusted") }
+
+// StateDir returns agentbox's state folder: $XDG_STATE_HOME/agentbox
+// (~/.local/state/agentbox by default).
+func StateDir(env Env) string {
 	state := env.Getenv("XDG_STATE_HOME")
 	if state == "" || !filepath.IsAbs(state) {
 		state = filepath.Join(env.Home, ".local", "state")
 	}
-	return filepath.Join(state, "agentbox", "trusted")
+	return filepath.Join(state, "agentbox")
 }
 
 func (s TrustStore) read() (map[string]string, error) {

@@ -238,6 +238,10 @@ func (m mapFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return out, nil
 }
 
+func (m mapFS) Readlink(name string) (string, error) {
+	return "", &fs.PathError{Op: "readlink", Path: name, Err: errors.New("not a symlink")}
+}
+
 func (m mapFS) ReadFile(name string) ([]byte, error) {
 	if data, ok := m[name]; ok {
 		return []byte(data), nil

@@ -21,14 +21,24 @@ type Provider struct {
 	Supported bool `json:"supported"`
 	// Writable are the paths of its own it must write; "~" is the home folder.
 	Writable []string `json:"writable,omitempty"`
-	// Control are project-relative control files that stay read-only.
+	// Control are the control files the CLI obeys in a project folder,
+	// relative to it: they stay read-only in every folder of every
+	// writable root, for every command (package hostexec).
 	Control []string `json:"control,omitempty"`
 	// Domains are the network names it needs in allowlist mode.
 	Domains []string `json:"domains,omitempty"`
-	// ReadOnly are paths inside its own writable folders that stay
-	// read-only: what it would run unconfined later (hooks in settings,
-	// MCP server commands in config, plugins and copied binaries).
+	// ReadOnly are the control files the CLI obeys in its own folder
+	// (Home), relative to it: what it would run unconfined later (hooks
+	// and the scripts they name, MCP servers, commands, agents, skills,
+	// rules, plugins, copied binaries, user-level instructions). They stay
+	// read-only wherever that folder is within the box's reach.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Home is the CLI's own folder ("~/.claude"); HomeVar moves it.
+	Home string `json:"home,omitempty"`
+	// Commands are control files that name commands the CLI runs (hooks,
+	// MCP servers, a status line, a notify program): the files those
+	// commands name are kept like the control file itself.
+	CommandFiles []CommandFile `json:"command_files,omitempty"`
 	// HomeVar names the variable that moves its folder (CLAUDE_CONFIG_DIR,
 	// CODEX_HOME): when the user sets it, its value replaces Writable[0].
 	HomeVar string `json:"home_var,omitempty"`
@@ -46,6 +56,19 @@ type Provider struct {
 	Declared bool `json:"declared,omitempty"`
 }
 
+// CommandFile is a control file that names commands its CLI runs.
+type CommandFile struct {
+	// Path is the file, relative to the CLI's own folder when User is
+	// true and to a project folder otherwise.
+	Path string `json:"path"`
+	User bool   `json:"user,omitempty"`
+	// Format is "json" or "toml".
+	Format string `json:"format"`
+	// Keys are the top-level keys under which every string, at any depth,
+	// is a command line or a program's path.
+	Keys []string `json:"keys"`
+}
+
 // builtin lists the providers agentbox knows without any policy; see
 // registry.go for their data.
 var builtin []Provider
@@ -60,6 +83,7 @@ func Builtin() []Provider {
 		p.Control = append([]string(nil), p.Control...)
 		p.Domains = append([]string(nil), p.Domains...)
 		p.ReadOnly = append([]string(nil), p.ReadOnly...)
+		p.CommandFiles = append([]CommandFile(nil), p.CommandFiles...)
 		p.Keys = append([]string(nil), p.Keys...)
 		out[i] = p
 	}

@@ -6,15 +6,19 @@ package provider
 // VERIFIED.md, and scripts/verify-providers.sh repeats the check.
 //
 // Writable paths start with "~/" (the home folder). Control paths are
-// relative to the project and stay read-only inside writable roots: they are
-// the files through which a CLI runs commands or widens its own permissions
-// (hooks, MCP servers, permission rules, commands and skills that grant
-// tools), so an agent that could edit them could loosen its sandbox or plant
-// code that runs unconfined the next time the CLI starts outside agentbox.
-// Instruction files (CLAUDE.md, AGENTS.md) are prompts, not code or
-// permissions, and the CLIs write them themselves (/init, memories), so they
-// are not listed. Domains are the hosts the CLI needs to work in allowlist
-// mode, taken from the installed package; telemetry hosts are left out.
+// relative to a project folder and ReadOnly paths to the CLI's own folder
+// (Home): they are the files through which a CLI runs commands or widens its
+// own permissions (settings with hooks, the hook scripts, MCP servers,
+// permission and approval rules, commands, agents, skills and plugins that
+// grant tools), so an agent that could edit them could loosen its sandbox or
+// plant code that runs unconfined the next time the CLI starts outside
+// agentbox. Package hostexec keeps them safe for every command, not only
+// for the CLI's own, in every folder of every writable root. Project
+// instruction files (CLAUDE.md, AGENTS.md) are prompts the CLIs write
+// themselves (/init, memories) and stay writable; the user-level ones apply
+// to every project and are kept. Domains are the hosts the CLI needs to work
+// in allowlist mode, taken from the installed package; telemetry hosts are
+// left out.
 func init() {
 	builtin = []Provider{
 		// claude: verified with @anthropic-ai/claude-code 2.1.197 (native linux-x64
@@ -41,9 +45,15 @@ func init() {
 			HomeVar:    "CLAUDE_CONFIG_DIR",
 			Keys:       []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 			SetHomeVar: true,
-			// Hooks in settings.json and plugins run when Claude Code starts,
-			// also outside the box.
-			ReadOnly: []string{"settings.json", "plugins"},
+			// Hooks in settings.json, the scripts in hooks/ and plugins run
+			// when Claude Code starts, also outside the box; agents, skills,
+			// commands, rules and output styles steer every session.
+			Home: "~/.claude",
+			ReadOnly: []string{
+				"settings.json", "settings.local.json", "hooks", "plugins",
+				"commands", "agents", "skills", "rules", "workflows",
+				"output-styles", "CLAUDE.md",
+			},
 			Control: []string{
 				".claude/settings.json",       // hooks, permissions, statusLine, apiKeyHelper, env
 				".claude/settings.local.json", // the same, per user
@@ -51,7 +61,17 @@ func init() {
 				".claude/agents",              // subagents; tools and hooks in front matter
 				".claude/skills",              // skills; scripts and allowed-tools
 				".claude/hooks",               // where hook scripts live by convention
+				".claude/rules",               // rules loaded into every session
+				".claude/workflows",           // workflows it runs
+				".claude/output-styles",       // system prompt replacements
 				".mcp.json",                   // project MCP servers are commands it starts
+			},
+			CommandFiles: []CommandFile{
+				{Path: "settings.json", User: true, Format: "json", Keys: claudeCommandKeys},
+				{Path: "settings.local.json", User: true, Format: "json", Keys: claudeCommandKeys},
+				{Path: ".claude/settings.json", Format: "json", Keys: claudeCommandKeys},
+				{Path: ".claude/settings.local.json", Format: "json", Keys: claudeCommandKeys},
+				{Path: ".mcp.json", Format: "json", Keys: []string{"mcpServers"}},
 			},
 			Domains: []string{
 				"api.anthropic.com",       // API, OAuth profile, event logging
@@ -97,13 +117,24 @@ func init() {
 				ConfigKey:   "sandbox_mode",
 				ConfigFiles: []string{"~/config.toml", "/etc/codex/config.toml", ".codex/config.toml"},
 			},
-			// config.toml holds sandbox_mode and the MCP servers' commands;
-			// packages holds the app-server binary Codex copies and runs
-			// (it keeps running after Codex exits, unconfined).
-			ReadOnly: []string{"config.toml", "packages"},
+			// config.toml holds sandbox_mode, the notify program and the MCP
+			// servers' commands; hooks.json and hooks/ its hooks; rules/
+			// approves commands without asking; packages holds the
+			// app-server binary Codex copies and runs (it keeps running
+			// after Codex exits, unconfined).
+			Home: "~/.codex",
+			ReadOnly: []string{
+				"config.toml", "hooks.json", "hooks", "rules", "skills", "prompts",
+				"plugins", "agents", "packages", "AGENTS.md", "AGENTS.override.md",
+			},
 			Control: []string{
 				".codex",  // project config.toml (sandbox_mode, MCP servers, hooks), rules, skills
 				".agents", // skills and plugins
+			},
+			CommandFiles: []CommandFile{
+				{Path: "config.toml", User: true, Format: "toml", Keys: []string{"notify", "mcp_servers", "hooks"}},
+				{Path: "hooks.json", User: true, Format: "json", Keys: []string{"hooks"}},
+				{Path: ".codex/config.toml", Format: "toml", Keys: []string{"notify", "mcp_servers", "hooks"}},
 			},
 			Domains: []string{
 				"api.openai.com",     // API key auth: Responses API
@@ -112,10 +143,36 @@ func init() {
 				"registry.npmjs.org", // update check
 			},
 		},
-		{Name: "kimi", Title: "Kimi Code", Commands: []string{"kimi", "kimi-code"}},
-		{Name: "opencode", Title: "OpenCode", Commands: []string{"opencode"}, Packages: []string{"opencode-ai"}},
-		{Name: "mimo", Title: "MiMo Code", Commands: []string{"mimo", "mimo-code"}},
-		{Name: "hermes", Title: "Hermes", Commands: []string{"hermes"}},
-		{Name: "pi", Title: "Pi", Commands: []string{"pi"}},
+		// The CLIs below are not verified inside the box, but their control
+		// files are kept all the same: any command may write them.
+		{Name: "kimi", Title: "Kimi Code", Commands: []string{"kimi", "kimi-code"},
+			Home:         "~/.kimi", // config.toml with [[hooks]] and MCP servers
+			ReadOnly:     []string{"config.toml", "config.json", "mcp.json", "skills", "agents", "AGENTS.md"},
+			Control:      []string{".kimi"},
+			CommandFiles: []CommandFile{{Path: "config.toml", User: true, Format: "toml", Keys: []string{"hooks", "mcp"}}},
+		},
+		{Name: "opencode", Title: "OpenCode", Commands: []string{"opencode"}, Packages: []string{"opencode-ai"},
+			Home:     "~/.config/opencode", // opencode.json (MCP servers, plugins), plugin/ (code it loads)
+			ReadOnly: []string{"opencode.json", "opencode.jsonc", "config.json", "plugin", "plugins", "agent", "agents", "command", "commands", "AGENTS.md"},
+			Control:  []string{"opencode.json", "opencode.jsonc", ".opencode"},
+		},
+		{Name: "mimo", Title: "MiMo Code", Commands: []string{"mimo", "mimo-code"},
+			Home: "~/.mimo", ReadOnly: []string{"config.toml", "config.json", "settings.json", "hooks", "skills", "AGENTS.md"},
+			Control: []string{".mimo"},
+		},
+		{Name: "hermes", Title: "Hermes", Commands: []string{"hermes"},
+			Home:     "~/.hermes", // config.yaml (MCP servers, terminal backend), skills, plugins
+			ReadOnly: []string{"config.yaml", "skills", "plugins", "hooks", "SOUL.md"},
+			Control:  []string{".hermes"},
+		},
+		{Name: "pi", Title: "Pi", Commands: []string{"pi"},
+			Home:     "~/.pi/agent", // settings.json (packages), extensions/ (code it loads), mcp.json
+			ReadOnly: []string{"settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "AGENTS.md", "AGENTS.override.md", "SYSTEM.md"},
+			Control:  []string{".pi"},
+		},
 	}
 }
+
+// claudeCommandKeys are the settings keys of Claude Code whose strings are
+// commands it runs: hooks, the status line, credential helpers.
+var claudeCommandKeys = []string{"hooks", "statusLine", "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper", "fileSuggestion", "mcpServers"}

@@ -22,6 +22,9 @@ func (e *PrepareError) Unwrap() error { return e.Err }
 // that exists as a symlink, is not a folder, or belongs to another user.
 func Prepare(p *plan.Plan) error {
 	for _, d := range p.Prepare {
+		if d.Placeholder != "" {
+			continue // made by placeholders, with the other runs' in mind
+		}
 		fi, err := os.Lstat(d.Path)
 		if errors.Is(err, os.ErrNotExist) {
 			if err := os.Mkdir(d.Path, os.FileMode(d.Mode)); err != nil {

@@ -17,11 +17,14 @@ type discard struct{}
 func (discard) Emit(event.Event) {}
 
 // Run is the one run path: it runs the completed, frozen plan p with
-// backend b. Around b.Run it emits the run's start and end, makes the box's
-// own cgroup when the plan has one (the supervisor is inside only until
-// the box's first process has started), watches the git folders the box
-// could use to make host git run its code and neutralises what it left
-// there, and reports the limits the box hit.
+// backend b. Around b.Run it emits the run's start and end, first does the
+// after-run check of any earlier run whose agentbox was killed, creates the
+// folders and placeholders the plan needs, records what it keeps by
+// restoring, makes the box's own cgroup when the plan has one (the
+// supervisor is inside only until the box's first process has started),
+// and after the box: ends every process of the run, reports the limits the
+// box hit, and does the after-run check (package hostexec's registry) with
+// nothing of the run left running.
 func Run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if c.Events == nil {
 		c.Events = discard{}
@@ -47,33 +50,51 @@ func Run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 }
 
 func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
+	// Before anything of this run exists: the check of a run whose
+	// agentbox was killed, then this run's record, its folders and
+	// placeholders, and what it keeps by restoring.
+	g, err := startGuard(p, c.Events)
+	if err != nil {
+		return 0, err
+	}
+	defer Cleanup(p)
+	defer g.release()
 	var grp *cgroup.Group
 	if l := p.Limits.Cgroup; l.Pids > 0 || l.Memory > 0 {
-		g, err := cgroup.Enter("agentbox-"+p.RunID, cgroup.Limits{Pids: l.Pids, Memory: l.Memory})
+		grp, err = cgroup.Enter("agentbox-"+p.RunID, cgroup.Limits{Pids: l.Pids, Memory: l.Memory})
 		if err != nil {
 			return 0, fmt.Errorf("creating the box's cgroup (the plan limits the box there): %w", err)
 		}
-		grp = g
 		defer grp.Close()
 	}
+	g.saveRecord(grp.Dirs())
 	left := false
-	leave := func() {
+	c.Started = func(pid int) {
 		if grp != nil && !left {
 			left = true
 			grp.Release()
 		}
+		g.started(pid)
 	}
-	c.Started = leave
-	watch := gitWatch(p)
-	defer Cleanup(p)
+	// Orphans of the box come to agentbox, so none can outlive the run.
+	subreaper()
 	status, err := b.Run(p, &c)
-	leave()
+	c.Started(0)
 	if grp != nil {
 		for _, h := range grp.Hits() {
 			c.Emit(event.Event{Kind: event.Limit, Limit: h.Limit, Detail: h.Detail})
 		}
 	}
-	gitAudit(watch, c.Events)
+	// Every process of the run ends before the check: nothing it started
+	// may change a file after it, or take the terminal after agentbox has
+	// returned.
+	if left := endAll(); len(left) > 0 {
+		c.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("%d processes of the run could not be ended: %v", len(left), left)})
+	}
+	if grp != nil {
+		grp.Close()
+	}
+	g.check()
 	return status, err
 }
 

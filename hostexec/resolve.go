@@ -1,0 +1,665 @@
+package hostexec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/provider"
+)
+
+// FS is what the resolver reads. It never writes.
+type FS interface {
+	Lstat(name string) (fs.FileInfo, error)
+	Stat(name string) (fs.FileInfo, error)
+	ReadFile(name string) ([]byte, error)
+	Readlink(name string) (string, error)
+	EvalSymlinks(name string) (string, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+}
+
+// Own is a path agentbox itself obeys (a loaded policy file, its
+// configuration and trust store) that the caller keeps read-only.
+type Own struct {
+	Path string
+	Rule string
+}
+
+// Input is the world the resolver looks at.
+type Input struct {
+	// GOOS decides what the after-run check can do: it runs on Linux only.
+	GOOS string
+	Home string
+	// Getenv reads the caller's environment (XDG_CONFIG_HOME,
+	// GIT_CONFIG_GLOBAL, the agent CLIs' folder variables).
+	Getenv func(string) string
+	FS     FS
+	// Regions are the folders the box can write (real paths).
+	Regions []string
+	// Skip are paths in Regions the box cannot write (denied or read-only
+	// paths): not searched.
+	Skip []string
+	// Projects are the Regions that are project folders: a missing
+	// project control file at their top is blocked for the run.
+	Projects []string
+	// Providers are the agent CLIs agentbox knows, declared ones included.
+	Providers []provider.Provider
+	// ProviderHomes are the CLIs' own folders by name, where they differ
+	// from the registry's (a HomeVar the user set); real paths.
+	ProviderHomes map[string]string
+	// Own are agentbox's own files and folders within the Regions.
+	Own []Own
+	// Limit bounds the search (entries); 0 means DefaultLimit.
+	Limit int
+}
+
+// Result is what the registry found within the box's reach.
+type Result struct {
+	// Guards are the guarded paths, parents before children.
+	Guards []plan.Guard
+	// Placeholders are the empty placeholders the blocked guards need.
+	Placeholders []plan.Prepare
+	// Create are missing .git/hooks folders: created empty, for real, so
+	// they can be bound read-only (an empty hooks folder is what git init
+	// makes anyway).
+	Create []string
+	// GitDirs are the git folders found (repositories, worktrees' and
+	// submodules' folders).
+	GitDirs []string
+	// Visited is how many entries the search listed.
+	Visited int
+	// Index is what the search saw, for the search after the run.
+	Index *plan.Index
+	// Controls are the project control paths the search looks for.
+	Controls []string
+}
+
+type resolver struct {
+	in      Input
+	guards  map[string]*plan.Guard
+	order   []string
+	holders map[string]bool // placeholders, by path
+	res     Result
+	cfgs    map[string][]ConfigVar // parsed global git configs by path
+}
+
+// Resolve finds every registry path within in.Regions and decides how each
+// is kept safe. Its only error is a search over its bound (*LimitError).
+func Resolve(in Input) (Result, error) {
+	if in.Limit <= 0 {
+		in.Limit = DefaultLimit
+	}
+	r := &resolver{in: in, guards: map[string]*plan.Guard{}, holders: map[string]bool{}, cfgs: map[string][]ConfigVar{}}
+	r.res.Index = &plan.Index{Dirs: map[string]plan.IndexDir{}}
+	if err := r.search(); err != nil {
+		return Result{}, err
+	}
+	r.providers()
+	r.home()
+	for _, o := range in.Own {
+		r.add(o.Path, "agentbox "+o.Rule, "")
+	}
+	r.finish()
+	return r.res, nil
+}
+
+// region returns the writable region holding p, or "".
+func (r *resolver) region(p string) string {
+	best := ""
+	for _, w := range r.in.Regions {
+		if plan.Within(p, w) && len(w) > len(best) {
+			best = w
+		}
+	}
+	return best
+}
+
+func (r *resolver) skipped(p string) bool {
+	for _, s := range r.in.Skip {
+		if plan.Within(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// add records a guard for p (symlinks not followed) when p is within the
+// box's reach: its kind as found, how it is kept, and for a symlink its
+// target as well.
+func (r *resolver) add(p, rule, note string) {
+	p = filepath.Clean(p)
+	w := r.region(p)
+	if w == "" || r.skipped(p) {
+		return
+	}
+	if g, ok := r.guards[p]; ok {
+		if g.Note == "" {
+			g.Note = note
+		}
+		return
+	}
+	g := &plan.Guard{Path: p, Rule: rule, Note: note}
+	fi, err := r.in.FS.Lstat(p)
+	switch {
+	case err != nil:
+		g.Kind = plan.KindMissing
+	case fi.Mode()&fs.ModeSymlink != 0:
+		g.Kind = plan.KindSymlink
+		g.Target, _ = r.in.FS.Readlink(p)
+	case fi.IsDir():
+		g.Kind = plan.KindDir
+	default:
+		g.Kind = plan.KindFile
+	}
+	switch {
+	case g.Kind == plan.KindMissing:
+		g.Keep = plan.KeepChecked
+	case g.Kind == plan.KindSymlink:
+		// A mount cannot be put over a symlink (it lands on the target),
+		// and the folder holding it stays writable: the link is recorded
+		// and put back after the run; its target is kept read-only.
+		g.Keep = plan.KeepRestored
+		if g.Note == "" {
+			g.Note = "a symlink: no mount can cover a link itself, so it is put back after the run; its target is kept read-only"
+		}
+	case InPackageTree(rel(w, p)):
+		g.Keep = plan.KeepRestored
+		if g.Note == "" {
+			g.Note = "in a folder a package manager replaces wholesale, where a mount would stop it: recorded, and put back after the run"
+		}
+	default:
+		g.Keep = plan.KeepReadOnly
+	}
+	r.guards[p] = g
+	r.order = append(r.order, p)
+	if g.Kind == plan.KindSymlink {
+		if t, err := r.in.FS.EvalSymlinks(p); err == nil {
+			r.add(t, rule, "the target of symlink "+p)
+		}
+	}
+}
+
+// block records a guard for the missing path p, kept by an empty
+// read-only placeholder at its first missing component below base (which
+// exists). dir says whether p itself is a folder.
+func (r *resolver) block(base, p, rule string, dir bool) {
+	r.blockAs(base, p, rule, dir, false)
+}
+
+// blockAs is block; asDir makes the placeholder a folder even for a file:
+// in a project, an empty folder shows in no git status and cannot be
+// committed by mistake, and a program that opens it as a file fails as it
+// would for a missing one.
+func (r *resolver) blockAs(base, p, rule string, dir, asDir bool) {
+	if r.region(p) == "" || r.skipped(p) {
+		return
+	}
+	// The first missing component: up from p while folders are missing,
+	// but never above a writable root (one that does not exist yet is
+	// agentbox's to create, such as an agent CLI's own folder).
+	first := p
+	for d := filepath.Dir(p); d != "/" && r.region(d) != "" && !r.isRegionRoot(d); d = filepath.Dir(d) {
+		if _, err := r.in.FS.Lstat(d); err != nil {
+			first = d
+		} else {
+			break
+		}
+	}
+	isDir := dir || first != p || asDir
+	if _, ok := r.guards[first]; ok {
+		return
+	}
+	g := &plan.Guard{Path: first, Rule: rule, Kind: plan.KindMissing, Keep: plan.KeepBlocked,
+		Note: "does not exist: an empty read-only placeholder stands there during the run, so it cannot be created"}
+	if first != p {
+		g.Note = "does not exist (nor does " + p + "): an empty read-only placeholder stands there during the run"
+	}
+	r.guards[first] = g
+	r.order = append(r.order, first)
+	if !r.holders[first] {
+		r.holders[first] = true
+		kind, content := "file", placeholderContent(filepath.Base(first))
+		if isDir {
+			kind, content = "dir", ""
+		}
+		r.res.Placeholders = append(r.res.Placeholders, plan.Prepare{Path: first, Mode: 0o755, Placeholder: kind, Content: content,
+			Origin: plan.Origin{Key: "always: " + rule}})
+	}
+}
+
+func rel(root, p string) string {
+	if p == root {
+		return ""
+	}
+	return filepath.ToSlash(strings.TrimPrefix(p, strings.TrimSuffix(root, "/")+"/"))
+}
+
+// search walks every writable region once, noting repositories and
+// project control files at any depth.
+func (r *resolver) search() error {
+	specs := projectSpecs(r.in.Providers, r.installed)
+	for _, s := range specs {
+		r.res.Controls = append(r.res.Controls, s.Path)
+	}
+	firsts := map[string]bool{}
+	whole := map[string]bool{} // control folders kept as a whole: not searched inside
+	for _, s := range specs {
+		first, _, nested := strings.Cut(s.Path, "/")
+		firsts[first] = true
+		if !nested && s.Dir {
+			whole[first] = true
+		}
+	}
+	regions := outermost(r.in.Regions)
+	budget := r.in.Limit
+	type found struct{ root, rel string }
+	var repos, bare []found
+	controls := map[string][]string{} // folder -> control names in it
+	for _, root := range regions {
+		visit := func(rl string, entries []Entry) bool {
+			dir := path.Join(root, rl)
+			if IsBare(entries) && rl != "" {
+				// A folder git takes for a (bare) repository: its config
+				// applies when git runs in it.
+				bare = append(bare, found{root, rl})
+				r.noteIndex(dir, nil, []string{"HEAD"})
+				return false
+			}
+			var notes []string
+			for i, e := range entries {
+				switch {
+				case e.Name == ".git":
+					repos = append(repos, found{root, rl})
+					notes = append(notes, e.Name)
+				case firsts[e.Name]:
+					controls[dir] = append(controls[dir], e.Name)
+					notes = append(notes, e.Name)
+				}
+				// Not into .git (git's own folders are looked at as
+				// repositories), control folders kept whole, or what the
+				// box cannot write.
+				if e.Type == TypeDir && (e.Name == ".git" || whole[e.Name] || r.skipped(path.Join(dir, e.Name))) {
+					entries[i].Type = TypeOther
+				}
+			}
+			r.noteIndex(dir, entries, notes)
+			return true
+		}
+		walk := Walk
+		if real, ok := r.in.FS.(interface{ Real() bool }); !ok || !real.Real() {
+			walk = r.walkFS
+		}
+		n, err := walk(root, budget, visit, func(rl string, s Stamp) {
+			d := r.res.Index.Dirs[path.Join(root, rl)]
+			d.Dev, d.Ino, d.Ctime = s.Dev, s.Ino, s.Ctime
+			r.res.Index.Dirs[path.Join(root, rl)] = d
+		})
+		r.res.Visited += n
+		budget -= n
+		if err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				le.Limit = r.in.Limit
+				return le
+			}
+			// The root itself cannot be opened: nothing in it to search.
+		}
+	}
+	for _, f := range repos {
+		r.repo(path.Join(f.root, f.rel), f.root)
+	}
+	for _, f := range bare {
+		r.gitDir(path.Join(f.root, f.rel), path.Join(f.root, f.rel), "")
+	}
+	dirs := make([]string, 0, len(controls))
+	for d := range controls {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		r.controls(d, specs, controls[d])
+	}
+	for _, p := range r.in.Projects {
+		r.projectTop(p, specs)
+	}
+	return nil
+}
+
+// walkFS is Walk through the resolver's FS (a world given by a test):
+// ReadDir per folder, no stamps.
+func (r *resolver) walkFS(root string, limit int, visit Visit, stamps func(string, Stamp)) (int, error) {
+	n := 0
+	var dir func(rl string) error
+	dir = func(rl string) error {
+		list, err := r.in.FS.ReadDir(path.Join(root, rl))
+		if err != nil {
+			return nil
+		}
+		var entries []Entry
+		for _, e := range list {
+			n++
+			if n > limit {
+				return &LimitError{Root: root, Limit: limit, At: path.Join(root, rl)}
+			}
+			t := TypeOther
+			switch m := e.Type(); {
+			case m&fs.ModeSymlink != 0:
+				t = TypeSymlink
+			case m.IsDir():
+				t = TypeDir
+			case m.IsRegular():
+				t = TypeFile
+			}
+			entries = append(entries, Entry{Name: e.Name(), Type: t})
+		}
+		if !visit(rl, entries) {
+			return nil
+		}
+		for _, e := range entries {
+			if e.Type == TypeDir {
+				if err := dir(path.Join(rl, e.Name)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return n, dir("")
+}
+
+// IsBare reports whether a folder with entries is one git takes for a
+// repository of its own: HEAD, objects/ and refs/.
+func IsBare(entries []Entry) bool {
+	n := 0
+	for _, e := range entries {
+		switch {
+		case e.Name == "HEAD" && e.Type == TypeFile, e.Name == "objects" && e.Type == TypeDir, e.Name == "refs" && e.Type == TypeDir:
+			n++
+		}
+	}
+	return n == 3
+}
+
+// noteIndex records a folder's subfolders and noted entries in the index.
+func (r *resolver) noteIndex(dir string, entries []Entry, notes []string) {
+	d := r.res.Index.Dirs[dir]
+	for _, e := range entries {
+		if e.Type == TypeDir {
+			d.Subdirs = append(d.Subdirs, e.Name)
+		}
+	}
+	d.Notes = notes
+	r.res.Index.Dirs[dir] = d
+}
+
+// outermost drops regions inside other regions: a walk of the outer one
+// covers them.
+func outermost(regions []string) []string {
+	var out []string
+	for i, w := range regions {
+		inner := false
+		for j, o := range regions {
+			if i != j && plan.Within(w, o) && (w != o || j < i) {
+				inner = true
+				break
+			}
+		}
+		if !inner {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// controls records the project control files in folder dir, whose
+// entries named names match the first element of a spec.
+func (r *resolver) controls(dir string, specs []Spec, names []string) {
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	for _, s := range specs {
+		first, _, _ := strings.Cut(s.Path, "/")
+		if !has[first] {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(s.Path))
+		if _, err := r.in.FS.Lstat(p); err == nil {
+			r.add(p, s.Rule(), "")
+		}
+	}
+	r.commandFiles(dir, false, "")
+}
+
+// projectTop blocks the project control files missing at the top of a
+// project folder, so a host program started there finds nothing planted
+// even while the box runs.
+func (r *resolver) projectTop(dir string, specs []Spec) {
+	for _, s := range specs {
+		p := filepath.Join(dir, filepath.FromSlash(s.Path))
+		if _, err := r.in.FS.Lstat(p); err == nil {
+			continue
+		}
+		if r.coveredByParent(p) {
+			continue
+		}
+		if !s.Block {
+			// Checked after the run: what the box made there is moved away.
+			r.add(p, s.Rule(), "missing: what the box makes here is moved away after the run")
+			continue
+		}
+		r.blockAs(dir, p, s.Rule(), s.Dir, true)
+	}
+}
+
+// coveredByParent reports whether a guard kept read-only (or blocked)
+// covers p already.
+func (r *resolver) coveredByParent(p string) bool {
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		if g, ok := r.guards[d]; ok && (g.Keep == plan.KeepReadOnly && g.Kind == plan.KindDir || g.Keep == plan.KeepBlocked) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandFiles keeps the files that the command files of every agent CLI
+// name: in project folder dir (user false) or in a CLI's own folder dir
+// (user true, for CLI name).
+func (r *resolver) commandFiles(dir string, user bool, name string) {
+	for _, p := range r.in.Providers {
+		if user && p.Name != name {
+			continue
+		}
+		for _, cf := range p.CommandFiles {
+			if cf.User != user {
+				continue
+			}
+			file := filepath.Join(dir, filepath.FromSlash(cf.Path))
+			data, err := r.in.FS.ReadFile(file)
+			if err != nil || len(data) > 1<<20 {
+				continue
+			}
+			e := Expander{Home: r.in.Home, Vars: map[string]string{}}
+			if !user {
+				e.Dir = dir
+				e.Vars["CLAUDE_PROJECT_DIR"] = dir
+			}
+			for _, s := range CommandStrings(data, cf.Format, cf.Keys) {
+				for _, w := range Words(s) {
+					q, ok := e.Path(w)
+					if !ok {
+						continue
+					}
+					if fi, err := r.in.FS.Stat(q); err == nil && !fi.IsDir() {
+						r.add(q, p.Name+" command (named by "+file+")", "")
+					}
+				}
+			}
+		}
+	}
+}
+
+// providers keeps each agent CLI's own control files where its folder is
+// within the box's reach.
+func (r *resolver) providers() {
+	for _, p := range r.in.Providers {
+		home := r.in.ProviderHomes[p.Name]
+		if home == "" {
+			if p.Home == "" {
+				continue
+			}
+			home = expandHome(p.Home, r.in.Home)
+			if real, err := r.in.FS.EvalSymlinks(home); err == nil {
+				home = real
+			}
+		}
+		if r.region(home) == "" && !r.holdsRegion(home) {
+			continue
+		}
+		for _, s := range userSpecs(p) {
+			q := filepath.Join(home, filepath.FromSlash(s.Path))
+			if _, err := r.in.FS.Lstat(q); err == nil {
+				r.add(q, s.Rule(), "")
+			} else if r.region(q) != "" {
+				r.block(home, q, s.Rule(), s.Dir)
+			}
+		}
+		r.commandFiles(home, true, p.Name)
+	}
+}
+
+// installed reports whether one of p's commands is on PATH.
+func (r *resolver) installed(p provider.Provider) bool {
+	if r.in.Getenv == nil {
+		return false
+	}
+	for _, dir := range filepath.SplitList(r.in.Getenv("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		for _, c := range p.Commands {
+			if fi, err := r.in.FS.Stat(filepath.Join(dir, c)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *resolver) isRegionRoot(d string) bool {
+	for _, w := range r.in.Regions {
+		if w == d {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsRegion reports whether a region lies inside p.
+func (r *resolver) holdsRegion(p string) bool {
+	for _, w := range r.in.Regions {
+		if plan.Within(w, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func expandHome(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if strings.HasPrefix(p, "~/") {
+		return filepath.Join(home, p[2:])
+	}
+	return p
+}
+
+// home keeps the home folder's autostart files that lie within the box's
+// reach, and what the shell startup files source.
+func (r *resolver) home() {
+	if r.region(r.in.Home) == "" && !r.holdsRegion(r.in.Home) {
+		return
+	}
+	for _, s := range homeSpecs {
+		p := filepath.Join(r.in.Home, filepath.FromSlash(s.Path))
+		if r.region(p) == "" {
+			continue
+		}
+		if _, err := r.in.FS.Lstat(p); err != nil {
+			if !r.coveredByParent(p) {
+				r.block(r.in.Home, p, s.Rule(), s.Dir)
+			}
+			continue
+		}
+		r.add(p, s.Rule(), "")
+		if s.Sources {
+			r.sourced(p, 0)
+		}
+	}
+}
+
+// sourced keeps the files shell file f sources, and what those source.
+func (r *resolver) sourced(f string, depth int) {
+	if depth > 4 {
+		return
+	}
+	data, err := r.in.FS.ReadFile(f)
+	if err != nil || len(data) > 1<<20 {
+		return
+	}
+	e := Expander{Home: r.in.Home, Dir: filepath.Dir(f)}
+	for _, w := range Sourced(data) {
+		q, ok := e.Path(w)
+		if !ok {
+			continue
+		}
+		if _, seen := r.guards[q]; seen {
+			continue
+		}
+		if _, err := r.in.FS.Lstat(q); err != nil {
+			continue
+		}
+		r.add(q, "shell (sourced by "+f+")", "")
+		r.sourced(q, depth+1)
+	}
+}
+
+// finish orders the guards parents first, drops those inside a folder
+// kept read-only or blocked as a whole, and fixes what the after-run check
+// cannot do off Linux.
+func (r *resolver) finish() {
+	sort.SliceStable(r.order, func(i, j int) bool {
+		return strings.Count(r.order[i], "/") < strings.Count(r.order[j], "/")
+	})
+	for _, p := range r.order {
+		g := r.guards[p]
+		if r.coveredByParent(p) && g.Keep != plan.KeepRestored {
+			continue
+		}
+		if r.in.GOOS != "linux" && g.Keep != plan.KeepReadOnly {
+			g.Keep = plan.KeepNone
+			g.Note = "the after-run check runs on Linux only"
+		}
+		r.res.Guards = append(r.res.Guards, *g)
+	}
+	if r.in.GOOS != "linux" {
+		r.res.Placeholders = nil
+	}
+	sort.Strings(r.res.GitDirs)
+}
+
+// String is a guard as a line of plan output.
+func String(g plan.Guard) string {
+	s := fmt.Sprintf("%s %s (%s, %s)", g.Keep, g.Path, g.Rule, g.Kind)
+	if g.Note != "" {
+		s += ": " + g.Note
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Keep says how one thing a host program runs or obeys is kept safe from
+// the box.
+type Keep string
+
+// The ways a guarded path is kept safe, strongest first.
+const (
+	// KeepReadOnly: it exists and is bound read-only for the run (the
+	// folders above it pinned), so the box cannot change, remove or
+	// replace it; a host program that looks during the run finds it as
+	// it was.
+	KeepReadOnly Keep = "read-only"
+	// KeepBlocked: it does not exist; an empty read-only placeholder is
+	// put at its place for the run (Prepare.Placeholder) and removed
+	// afterwards, so the box cannot create it.
+	KeepBlocked Keep = "blocked"
+	// KeepRestored: the box can change it during the run; agentbox records
+	// it before the run and, with every process of the run ended, puts
+	// back any change and moves what the box put there into quarantine.
+	KeepRestored Keep = "restored"
+	// KeepChecked: created during the run (a new repository, a new .git
+	// entry, a new control file deep in a tree); agentbox neutralises it
+	// after the run, with every process of the run ended.
+	KeepChecked Keep = "checked"
+	// KeepNone: not covered on this system; the plan says why.
+	KeepNone Keep = "not covered"
+)
+
+// Guard is one path a host program runs or obeys (git hooks and config,
+// an agent CLI's settings and hooks, editor tasks, shell startup files)
+// that lies within the box's reach, and how it is kept safe.
+type Guard struct {
+	// Path is the absolute path, symlinks not followed.
+	Path string `json:"path"`
+	// Rule names the registry entry: "git hooks", "claude settings".
+	Rule string `json:"rule"`
+	// Kind is what was found there before the run: "file", "dir",
+	// "symlink" or "missing".
+	Kind string `json:"kind"`
+	// Keep is how it is kept safe.
+	Keep Keep `json:"keep"`
+	// Target is, for a symlink, what it points to, as read.
+	Target string `json:"target,omitempty"`
+	// Note says more: why it is kept the way it is.
+	Note string `json:"note,omitempty"`
+}
+
+// The kinds of Guard.Kind.
+const (
+	KindFile    = "file"
+	KindDir     = "dir"
+	KindSymlink = "symlink"
+	KindMissing = "missing"
+)
+
+// HostExec is what host programs run or obey within the box's reach, how
+// each is kept safe, and what the after-run check needs: the folders it
+// searches for repositories and control files created during the run,
+// and the repositories known before.
+type HostExec struct {
+	// Guards are the registry's entries that lie within the writable
+	// roots, each with how it is kept safe.
+	Guards []Guard `json:"guards,omitempty"`
+	// Roots are the folders searched, before and after the run, for git
+	// repositories and control files at any depth.
+	Roots []string `json:"roots,omitempty"`
+	// Controls are the control files the search looks for in every
+	// folder (relative paths: ".claude/settings.json", ".vscode"); one
+	// found after the run that was not there before is moved away.
+	Controls []string `json:"controls,omitempty"`
+	// Limit is the most files and folders the search visits; more is an
+	// error (the search fails closed).
+	Limit int `json:"limit"`
+	// Visited is how many the search before the run visited.
+	Visited int `json:"visited"`
+	// GitDirs are the git folders known before the run (repositories,
+	// worktrees' folders, submodules). One found after the run that is
+	// not here is new, and is neutralised.
+	GitDirs []string `json:"git_dirs,omitempty"`
+	// State is agentbox's own state folder: the after-run check's
+	// pending records and its quarantine live there, out of the box's
+	// reach.
+	State string `json:"state,omitempty"`
+	// Index is what the search before the run saw, so the search after it
+	// only lists the folders that changed. It is not part of the plan's
+	// JSON form (it can be large); a plan read back has none, and the
+	// search after the run then lists every folder.
+	Index *Index `json:"-"`
+}
+
+// Index is the folders a search saw: for each folder (by path) its
+// identity and change time and what was in it that matters.
+type Index struct {
+	Dirs map[string]IndexDir
+}
+
+// IndexDir is one folder of an Index.
+type IndexDir struct {
+	Dev, Ino uint64
+	// Ctime is the folder's status change time in nanoseconds: any entry
+	// added, removed or renamed in it changes it, and no process can set
+	// it back.
+	Ctime int64
+	// Subdirs are the folders in it (not followed when symlinks).
+	Subdirs []string
+	// Notes are the entries in it that the search reports.
+	Notes []string
+}
+
+// GuardAt returns the guard for path, if any.
+func (h *HostExec) GuardAt(path string) (Guard, bool) {
+	for _, g := range h.Guards {
+		if g.Path == path {
+			return g, true
+		}
+	}
+	return Guard{}, false
+}
+
+// writeText prints the guards and the after-run check, as `agentbox plan`
+// shows them.
+func (h *HostExec) writeText(w io.Writer) {
+	if len(h.Roots) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched, at most %d):\n", h.Visited, h.Limit)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, g := range h.Guards {
+		kind := g.Kind
+		if g.Target != "" {
+			kind += " -> " + g.Target
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", g.Keep, g.Path, g.Rule, kind, g.Note)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "  after the run, with every process of the run ended: new repositories, .git entries, worktree and submodule folders and control files anywhere in %s are neutralised (moved to %s)\n",
+		strings.Join(h.Roots, ", "), h.State+"/quarantine")
+}

@@ -1,0 +1,450 @@
+package supervise
+
+import (
+	"errors"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/hostexec"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// checker is the after-run check of one run. It runs once every process of
+// the run has ended (endAll, the box's cgroup emptied), so nothing the box
+// started can change a file behind it; another box of the same user may
+// still be running in the same tree, which is why every step works on
+// descriptors (fsat_linux.go).
+type checker struct {
+	h        *plan.HostExec
+	q        *quarantine
+	ev       event.Emitter
+	guards   map[string]plan.Guard
+	known    map[string]bool // git folders before the run
+	seen     map[[2]uint64]bool
+	reported map[string]bool
+	specs    []string // project control paths, relative
+}
+
+// check runs the after-run check of a run whose plan's registry part is h,
+// with recs the guards recorded before it. It reports each item it moves,
+// rewrites or puts back once, as a quarantine event.
+func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
+	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev,
+		guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[[2]uint64]bool{}, reported: map[string]bool{}}
+	defer c.q.close()
+	for _, g := range h.Guards {
+		c.guards[g.Path] = g
+	}
+	for _, d := range h.GitDirs {
+		c.known[d] = true
+	}
+	c.specs = h.Controls
+	c.restore(recs)
+	c.created()
+	c.search()
+}
+
+// note reports something the check did, once per path.
+func (c *checker) note(p, rule, action, detail string) {
+	if c.reported[p] {
+		return
+	}
+	c.reported[p] = true
+	c.ev.Emit(event.Event{Kind: event.Quarantine, Path: p, Rule: "always: " + rule, Action: action,
+		Reason: "a host program would run or obey it outside the box",
+		Detail: event.Escape(p) + ": " + detail})
+}
+
+// warn reports something the check could not do.
+func (c *checker) warn(p, rule, detail string) {
+	c.reported[p] = false
+	c.note(p, rule, "failed", detail+"; do not run "+c.program(rule)+" there before you have looked")
+}
+
+// moveAway moves name of dfd (at parent) into quarantine and reports it.
+func (c *checker) moveAway(dfd int, parent, name, rule, why string) bool {
+	full := filepath.Join(parent, name)
+	where, err := c.q.move(dfd, parent, name)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return false
+	case err != nil:
+		c.warn(full, rule, why+"; it could not be moved out of the way: "+err.Error())
+		return false
+	}
+	c.note(full, rule, "moved", why+"; moved to "+event.Escape(where))
+	return true
+}
+
+// created moves away what appeared where a guard found nothing before the
+// run and no placeholder stood (plan.KeepChecked).
+func (c *checker) created() {
+	for _, g := range c.h.Guards {
+		if g.Keep != plan.KeepChecked || g.Kind != plan.KindMissing {
+			continue
+		}
+		dfd, name, err := openParent(g.Path)
+		if err != nil {
+			continue
+		}
+		if _, err := lstatAt(dfd, name); err == nil {
+			c.moveAway(dfd, filepath.Dir(g.Path), name, g.Rule, "did not exist before the run; "+c.program(g.Rule)+" would run or obey it")
+		}
+		unix.Close(dfd)
+	}
+}
+
+// found is what the search after the run noted.
+type found struct {
+	repos    []string            // work tree tops holding a .git
+	bare     []string            // folders git takes for repositories
+	controls map[string][]string // folder -> control names in it
+}
+
+// search walks every root for repositories and control files, at any
+// depth, and neutralises what is new.
+func (c *checker) search() {
+	firsts := map[string]bool{}
+	for _, s := range c.specs {
+		first, _, _ := strings.Cut(s, "/")
+		firsts[first] = true
+	}
+	f := found{controls: map[string][]string{}}
+	limit := c.h.Limit
+	if limit <= 0 {
+		limit = hostexec.DefaultLimit
+	}
+	for _, root := range outermostRoots(c.h.Roots) {
+		visit := func(rl string, entries []hostexec.Entry) bool {
+			dir := path.Join(root, rl)
+			if rl != "" && hostexec.IsBare(entries) {
+				f.bare = append(f.bare, dir)
+				return false
+			}
+			for i, e := range entries {
+				switch {
+				case e.Name == ".git":
+					f.repos = append(f.repos, dir)
+					entries[i].Type = hostexec.TypeOther
+				case firsts[e.Name]:
+					f.controls[dir] = append(f.controls[dir], e.Name)
+				}
+			}
+			return true
+		}
+		if _, err := hostexec.Walk(root, limit, visit, nil); err != nil {
+			var le *hostexec.LimitError
+			if errors.As(err, &le) {
+				c.warn(root, "search", "not searched to the end: "+le.Error())
+			}
+		}
+	}
+	for _, top := range f.repos {
+		c.gitEntry(top)
+	}
+	for _, b := range f.bare {
+		c.gitDirAt(b, "")
+	}
+	dirs := make([]string, 0, len(f.controls))
+	for d := range f.controls {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		c.controls(d)
+	}
+}
+
+func outermostRoots(roots []string) []string {
+	var out []string
+	for i, w := range roots {
+		inner := false
+		for j, o := range roots {
+			if i != j && plan.Within(w, o) && (w != o || j < i) {
+				inner = true
+				break
+			}
+		}
+		if !inner {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// guarded reports whether p, or a folder above it, is a guard from before
+// the run: then it is not new (and is kept by its guard).
+func (c *checker) guarded(p string) bool {
+	for q := p; ; q = filepath.Dir(q) {
+		if _, ok := c.guards[q]; ok {
+			return true
+		}
+		if q == "/" || q == "." {
+			return false
+		}
+	}
+}
+
+// controls moves away the control files in folder dir that were not
+// there before the run.
+func (c *checker) controls(dir string) {
+	for _, s := range c.specs {
+		p := filepath.Join(dir, filepath.FromSlash(s))
+		if c.guarded(p) {
+			continue
+		}
+		dfd, name, err := openParent(p)
+		if err != nil {
+			continue
+		}
+		if _, err := lstatAt(dfd, name); err == nil {
+			c.moveAway(dfd, filepath.Dir(p), name, "control file "+s, "was created by the box; an agent CLI or editor started there would obey it")
+		}
+		unix.Close(dfd)
+	}
+}
+
+// inRoots reports whether p lies in a root of the search.
+func (c *checker) inRoots(p string) bool {
+	for _, r := range c.h.Roots {
+		if plan.Within(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitEntry looks at the .git entry of work tree top.
+func (c *checker) gitEntry(top string) {
+	tfd, err := openDir(top)
+	if err != nil {
+		return
+	}
+	defer unix.Close(tfd)
+	entry := filepath.Join(top, ".git")
+	st, err := lstatAt(tfd, ".git")
+	if err != nil {
+		return
+	}
+	_, isGuard := c.guards[entry]
+	switch {
+	case isLink(st):
+		if !isGuard {
+			c.moveAway(tfd, top, ".git", "git folder", "a new .git symlink would point host git at a folder the box chose")
+		}
+	case isDir(st):
+		c.gitDirAt(entry, top)
+	case isReg(st):
+		data, _, err := readAt(tfd, ".git", 4096)
+		t := ""
+		if err == nil {
+			t = hostexec.ReadGitFile(data)
+		}
+		if t != "" && !filepath.IsAbs(t) {
+			t = filepath.Join(top, t)
+		}
+		t = filepath.Clean(t)
+		if isGuard {
+			if t != "." && c.inRoots(t) {
+				c.gitDirAt(t, top)
+			}
+			return
+		}
+		if t == "." || !c.inRoots(t) {
+			c.moveAway(tfd, top, ".git", "git file", "a new .git file would point host git at a folder outside the writable roots")
+			return
+		}
+		c.gitDirAt(t, top)
+	}
+}
+
+// gitDirAt checks the git folder at p (work tree top, "" when bare).
+func (c *checker) gitDirAt(p, top string) {
+	gfd, err := openDir(p)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+			c.warn(p, "git folder", "could not be checked after the run: "+err.Error())
+		}
+		return
+	}
+	defer unix.Close(gfd)
+	c.gitDir(gfd, p, top, 0)
+}
+
+// gitDir neutralises what host git would run from the git folder open at
+// gfd (at path p): in a folder new since the run began, its config (only
+// safe keys kept), config.worktree, hooks and commondir; in any folder, a
+// commondir or config.worktree that appeared, a linked worktree's
+// commondir that points anywhere but its repository, and the same in its
+// worktrees' and submodules' folders.
+func (c *checker) gitDir(gfd int, p, top string, depth int) {
+	var st unix.Stat_t
+	if unix.Fstat(gfd, &st) != nil || depth > 16 {
+		return
+	}
+	id := [2]uint64{st.Dev, st.Ino}
+	if c.seen[id] {
+		return
+	}
+	c.seen[id] = true
+	isNew := !c.known[p]
+	admin := filepath.Base(filepath.Dir(p)) == "worktrees"
+	inTree := func(v string) bool {
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(p, v)
+		}
+		return c.inRoots(filepath.Clean(v))
+	}
+	// commondir: in a linked worktree's folder it must lead back to the
+	// repository holding it; anywhere else it must not appear.
+	if _, err := lstatAt(gfd, "commondir"); err == nil {
+		cd := filepath.Join(p, "commondir")
+		switch {
+		case admin:
+			data, _, err := readAt(gfd, "commondir", 4096)
+			v := strings.TrimSpace(string(data))
+			want := filepath.Dir(filepath.Dir(p))
+			if err != nil || v == "" || filepath.Clean(filepath.Join(p, v)) != want && filepath.Clean(v) != want {
+				c.replace(gfd, p, "commondir", []byte("../..\n"), 0o644, "git worktree commondir",
+					"pointed this worktree's git at a folder the box chose; put back to ../..")
+			}
+		case isNew || !c.isGuard(cd):
+			c.moveAway(gfd, p, "commondir", "git commondir", "points host git at another folder's config and hooks")
+		}
+	}
+	if !admin && isNew {
+		c.sanitize(gfd, p, "config", "git config", inTree)
+	}
+	if _, err := lstatAt(gfd, "config.worktree"); err == nil {
+		if cw := filepath.Join(p, "config.worktree"); isNew || !c.isGuard(cw) {
+			c.sanitize(gfd, p, "config.worktree", "git config.worktree", inTree)
+		}
+	}
+	if !admin && isNew {
+		c.newHooks(gfd, p)
+	}
+	if admin {
+		return
+	}
+	if wfd, err := unix.Openat(gfd, "worktrees", dirFlags, 0); err == nil {
+		names, _ := listAt(wfd)
+		for _, n := range names {
+			if afd, err := unix.Openat(wfd, n, dirFlags, 0); err == nil {
+				c.gitDir(afd, filepath.Join(p, "worktrees", n), "", depth+1)
+				unix.Close(afd)
+			}
+		}
+		unix.Close(wfd)
+	}
+	if mfd, err := unix.Openat(gfd, "modules", dirFlags, 0); err == nil {
+		c.modules(mfd, filepath.Join(p, "modules"), depth+1)
+		unix.Close(mfd)
+	}
+}
+
+func (c *checker) isGuard(p string) bool {
+	_, ok := c.guards[p]
+	return ok
+}
+
+// modules checks the submodules' git folders (those holding a config)
+// under the folder dfd (at p).
+func (c *checker) modules(dfd int, p string, depth int) {
+	if depth > 16 {
+		return
+	}
+	names, _ := listAt(dfd)
+	for _, n := range names {
+		sub, err := unix.Openat(dfd, n, dirFlags, 0)
+		if err != nil {
+			continue
+		}
+		sp := filepath.Join(p, n)
+		if _, err := lstatAt(sub, "config"); err == nil {
+			c.gitDir(sub, sp, "", depth+1)
+		} else {
+			c.modules(sub, sp, depth+1)
+		}
+		unix.Close(sub)
+	}
+}
+
+// newHooks moves away every hook of a new git folder: anything in hooks/
+// but git's own *.sample files, or hooks/ itself when it is a symlink.
+func (c *checker) newHooks(gfd int, p string) {
+	st, err := lstatAt(gfd, "hooks")
+	if err != nil {
+		return
+	}
+	if !isDir(st) {
+		c.moveAway(gfd, p, "hooks", "git hooks", "a repository made during the run: host git would run what this leads to")
+		return
+	}
+	hfd, err := unix.Openat(gfd, "hooks", dirFlags, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(hfd)
+	names, _ := listAt(hfd)
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasSuffix(n, ".sample") {
+			if st, err := lstatAt(hfd, n); err == nil && isReg(st) {
+				continue
+			}
+		}
+		c.moveAway(hfd, filepath.Join(p, "hooks"), n, "git hooks", "a hook in a repository made during the run: host git would run it")
+	}
+}
+
+// sanitize rewrites the git config name in gfd keeping only the variables
+// that run nothing (hostexec.Safe); the original goes to quarantine. A
+// config that is a symlink, too large or not a file is moved away whole.
+func (c *checker) sanitize(gfd int, p, name, rule string, inTree func(string) bool) {
+	data, st, err := readAt(gfd, name, 1<<20)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return
+	case err != nil:
+		c.moveAway(gfd, p, name, rule, "a git config made during the run that agentbox cannot read ("+err.Error()+")")
+		return
+	}
+	out, dropped, changed := hostexec.Sanitize(data, inTree)
+	if !changed {
+		return
+	}
+	what := "rewritten by agentbox in a form git reads the same"
+	if len(dropped) > 0 {
+		what = "removed " + strings.Join(dropped, ", ") + " (they can make host git run programs)"
+	}
+	c.replace(gfd, p, name, out, st.Mode&0o666, rule, "a git config made during the run: "+what)
+}
+
+// replace puts data at name in gfd in one atomic exchange and moves what
+// was there to quarantine.
+func (c *checker) replace(gfd int, p, name string, data []byte, mode uint32, rule, why string) {
+	full := filepath.Join(p, name)
+	if mode == 0 {
+		mode = 0o644
+	}
+	tmp, err := writeNew(gfd, data, mode)
+	if err != nil {
+		c.moveAway(gfd, p, name, rule, why+"; a clean one could not be written ("+err.Error()+"), so the file was moved away whole")
+		return
+	}
+	if err := unix.Renameat2(gfd, tmp, gfd, name, unix.RENAME_EXCHANGE); err != nil {
+		unix.Unlinkat(gfd, tmp, 0)
+		c.moveAway(gfd, p, name, rule, why+"; moved away whole ("+err.Error()+")")
+		return
+	}
+	where, err := c.q.moveAs(gfd, p, tmp, name)
+	if err != nil {
+		where = filepath.Join(p, tmp)
+	}
+	c.note(full, rule, "rewritten", why+"; the box's version is in "+event.Escape(where))
+}

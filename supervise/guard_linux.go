@@ -1,0 +1,76 @@
+package supervise
+
+import (
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// runGuard is one run's side of the registry of what host programs run or
+// obey (package hostexec): its pending record, its placeholders, what it
+// recorded before the run, and the after-run check.
+type runGuard struct {
+	p     *plan.Plan
+	ev    event.Emitter
+	pend  *pending
+	holds []hold
+	recs  []guardRecord
+	done  bool
+}
+
+// startGuard does, before the box starts: the check of every earlier run
+// whose agentbox was killed, this run's pending record, the folders agentbox
+// owns (Prepare), the placeholders, and the record of the guards kept by
+// restoring.
+func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
+	g := &runGuard{p: p, ev: ev}
+	h := &p.HostExec
+	recoverPending(h.State, p.RunID, ev)
+	pend, err := newPending(h.State, p.RunID)
+	if err != nil {
+		// The run still gets its after-run check; only a check after
+		// agentbox is killed is lost.
+		ev.Emit(event.Event{Kind: event.Warning, Detail: "no pending record in " + event.Escape(h.State) + " (" + err.Error() + "): if agentbox is killed, the next run cannot do this run's after-run check"})
+		pend = nil
+	}
+	g.pend = pend
+	if err := Prepare(p); err != nil {
+		g.release()
+		return nil, err
+	}
+	if g.holds, err = placeholders(p, pend); err != nil {
+		g.release()
+		return nil, err
+	}
+	if g.recs, err = record(h); err != nil {
+		g.release()
+		return nil, err
+	}
+	return g, nil
+}
+
+// saveRecord writes the pending record: what the check needs, and the
+// box's cgroups (to empty them after a kill).
+func (g *runGuard) saveRecord(cgroups []string) {
+	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups}); err != nil {
+		g.ev.Emit(event.Event{Kind: event.Warning, Detail: "writing the pending record: " + err.Error()})
+	}
+}
+
+// started records the box's first process (its process group).
+func (g *runGuard) started(pid int) { g.pend.pgrp(pid) }
+
+// check is the after-run check; every process of the run has ended.
+func (g *runGuard) check() {
+	check(&g.p.HostExec, g.p.RunID, g.recs, g.ev)
+}
+
+// release removes the placeholders no other run relies on and the pending
+// record.
+func (g *runGuard) release() {
+	if g.done {
+		return
+	}
+	g.done = true
+	releasePlaceholders(g.holds, g.p.HostExec.State, g.pend)
+	g.pend.done()
+}

@@ -1,0 +1,28 @@
+//go:build !linux
+
+package supervise
+
+import (
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// runGuard does nothing here: the after-run check, the placeholders and
+// the pending records are Linux only; plan marks what they would keep as
+// not covered (plan.KeepNone).
+type runGuard struct{}
+
+func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
+	return &runGuard{}, Prepare(p)
+}
+
+func (g *runGuard) saveRecord(cgroups []string) {}
+func (g *runGuard) started(pid int)             {}
+func (g *runGuard) check()                      {}
+func (g *runGuard) release()                    {}
+
+// Recover does nothing here: see the Linux version.
+func Recover(state string, ev event.Emitter) {}
+
+func subreaper()    {}
+func endAll() []int { return nil }

@@ -1,0 +1,220 @@
+package supervise
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// A run's pending record lives in <state>/pending/ from before the box
+// starts until its after-run check is done: <run>.json (what the check
+// needs: the registry part of the plan and the guards recorded before the
+// run), <run>.holds (the placeholders it uses) and <run>.pgrp (the box's
+// process group). The supervisor holds an exclusive flock(2) on <run>.json
+// for as long as it lives, so a record whose lock can be taken belongs to
+// a run whose agentbox was killed (kill -9): the next run ends what is left
+// of that run and does its check first.
+
+// pendingRecord is what <run>.json holds.
+type pendingRecord struct {
+	Run      string        `json:"run"`
+	HostExec plan.HostExec `json:"host_exec"`
+	Records  []guardRecord `json:"records,omitempty"`
+	Cgroups  []string      `json:"cgroups,omitempty"`
+}
+
+// pending is this run's record, locked.
+type pending struct {
+	dir  int // <state>/pending
+	fd   int // <run>.json, locked
+	run  string
+	path string
+}
+
+// pendingDir opens (making it) <state>/pending.
+func pendingDir(state string) (int, error) {
+	if state == "" {
+		return -1, errors.New("no state folder")
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return -1, err
+	}
+	sfd, err := openDir(state)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(sfd)
+	if err := ownedDir(sfd); err != nil {
+		return -1, fmt.Errorf("%s: %w", state, err)
+	}
+	return subdir(sfd, "pending")
+}
+
+// newPending creates and locks this run's record.
+func newPending(state, run string) (*pending, error) {
+	dfd, err := pendingDir(state)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Openat(dfd, run+".json", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		unix.Close(dfd)
+		return nil, err
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		unix.Close(dfd)
+		return nil, err
+	}
+	return &pending{dir: dfd, fd: fd, run: run, path: filepath.Join(state, "pending", run+".json")}, nil
+}
+
+// write replaces the record's content.
+func (p *pending) write(r pendingRecord) error {
+	if p == nil {
+		return nil
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := unix.Ftruncate(p.fd, 0); err != nil {
+		return err
+	}
+	_, err = unix.Pwrite(p.fd, data, 0)
+	return err
+}
+
+// pgrp records the box's process group.
+func (p *pending) pgrp(pid int) {
+	if p == nil || pid <= 0 {
+		return
+	}
+	writeSmall(p.dir, p.run+".pgrp", []byte(strconv.Itoa(pid)))
+}
+
+// done removes the record: the check is over.
+func (p *pending) done() {
+	if p == nil {
+		return
+	}
+	for _, ext := range []string{".pgrp", ".holds", ".json"} {
+		unix.Unlinkat(p.dir, p.run+ext, 0)
+	}
+	unix.Close(p.fd)
+	unix.Close(p.dir)
+}
+
+// writeSmall replaces file name in dfd with data, through a new file
+// renamed over it.
+func writeSmall(dfd int, name string, data []byte) error {
+	tmp, err := writeNew(dfd, data, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return err
+	}
+	return nil
+}
+
+// alive reports whether run's agentbox still holds its record's lock.
+func alive(dfd int, run string) bool {
+	fd, err := unix.Openat(dfd, run+".json", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	unix.Flock(fd, unix.LOCK_UN)
+	return false
+}
+
+// Recover does the after-run check of every earlier run of this user whose
+// agentbox was killed before it could (kill -9): it ends what is left of
+// the run, checks, and releases the run's placeholders. A run calls it
+// before it looks at the writable roots, and Run calls it again.
+func Recover(state string, ev event.Emitter) { recoverPending(state, "", ev) }
+
+// recoverPending is Recover, leaving the run self alone.
+func recoverPending(state, self string, ev event.Emitter) {
+	dfd, err := pendingDir(state)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dfd)
+	names, _ := listAt(dfd)
+	for _, n := range names {
+		run, ok := strings.CutSuffix(n, ".json")
+		if !ok || run == self || strings.HasPrefix(n, ".") {
+			continue
+		}
+		fd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+			unix.Close(fd) // its agentbox is alive
+			continue
+		}
+		f := os.NewFile(uintptr(fd), n)
+		var rec pendingRecord
+		derr := json.NewDecoder(f).Decode(&rec)
+		ev.Emit(event.Event{Kind: event.Warning, Detail: "run " + run + " ended without its after-run check (agentbox was killed): doing it now"})
+		if data, _, err := readAt(dfd, run+".pgrp", 64); err == nil {
+			if pg, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				killGroup(pg)
+			}
+		}
+		for _, cg := range rec.Cgroups {
+			killCgroup(cg)
+		}
+		if derr == nil {
+			check(&rec.HostExec, run, rec.Records, ev)
+		}
+		releaseHolds(state, dfd, run)
+		for _, ext := range []string{".pgrp", ".holds", ".json"} {
+			unix.Unlinkat(dfd, run+ext, 0)
+		}
+		f.Close()
+	}
+}
+
+// killCgroup kills every process left in the cgroup folder dir and removes
+// it.
+func killCgroup(dir string) {
+	if !strings.HasPrefix(dir, "/sys/fs/cgroup/") || strings.Contains(dir, "..") {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		for i := 0; i < 50; i++ {
+			data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+				break
+			}
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+					unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+		}
+	}
+	for i := 0; i < 100; i++ {
+		if err := unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
+			return
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 10_000_000}, nil)
+	}
+}

@@ -1,0 +1,205 @@
+package supervise
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// subreaper makes agentbox the reaper of every process the box leaves
+// behind: an orphan of the box is re-parented to agentbox rather than to
+// init, so every process of the run stays a descendant of agentbox and
+// endAll can find it. Under bwrap the box's PID namespace does this
+// already; under Landlock there is none.
+func subreaper() {
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// endAll kills every descendant of agentbox that is still running once the
+// box's first process has ended, and reaps them, so that nothing of the run
+// can change a file after the after-run check, or take the terminal after
+// agentbox has returned. Orphans came to agentbox (subreaper); the rest
+// descend from them. It stops the processes first (a stopped process
+// cannot fork), then kills them, and repeats until none is left; it gives
+// up after a few seconds with the ones it could not end.
+func endAll() []int {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := descendants(os.Getpid())
+		if len(pids) == 0 {
+			reapAll()
+			return nil
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGSTOP)
+		}
+		for _, pid := range descendants(os.Getpid()) {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		reapAll()
+		if time.Now().After(deadline) {
+			return descendants(os.Getpid())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// reapAll reaps every child that has exited, without waiting.
+func reapAll() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// descendants lists the live (not zombie) descendants of pid, children
+// first. It reads /proc/PID/task/TID/children where the kernel has it, and
+// otherwise the parent of every process in /proc.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	seen := map[int]bool{pid: true}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		kids, ok := children(p)
+		if !ok {
+			return scanDescendants(pid)
+		}
+		for _, k := range kids {
+			if !seen[k] {
+				seen[k] = true
+				if !zombie(k) {
+					out = append(out, k)
+				}
+				queue = append(queue, k)
+			}
+		}
+	}
+	return out
+}
+
+// children lists pid's children from /proc/PID/task/*/children; ok is false
+// when the kernel has no such file (CONFIG_PROC_CHILDREN).
+func children(pid int) ([]int, bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true // gone
+	}
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if os.IsNotExist(err) {
+			return nil, false
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, true
+}
+
+// stat reads the state and parent of pid from /proc/PID/stat.
+func stat(pid int) (state byte, ppid, pgrp int, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 3 {
+		return 0, 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	pgrp, _ = strconv.Atoi(f[2])
+	return f[0][0], ppid, pgrp, true
+}
+
+func zombie(pid int) bool {
+	st, _, _, ok := stat(pid)
+	return !ok || st == 'Z' || st == 'X'
+}
+
+// scanDescendants is descendants by a scan of every process's parent.
+func scanDescendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, pp, _, ok := stat(n); ok && st != 'Z' && st != 'X' {
+			parent[n] = pp
+		}
+	}
+	var out []int
+	for n := range parent {
+		for p, hops := parent[n], 0; p > 1 && hops < 4096; p, hops = parent[p], hops+1 {
+			if p == pid {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// killGroup kills, after agentbox itself was killed, what is left of a run
+// whose processes agentbox could no longer reap: every process of the
+// caller's user in process group pgrp that runs under no_new_privs and a
+// seccomp filter, as every process of a box does.
+func killGroup(pgrp int) {
+	if pgrp <= 1 {
+		return
+	}
+	for round := 0; round < 50; round++ {
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		found := false
+		for _, e := range entries {
+			n, err := strconv.Atoi(e.Name())
+			if err != nil || n == os.Getpid() {
+				continue
+			}
+			st, _, g, ok := stat(n)
+			if !ok || g != pgrp || st == 'Z' {
+				continue
+			}
+			status, err := os.ReadFile("/proc/" + e.Name() + "/status")
+			if err != nil || !strings.Contains(string(status), "NoNewPrivs:\t1") || !strings.Contains(string(status), "Seccomp:\t2") {
+				continue
+			}
+			if !strings.Contains(string(status), "\nUid:\t"+strconv.Itoa(os.Getuid())+"\t") {
+				continue
+			}
+			unix.Kill(n, unix.SIGKILL)
+			found = true
+		}
+		if !found {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
