@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
@@ -66,6 +67,20 @@ func Plan(req Request, f PlanFormat, w io.Writer) error {
 		self, err := SelfPath()
 		if err != nil {
 			return err
+		}
+		// The placeholders agentbox run makes first (see plan.Prepare):
+		// bwrap cannot bind what does not exist.
+		var prep []string
+		for _, d := range p.Prepare {
+			switch d.Placeholder {
+			case "dir":
+				prep = append(prep, "mkdir -p "+ShellQuote(d.Path))
+			case "file":
+				prep = append(prep, "{ [ -e "+ShellQuote(d.Path)+" ] || printf %s "+ShellQuote(d.Content)+" > "+ShellQuote(d.Path)+"; }")
+			}
+		}
+		if len(prep) > 0 {
+			fmt.Fprint(w, strings.Join(prep, " && ")+" && ")
 		}
 		fmt.Fprintln(w, mount.Shell(self, d))
 		return nil

@@ -96,13 +96,13 @@ func (r *resolver) gitDir(g, top, file string) {
 			common = real
 		}
 	}
+	r.hooks(g, common, top)
 	r.add(filepath.Join(common, "config"), "git config", "")
 	for _, d := range uniq(g, common) {
 		if _, err := r.in.FS.Lstat(filepath.Join(d, "config.worktree")); err == nil {
 			r.add(filepath.Join(d, "config.worktree"), "git config.worktree", "")
 		}
 	}
-	r.hooks(g, common, top)
 	if common != g {
 		return // a linked worktree's folder: its worktrees and modules are the common folder's
 	}
@@ -250,7 +250,7 @@ func (r *resolver) hooks(g, common, top string) {
 				// Created empty, for real, so it can be bound
 				// read-only: what git init makes anyway.
 				r.res.Create = append(r.res.Create, d)
-				r.guards[d] = &plan.Guard{Path: d, Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepReadOnly, Note: "did not exist: created empty"}
+				r.guards[d] = &plan.Guard{Path: d, Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepReadOnly, Note: "created empty"}
 				r.order = append(r.order, d)
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -52,8 +53,11 @@ type Input struct {
 	// ProviderHomes are the CLIs' own folders by name, where they differ
 	// from the registry's (a HomeVar the user set); real paths.
 	ProviderHomes map[string]string
-	// Own are agentbox's own files and folders within the Regions.
+	// Own are agentbox's own files within the Regions (loaded policy
+	// files).
 	Own []Own
+	// Made are folders agentbox makes before the run: taken as existing.
+	Made []string
 	// Limit bounds the search (entries); 0 means DefaultLimit.
 	Limit int
 }
@@ -204,7 +208,7 @@ func (r *resolver) blockAs(base, p, rule string, dir, asDir bool) {
 	// agentbox's to create, such as an agent CLI's own folder).
 	first := p
 	for d := filepath.Dir(p); d != "/" && r.region(d) != "" && !r.isRegionRoot(d); d = filepath.Dir(d) {
-		if _, err := r.in.FS.Lstat(d); err != nil {
+		if _, err := r.in.FS.Lstat(d); err != nil && !slices.Contains(r.in.Made, d) {
 			first = d
 		} else {
 			break
@@ -214,11 +218,12 @@ func (r *resolver) blockAs(base, p, rule string, dir, asDir bool) {
 	if _, ok := r.guards[first]; ok {
 		return
 	}
-	g := &plan.Guard{Path: first, Rule: rule, Kind: plan.KindMissing, Keep: plan.KeepBlocked,
-		Note: "does not exist: an empty read-only placeholder stands there during the run, so it cannot be created"}
-	if first != p {
-		g.Note = "does not exist (nor does " + p + "): an empty read-only placeholder stands there during the run"
+	what := "an empty read-only file"
+	if isDir {
+		what = "an empty read-only folder"
 	}
+	g := &plan.Guard{Path: first, Rule: rule, Kind: plan.KindMissing, Keep: plan.KeepBlocked,
+		Note: "does not exist: " + what + " stands in its place during the run, so the box cannot create it"}
 	r.guards[first] = g
 	r.order = append(r.order, first)
 	if !r.holders[first] {
@@ -310,6 +315,14 @@ func (r *resolver) search() error {
 			// The root itself cannot be opened: nothing in it to search.
 		}
 	}
+	// In path order, whatever order the file system listed them in, so a
+	// plan is the same on every machine.
+	sort.Slice(repos, func(i, j int) bool {
+		return path.Join(repos[i].root, repos[i].rel) < path.Join(repos[j].root, repos[j].rel)
+	})
+	sort.Slice(bare, func(i, j int) bool {
+		return path.Join(bare[i].root, bare[i].rel) < path.Join(bare[j].root, bare[j].rel)
+	})
 	for _, f := range repos {
 		r.repo(path.Join(f.root, f.rel), f.root)
 	}
@@ -440,6 +453,9 @@ func (r *resolver) controls(dir string, specs []Spec, names []string) {
 // project folder, so a host program started there finds nothing planted
 // even while the box runs.
 func (r *resolver) projectTop(dir string, specs []Spec) {
+	if fi, err := r.in.FS.Stat(dir); err != nil || !fi.IsDir() {
+		return
+	}
 	for _, s := range specs {
 		p := filepath.Join(dir, filepath.FromSlash(s.Path))
 		if _, err := r.in.FS.Lstat(p); err == nil {
@@ -449,9 +465,7 @@ func (r *resolver) projectTop(dir string, specs []Spec) {
 			continue
 		}
 		if !s.Block {
-			// Checked after the run: what the box made there is moved away.
-			r.add(p, s.Rule(), "missing: what the box makes here is moved away after the run")
-			continue
+			continue // the after-run check moves away what the box made there
 		}
 		r.blockAs(dir, p, s.Rule(), s.Dir, true)
 	}

@@ -131,15 +131,21 @@ echo hooks=$(erofs sh -c 'echo evil > .git/hooks/pre-commit')
 echo config=$(erofs sh -c "echo '[core]' >> .git/config")
 echo nested=$(erofs sh -c 'echo evil > sub/nested/.git/hooks/post-checkout')
 echo nestedconfig=$(erofs sh -c "echo '[x]' >> sub/nested/.git/config")
-mkdir -p node_modules/pkg/.git/hooks && echo fine > node_modules/pkg/.git/hooks/x; echo skipped=$?
+mkdir -p node_modules/pkg/.git/hooks && echo fine > node_modules/pkg/.git/hooks/x; echo package-tree=$?
 mv .git .git-moved 2>/dev/null && echo moved=yes || echo moved=refused
 mv sub/nested/.git sub/nested/.git-moved 2>/dev/null && echo nestedmoved=yes || echo nestedmoved=refused
 mv .git/hooks .git/hooks-moved 2>/dev/null && echo hooksmoved=yes || echo hooksmoved=refused
 echo content > file.txt && git add file.txt && git -c user.name=t -c user.email=t@example.invalid commit -qm first; echo commit=$?
 `)
 	expectCode(t, r, 0)
-	for _, want := range []string{"hooks=EROFS", "config=EROFS", "nested=EROFS", "nestedconfig=EROFS", "skipped=0", "commit=0", "moved=refused", "nestedmoved=refused", "hooksmoved=refused"} {
+	for _, want := range []string{"hooks=EROFS", "config=EROFS", "nested=EROFS", "nestedconfig=EROFS", "package-tree=0", "commit=0", "moved=refused", "nestedmoved=refused", "hooksmoved=refused"} {
 		expectContains(t, "git protection", r.stdout, want)
+	}
+	// In a package tree (node_modules) a mount would stop npm from
+	// replacing the tree: the repository's hooks are writable during the
+	// run and what the box put there is moved away after it.
+	if exists(filepath.Join(w.project, "node_modules", "pkg", ".git", "hooks", "x")) {
+		t.Fatal("a file planted in a package tree's hooks is still there after the run")
 	}
 	if exists(filepath.Join(w.project, ".git", "hooks", "pre-commit")) {
 		t.Fatal("a hook was planted on the host")
@@ -236,8 +242,15 @@ mv sub sub.old 2>/dev/null && echo sub=moved || echo sub=refused
 	if got, _ := os.ReadFile(filepath.Join(w.project, ".claude", "settings.json")); string(got) != "{}\n" {
 		t.Fatalf("settings.json changed on the host: %q", got)
 	}
+	// A control file that does not exist is blocked for the run: an empty
+	// read-only placeholder stands in its place.
 	p := w.run("plan", "--provider", "claude", "--", "true")
-	expectContains(t, "plan", p.stdout, filepath.Join(w.project, ".mcp.json")+": not protected: it does not exist")
+	expectContains(t, "plan", p.stdout, "blocked    "+filepath.Join(w.project, ".mcp.json"))
+	r = w.sh([]string{"--provider", "claude"}, `echo '{}' > .mcp.json 2>/dev/null && echo written || echo refused`)
+	expectContains(t, "missing control file", r.stdout, "refused")
+	if exists(filepath.Join(w.project, ".mcp.json")) {
+		t.Fatal("the placeholder was left behind")
+	}
 }
 
 // A .git/commondir made in the box would point host git at a config and
@@ -246,15 +259,20 @@ mv sub sub.old 2>/dev/null && echo sub=moved || echo sub=refused
 func TestGitCommondirQuarantined(t *testing.T) {
 	w := newWorld(t)
 	gitInit(t, w, w.project)
-	r := w.sh(nil, `echo $PWD/evil > .git/commondir && mkdir -p .git/modules/m && echo made`)
+	r := w.sh(nil, `echo $PWD/evil > .git/commondir && mkdir -p .git/modules/m && printf '[core]\n\tpager = evil\n' > .git/modules/m/config && echo made`)
 	expectCode(t, r, 0)
 	expectContains(t, "stdout", r.stdout, "made")
-	expectContains(t, "stderr", r.stderr, "created "+filepath.Join(w.project, ".git", "commondir"))
-	expectContains(t, "stderr", r.stderr, "added submodule folder "+filepath.Join(w.project, ".git", "modules", "m"))
+	expectContains(t, "stderr", r.stderr, filepath.Join(w.project, ".git", "commondir")+": points host git at another folder's config and hooks; moved to ")
+	expectContains(t, "stderr", r.stderr, filepath.Join(w.project, ".git", "modules", "m", "config")+": a git config made during the run: removed core.pager")
 	if exists(filepath.Join(w.project, ".git", "commondir")) {
 		t.Fatal(".git/commondir is still where git reads it")
 	}
-	if !exists(filepath.Join(w.project, ".git", "commondir.agentbox-quarantined")) {
-		t.Fatal("the quarantined commondir is gone")
+	// Kept whole, out of the box's reach, in agentbox's state folder.
+	moved, _ := filepath.Glob(filepath.Join(w.home, ".local", "state", "agentbox", "quarantine", "*", "*-commondir"))
+	if len(moved) != 1 {
+		t.Fatalf("the quarantined commondir is not in the state folder: %v", moved)
+	}
+	if got, _ := os.ReadFile(moved[0]); string(got) != w.project+"/evil\n" {
+		t.Fatalf("the quarantined commondir: %q", got)
 	}
 }

@@ -28,6 +28,18 @@ func backends(t *testing.T, f func(t *testing.T, be string)) {
 	}
 }
 
+// backendsParallel is backends with the two subtests side by side: the
+// tests that start the real Claude Code spend most of their time waiting
+// for it to start.
+func backendsParallel(t *testing.T, f func(t *testing.T, be string)) {
+	for _, be := range []string{"bwrap", "landlock"} {
+		t.Run(be, func(t *testing.T) {
+			t.Parallel()
+			f(t, be)
+		})
+	}
+}
+
 // marks is the folder host programs would write markers into: outside
 // every writable root, so the box itself cannot create a marker.
 func (w *world) marks() string {
@@ -352,7 +364,7 @@ func jsonString(s string) string {
 // a rewritten hook script must not run when Claude Code starts outside.
 // Codex's notify script, rules, skills and AGENTS.md likewise.
 func TestHostExecClaudeUserHooks(t *testing.T) {
-	backends(t, func(t *testing.T, be string) {
+	backendsParallel(t, func(t *testing.T, be string) {
 		w := newWorld(t)
 		script := filepath.Join(w.home, ".claude", "hooks", "start.sh")
 		write(t, script, hook(w.payload("good")))
@@ -434,7 +446,7 @@ func TestHostExecOtherAgentsControlFiles(t *testing.T) {
 			name = "existing"
 		}
 		t.Run(name, func(t *testing.T) {
-			backends(t, func(t *testing.T, be string) {
+			backendsParallel(t, func(t *testing.T, be string) {
 				w := newWorld(t)
 				if existing {
 					write(t, filepath.Join(w.project, ".claude", "settings.json"), sessionStart(w.payload("good")))
@@ -466,8 +478,9 @@ echo done`)
 // 9. A control file that is a symlink (a dotfile manager), control files in
 // subfolders, and a missing user-level settings file on a fresh machine.
 func TestHostExecControlFileShapes(t *testing.T) {
-	backends(t, func(t *testing.T, be string) {
+	backendsParallel(t, func(t *testing.T, be string) {
 		t.Run("symlink", func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			dot := filepath.Join(w.base, "dotfiles", "claude.json")
 			write(t, dot, sessionStart(w.payload("good")))
@@ -486,6 +499,7 @@ func TestHostExecControlFileShapes(t *testing.T) {
 			}
 		})
 		t.Run("subfolders", func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			foo := filepath.Join(w.project, "packages", "foo")
 			bar := filepath.Join(w.project, "packages", "bar")
@@ -509,6 +523,7 @@ echo done`)
 			}
 		})
 		t.Run("missing-user-settings", func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			evil := strings.ReplaceAll(sessionStart(w.payload("evil")), "'", `'\''`)
 			r := w.boxed(be, []string{"--provider", "claude"}, `printf '%s' '`+evil+`' > ~/.claude/settings.json 2>/dev/null; echo done`)

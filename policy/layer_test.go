@@ -66,10 +66,12 @@ func TestParseBad(t *testing.T) {
 			file + `:2: limits.processes: "-1": want a whole number, 0 for unlimited`},
 		{"negative open files", "[limits]\nopen_files = -5\n",
 			file + `:2: limits.open_files: "-5": want a whole number, 0 for unlimited`},
-		{"protect depth too deep", "[filesystem]\nprotect_depth = 65\n",
-			file + `:2: filesystem.protect_depth: "65": want a depth from 0 to 64`},
-		{"protect depth negative", "[filesystem]\nprotect_depth = -1\n",
-			file + `:2: filesystem.protect_depth: "-1": want a depth from 0 to 64`},
+		{"protect depth is gone", "[filesystem]\nprotect_depth = 4\n",
+			file + `:2: filesystem.protect_depth: no longer exists: git repositories and control files are found at any depth; filesystem.scan_limit bounds the search`},
+		{"scan limit too small", "[filesystem]\nscan_limit = 10\n",
+			file + `:2: filesystem.scan_limit: "10": want a number of files and folders from 1000 to 1000000000`},
+		{"scan limit negative", "[filesystem]\nscan_limit = -1\n",
+			file + `:2: filesystem.scan_limit: "-1": want a number of files and folders from 1000 to 1000000000`},
 		{"workspace id climbs", "[workspace]\nid = \"../x\"\n",
 			file + `:2: workspace.id: "../x": an id cannot start with a dot`},
 		{"workspace id with a slash", "[workspace]\nid = \"a/b\"\n",
@@ -173,7 +175,7 @@ deny = [
   "a#b", # the # inside the string is not a comment
   'C:\', "x=y",
 ]
-protect_depth = 2
+scan_limit = 20000
 
 [workspace]
 id = "w1"
@@ -198,7 +200,7 @@ sandbox = true
 	}
 	wantScalars := map[string]Entry{
 		"sandbox.enforce":          {Value: "best-effort", Origin: o(5, "sandbox.enforce"), Base: "/p"},
-		"filesystem.protect_depth": {Value: "2", Origin: o(14, "filesystem.protect_depth"), Base: "/p"},
+		"filesystem.scan_limit":    {Value: "20000", Origin: o(14, "filesystem.scan_limit"), Base: "/p"},
 		"workspace.id":             {Value: "w1", Origin: o(17, "workspace.id"), Base: "/p"},
 		"limits.memory":            {Value: "1GiB", Origin: o(20, "limits.memory"), Base: "/p"},
 	}

@@ -378,7 +378,7 @@ func TestDefaults(t *testing.T) {
 	want := map[string]string{
 		"sandbox.enforce":          "require",
 		"sandbox.backend":          "auto",
-		"filesystem.protect_depth": "4",
+		"filesystem.scan_limit":    "1000000",
 		"tmp.mode":                 "workspace",
 		"network.mode":             "open",
 		"env.mode":                 "inherit",

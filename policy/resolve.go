@@ -539,7 +539,7 @@ func (r *resolver) writableStage() error {
 				}
 				return originError(w.origin, fmt.Sprintf("%s: making %s writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it", w.path, what))
 			}
-			r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("WRITABLE %s (%s): allowed by --allow-broad-writable; the shell startup files, git config and ~/.local/bin that exist stay read-only, missing ones are listed below as not protected", w.path, w.origin))
+			r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("WRITABLE %s (%s): allowed by --allow-broad-writable; what the home folder runs at login, in shells and in common tools stays read-only, or is blocked for the run when missing (see host programs below)", w.path, w.origin))
 		}
 		if ws := r.p.Workspace.Root; ws != "" && plan.Within(ws, w.path) {
 			return originError(w.origin, fmt.Sprintf("%s: this writable root holds the workspace root %s; binding it would undo the masking of other workspaces", w.path, ws))
@@ -600,6 +600,7 @@ func (r *resolver) readOnlyStage() error {
 		userRO = append(userRO, real)
 	}
 	var own []hostexec.Own
+	var made []string // folders agentbox makes before the run
 	// Every loaded policy file: the agent must not loosen its own sandbox.
 	for _, l := range r.p.Layers {
 		if l.File != "" && (l.Status == "loaded" || l.Status == "trusted") {
@@ -633,6 +634,7 @@ func (r *resolver) readOnlyStage() error {
 			}
 			for _, d := range missing {
 				r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: d, Mode: 0o700, Origin: origin})
+				made = append(made, d)
 			}
 			real = dir
 		}
@@ -644,7 +646,7 @@ func (r *resolver) readOnlyStage() error {
 	}
 	// What host programs run or obey (package hostexec): git, every known
 	// agent CLI, editors, the home folder's autostart files.
-	if err := r.hostExec(userRO, own); err != nil {
+	if err := r.hostExec(userRO, own, made); err != nil {
 		return err
 	}
 	for _, g := range r.p.HostExec.Guards {
@@ -656,8 +658,8 @@ func (r *resolver) readOnlyStage() error {
 	// cannot be renamed, so the agent cannot move .git away and put a
 	// folder with hooks of its own in its place.
 	for _, d := range r.p.HostExec.GitDirs {
-		if g, ok := r.p.HostExec.GuardAt(filepath.Join(d, "config")); ok && g.Keep != plan.KeepReadOnly {
-			continue // in a package tree, or a symlink: kept by the after-run check
+		if r.inPackageTree(d) {
+			continue // kept by the after-run check: a package manager must be able to remove it
 		}
 		if fi, err := r.env.FS.Lstat(d); err == nil && fi.IsDir() && !seen[d] && r.inWritable(d) {
 			seen[d] = true
@@ -701,6 +703,17 @@ func (r *resolver) readOnlyStage() error {
 	return nil
 }
 
+// inPackageTree reports whether p lies in a folder a package manager owns
+// within a writable root (hostexec.InPackageTree).
+func (r *resolver) inPackageTree(p string) bool {
+	for _, w := range r.writableRegions() {
+		if plan.Within(p, w) && p != w && hostexec.InPackageTree(filepath.ToSlash(strings.TrimPrefix(p, w+"/"))) {
+			return true
+		}
+	}
+	return false
+}
+
 // maxReadOnly bounds the read-only paths and pins in the writable roots:
 // beyond it resolution fails closed (a box that planted thousands of
 // repositories makes the next run refuse with a clear message, not start
@@ -709,19 +722,20 @@ const maxReadOnly = 4096
 
 // hostExec asks the registry (package hostexec) what within the writable
 // roots host programs run or obey, and records it with how each is kept.
-func (r *resolver) hostExec(userRO []string, own []hostexec.Own) error {
+func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) error {
 	regions := r.writableRegions()
+	// The project: the writable root the command works in (by default the
+	// git top-level of the working directory), or the workspace's folders.
+	// Missing control files are blocked at its top; in other writable
+	// roots, what the box makes is moved away after the run.
 	var projects []string
-	for _, m := range r.p.Mounts {
-		if m.Op != plan.Bind || m.Access != plan.ReadWrite || m.Path == "/tmp" {
-			continue
+	for _, w := range regions {
+		if w == r.env.Home || plan.Within(r.env.Home, w) {
+			continue // the home folder gets its own list
 		}
-		// A project folder, not an agent CLI's own folder or the home
-		// folder (which get their own lists).
-		if strings.HasPrefix(m.Origin.Key, "provider ") || m.Path == r.env.Home {
-			continue
+		if plan.Within(r.p.Cwd, w) || w == r.p.Workspace.Dir || w == r.p.Workspace.RepoDir {
+			projects = append(projects, w)
 		}
-		projects = append(projects, m.Path)
 	}
 	homes := map[string]string{}
 	var providers []provider.Provider
@@ -742,7 +756,7 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own) error {
 	res, err := hostexec.Resolve(hostexec.Input{
 		GOOS: r.env.GOOS, Home: r.env.Home, Getenv: r.env.Getenv, FS: r.env.FS,
 		Regions: regions, Skip: userRO, Projects: projects,
-		Providers: providers, ProviderHomes: homes, Own: own, Limit: limit,
+		Providers: providers, ProviderHomes: homes, Own: own, Made: made, Limit: limit,
 	})
 	if err != nil {
 		return err

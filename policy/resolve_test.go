@@ -2,12 +2,16 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -39,7 +43,14 @@ func checkOrder(t *testing.T, p *plan.Plan) {
 func (w *world) prepares(p *plan.Plan) []string {
 	var out []string
 	for _, d := range p.Prepare {
-		out = append(out, w.norm(d.Path)+" "+strconvOctal(d.Mode)+" ("+d.Origin.String()+")")
+		if d.Placeholder != "" && !w.showBlocked {
+			continue
+		}
+		s := w.norm(d.Path) + " " + strconvOctal(d.Mode) + " (" + d.Origin.String() + ")"
+		if d.Placeholder != "" {
+			s += " placeholder " + d.Placeholder
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -277,6 +288,9 @@ func TestResolvePolicyFilesReadOnly(t *testing.T) {
 	p := w.mustResolve(Flags{Tmp: "private", Policy: []string{"extra.toml", w.path("etc/outside.toml")}}, Options{}, "true")
 	var got []string
 	for _, m := range p.Mounts {
+		if g, ok := p.HostExec.GuardAt(m.Path); ok && g.Keep == plan.KeepBlocked {
+			continue
+		}
 		if m.Stage == plan.StageReadOnly {
 			got = append(got, w.norm(m.Path)+" ("+m.Origin.String()+")")
 		}
@@ -338,10 +352,13 @@ func TestResolveBroadWritable(t *testing.T) {
 
 func TestResolveBroadWritableAllowed(t *testing.T) {
 	w := newWorld(t)
-	w.write("home/u/.bashrc", "")
+	w.write("home/u/.bashrc", ". ~/.bash_extra\n[ -f ~/.bash_aliases ] && . ~/.bash_aliases\n")
+	w.write("home/u/.bash_extra", "")
 	w.write("home/u/.gitconfig", "")
 	w.write("real/profile", "")
 	w.symlink(w.path("real/profile"), "home/u/.profile")
+	w.mkdir("home/u/.config")
+	w.mkdir("home/u/.local")
 	p := w.mustResolve(Flags{Tmp: "private", Writable: []string{"~"}}, Options{AllowBroad: true}, "true")
 	checkOrder(t, p)
 	want := []string{
@@ -351,17 +368,19 @@ func TestResolveBroadWritableAllowed(t *testing.T) {
 		"tmp tmpfs /tmp (flag --tmp) fresh and empty for this run",
 		"writable bind $ROOT/home/u (flag --writable)",
 		"writable bind $ROOT/home/u/proj (default: the working directory)",
-		"read-only ro-bind $ROOT/home/u/.bashrc (always: shell startup file)",
-		"read-only ro-bind $ROOT/home/u/.gitconfig (always: shell startup file)",
+		"read-only ro-bind $ROOT/home/u/.bashrc (always: shell .bashrc)",
+		"read-only ro-bind $ROOT/home/u/.bash_extra (always: shell (sourced by $ROOT/home/u/.bashrc))",
+		"read-only ro-bind $ROOT/home/u/.gitconfig (always: git .gitconfig)",
 		"read-only pin $ROOT/home/u/.config (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/.cache (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
+		"read-only pin $ROOT/home/u/.local (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/.config/agentbox (always: agentbox's own configuration)",
 		"read-only ro-bind $ROOT/home/u/.cache/agentbox (always: agentbox's own configuration)",
 	}
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
-	wantWarnings := []string{"WRITABLE $ROOT/home/u (flag --writable): allowed by --allow-broad-writable; the shell startup files, git config and ~/.local/bin that exist stay read-only, missing ones are listed below as not protected"}
+	wantWarnings := []string{"WRITABLE $ROOT/home/u (flag --writable): allowed by --allow-broad-writable; what the home folder runs at login, in shells and in common tools stays read-only, or is blocked for the run when missing (see host programs below)"}
 	var gotWarnings []string
 	for _, s := range p.Warnings {
 		gotWarnings = append(gotWarnings, w.norm(s))
@@ -369,20 +388,35 @@ func TestResolveBroadWritableAllowed(t *testing.T) {
 	if diff := cmp.Diff(wantWarnings, gotWarnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	wantSkips := []string{
-		"$ROOT/home/u/.bash_profile: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.bash_login: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.bash_logout: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.zshrc: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.zprofile: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.zshenv: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.zlogin: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.zlogout: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.config/git: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.local/bin: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
-		"$ROOT/home/u/.config/fish/config.fish: not protected: it does not exist, and the home folder is writable (always: shell startup file)",
+	// What is missing is blocked: an empty read-only placeholder (the
+	// first missing component) stands there for the run.
+	blocked := map[string]string{}
+	for _, g := range p.HostExec.Guards {
+		if g.Keep == plan.KeepBlocked {
+			blocked[w.norm(g.Path)] = g.Rule
+		}
 	}
-	if diff := cmp.Diff(wantSkips, w.skips(p)); diff != "" {
+	for path, rule := range map[string]string{
+		"$ROOT/home/u/.bash_aliases":   "shell .bash_aliases",
+		"$ROOT/home/u/.zshrc":          "shell .zshrc",
+		"$ROOT/home/u/.config/systemd": "systemd .config/systemd",
+		"$ROOT/home/u/.config/git":     "git .config/git",
+		"$ROOT/home/u/.local/bin":      "shell .local/bin",
+		"$ROOT/home/u/.local/lib":      "python .local/lib",
+		"$ROOT/home/u/.ssh":            "ssh .ssh/config",
+		"$ROOT/home/u/bin":             "shell bin",
+		"$ROOT/home/u/.vimrc":          "vim .vimrc",
+	} {
+		if blocked[path] != rule {
+			t.Errorf("%s: blocked as %q, want %q", path, blocked[path], rule)
+		}
+	}
+	// The symlinked .profile is put back after the run if replaced; its
+	// target lies outside the writable roots.
+	if g, ok := p.HostExec.GuardAt(w.path("home/u/.profile")); !ok || g.Keep != plan.KeepRestored || g.Kind != plan.KindSymlink {
+		t.Errorf(".profile: %+v, want a symlink restored after the run", g)
+	}
+	if diff := cmp.Diff([]string(nil), w.skips(p)); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 }
@@ -432,7 +466,8 @@ func TestResolveDeny(t *testing.T) {
 func TestResolveDenyWritableRoot(t *testing.T) {
 	w := newWorld(t)
 	p := w.mustResolve(Flags{Tmp: "private", Deny: []string{"~/proj"}}, Options{}, "true")
-	last := w.mounts(p)[len(p.Mounts)-1]
+	ms := w.mounts(p)
+	last := ms[len(ms)-1]
 	if diff := cmp.Diff("deny hide-dir $ROOT/home/u/proj (flag --deny) deny wins over writable $ROOT/home/u/proj", last); diff != "" {
 		t.Errorf("last mount (-want +got):\n%s", diff)
 	}
@@ -442,10 +477,10 @@ func TestResolveGitProtection(t *testing.T) {
 	w := newWorld(t)
 	w.gitRepo("home/u/proj")
 	w.mkdir("home/u/proj/a/.git")                 // nested, no hooks, no config
-	w.gitRepo("home/u/proj/x/y/z/w")              // depth 4: protected
-	w.gitRepo("home/u/proj/x/y/z/w/v")            // depth 5: beyond protect_depth
-	w.gitRepo("home/u/proj/node_modules/dep")     // skipped
-	w.gitRepo("home/u/proj/lib/vendor/pkg")       // skipped
+	w.gitRepo("home/u/proj/x/y/z/w")              // deep
+	w.gitRepo("home/u/proj/x/y/z/w/v")            // deeper still: no depth limit
+	w.gitRepo("home/u/proj/node_modules/dep")     // in a package tree
+	w.gitRepo("home/u/proj/lib/vendor/pkg")       // in a package tree
 	w.mkdir("home/u/proj/.git/modules/sub/hooks") // a submodule's git folder
 	w.write("home/u/proj/.git/modules/sub/config", "")
 	w.write("home/u/proj/sub/.git", "gitdir: ../.git/modules/sub\n")
@@ -465,24 +500,30 @@ func TestResolveGitProtection(t *testing.T) {
 	// itself) so it cannot be renamed away; a .git file stays read-only.
 	want := []string{
 		"read-only pin $ROOT/home/u/proj/.git (always: git folder) pinned: cannot be renamed or replaced",
-		"read-only pin $ROOT/home/u/proj/a (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
+		"read-only pin $ROOT/home/u/proj/sub (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/proj/wt (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
+		"read-only pin $ROOT/home/u/proj/a (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/proj/x (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/.git/hooks (always: git hooks)",
 		"read-only ro-bind $ROOT/home/u/proj/.git/config (always: git config)",
+		"read-only ro-bind $ROOT/home/u/proj/sub/.git (always: git file) gitdir: names the folder git uses for this work tree",
+		"read-only ro-bind $ROOT/home/u/proj/wt/.git (always: git file) gitdir: names the folder git uses for this work tree",
 		"read-only pin $ROOT/home/u/proj/a/.git (always: git folder) pinned: cannot be renamed or replaced",
-		"read-only ro-bind $ROOT/home/u/proj/wt/.git (always: git file)",
 		"read-only pin $ROOT/home/u/proj/.git/modules (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/proj/x/y (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
-		"read-only pin $ROOT/home/u/proj/.git/modules/sub (always: git folder) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/a/.git/hooks (always: git hooks) created empty",
+		"read-only pin $ROOT/home/u/proj/.git/modules/sub (always: git folder) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/proj/x/y/z (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/.git/modules/sub/hooks (always: git hooks)",
 		"read-only ro-bind $ROOT/home/u/proj/.git/modules/sub/config (always: git config)",
 		"read-only pin $ROOT/home/u/proj/x/y/z/w (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/proj/x/y/z/w/.git (always: git folder) pinned: cannot be renamed or replaced",
+		"read-only pin $ROOT/home/u/proj/x/y/z/w/v (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/x/y/z/w/.git/hooks (always: git hooks)",
 		"read-only ro-bind $ROOT/home/u/proj/x/y/z/w/.git/config (always: git config)",
+		"read-only pin $ROOT/home/u/proj/x/y/z/w/v/.git (always: git folder) pinned: cannot be renamed or replaced",
+		"read-only ro-bind $ROOT/home/u/proj/x/y/z/w/v/.git/hooks (always: git hooks)",
+		"read-only ro-bind $ROOT/home/u/proj/x/y/z/w/v/.git/config (always: git config)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("read-only mounts (-want +got):\n%s", diff)
@@ -491,10 +532,32 @@ func TestResolveGitProtection(t *testing.T) {
 	if diff := cmp.Diff(wantPrepare, w.prepares(p)); diff != "" {
 		t.Errorf("prepare (-want +got):\n%s", diff)
 	}
-	wantSkips := []string{
-		"$ROOT/home/u/proj/a/.git/config: not protected: it does not exist (always: git config)",
+	// In package trees (node_modules, vendor) a mount would stop the
+	// package manager from removing the tree: those repositories are kept
+	// by the after-run check (recorded, put back), not by mounts. A config
+	// that does not exist is checked after the run.
+	var after []string
+	for _, g := range p.HostExec.Guards {
+		if g.Keep != plan.KeepReadOnly && g.Keep != plan.KeepBlocked {
+			after = append(after, string(g.Keep)+" "+w.norm(g.Path)+" ("+g.Rule+")")
+		}
 	}
-	if diff := cmp.Diff(wantSkips, w.skips(p)); diff != "" {
+	wantAfter := []string{
+		"checked $ROOT/home/u/proj/a/.git/config (git config)",
+		"restored $ROOT/home/u/proj/node_modules/dep/.git/hooks (git hooks)",
+		"restored $ROOT/home/u/proj/node_modules/dep/.git/config (git config)",
+		"restored $ROOT/home/u/proj/lib/vendor/pkg/.git/hooks (git hooks)",
+		"restored $ROOT/home/u/proj/lib/vendor/pkg/.git/config (git config)",
+	}
+	if diff := cmp.Diff(wantAfter, after); diff != "" {
+		t.Errorf("guards kept after the run (-want +got):\n%s", diff)
+	}
+	for _, d := range []string{"home/u/proj/.git", "home/u/proj/node_modules/dep/.git", "home/u/proj/.git/modules/sub", "elsewhere/wt/.git"} {
+		if want, got := d != "elsewhere/wt/.git", slices.Contains(p.HostExec.GitDirs, w.path(d)); want != got {
+			t.Errorf("git folder %s known to the after-run check: %v, want %v", d, got, want)
+		}
+	}
+	if diff := cmp.Diff([]string(nil), w.skips(p)); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(before, w.snapshot()); diff != "" {
@@ -502,26 +565,23 @@ func TestResolveGitProtection(t *testing.T) {
 	}
 }
 
-func TestResolveGitProtectDepth(t *testing.T) {
+// TestResolveScanLimit checks that the search of the writable roots fails
+// closed past its bound, with the fix in a hint.
+func TestResolveScanLimit(t *testing.T) {
 	w := newWorld(t)
-	w.gitRepo("home/u/proj")
-	w.gitRepo("home/u/proj/a")
-	w.gitRepo("home/u/proj/a/b")
-	w.write("home/u/proj/.agentbox.toml", "[filesystem]\nprotect_depth = 1\n")
+	for i := 0; i < 1100; i++ {
+		w.write(fmt.Sprintf("home/u/proj/d%d/f", i/100), "")
+		w.write(fmt.Sprintf("home/u/proj/d%d/f%d", i/100, i), "")
+	}
+	w.write("home/u/proj/.agentbox.toml", "[filesystem]\nscan_limit = 1000\n")
 	w.trust("home/u/proj/.agentbox.toml")
-	p := w.mustResolve(Flags{Tmp: "private"}, Options{}, "true")
-	var got []string
-	for _, m := range p.Mounts {
-		if strings.HasPrefix(m.Origin.Key, "always: git") {
-			got = append(got, w.norm(m.Path))
-		}
+	_, err := w.resolve(Flags{Tmp: "private"}, Options{}, "true")
+	var le *hostexec.LimitError
+	if !errors.As(err, &le) {
+		t.Fatalf("want a *hostexec.LimitError, got %v", err)
 	}
-	want := []string{
-		"$ROOT/home/u/proj/.git", "$ROOT/home/u/proj/.git/hooks", "$ROOT/home/u/proj/.git/config",
-		"$ROOT/home/u/proj/a/.git", "$ROOT/home/u/proj/a/.git/hooks", "$ROOT/home/u/proj/a/.git/config",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("git mounts (-want +got):\n%s", diff)
+	if !strings.Contains(err.Error(), "holds more than 1000 files and folders") || len(le.Hints()) == 0 {
+		t.Errorf("error %q, hints %q: want the bound and a hint", err, le.Hints())
 	}
 }
 
@@ -954,5 +1014,73 @@ func TestResolveIdentity(t *testing.T) {
 	}
 	if !strings.HasPrefix(w.norm(p.Tmp.HostDir), "$ROOT/tmp/agentbox-0/") {
 		t.Errorf("tmp folder %s, want one under agentbox-0", w.norm(p.Tmp.HostDir))
+	}
+}
+
+// TestResolveHostExecBlocked checks what is blocked for the run where a
+// control file is missing: at the top of the project the agent CLIs'
+// folders and files and the editors' (empty read-only folders, so nothing
+// shows in git status), in an agent CLI's own folder its settings (a file
+// with an empty JSON object) and folders; deeper, nothing is blocked (the
+// after-run check moves away what the box makes).
+func TestResolveHostExecBlocked(t *testing.T) {
+	w := newWorld(t)
+	w.showBlocked = true
+	w.gitRepo("home/u/proj")
+	w.mkdir("home/u/proj/.claude/commands")
+	w.mkdir("home/u/proj/packages/foo")
+	p := w.mustResolve(Flags{Tmp: "private"}, Options{}, "claude")
+	var got []string
+	for _, d := range p.Prepare {
+		if d.Placeholder != "" {
+			got = append(got, w.norm(d.Path)+" "+d.Placeholder+" "+strconv.Quote(d.Content)+" ("+d.Origin.String()+")")
+		}
+	}
+	want := []string{
+		`$ROOT/home/u/proj/.claude/settings.json dir "" (always: claude .claude/settings.json)`,
+		`$ROOT/home/u/proj/.claude/settings.local.json dir "" (always: claude .claude/settings.local.json)`,
+		`$ROOT/home/u/proj/.claude/agents dir "" (always: claude .claude/agents)`,
+		`$ROOT/home/u/proj/.claude/skills dir "" (always: claude .claude/skills)`,
+		`$ROOT/home/u/proj/.claude/hooks dir "" (always: claude .claude/hooks)`,
+		`$ROOT/home/u/proj/.claude/rules dir "" (always: claude .claude/rules)`,
+		`$ROOT/home/u/proj/.claude/workflows dir "" (always: claude .claude/workflows)`,
+		`$ROOT/home/u/proj/.claude/output-styles dir "" (always: claude .claude/output-styles)`,
+		`$ROOT/home/u/proj/.mcp.json dir "" (always: claude .mcp.json)`,
+		`$ROOT/home/u/proj/.codex dir "" (always: codex .codex)`,
+		`$ROOT/home/u/proj/.agents dir "" (always: codex .agents)`,
+		`$ROOT/home/u/proj/.vscode dir "" (always: vscode .vscode)`,
+		`$ROOT/home/u/proj/.idea dir "" (always: jetbrains .idea)`,
+		`$ROOT/home/u/.claude/settings.json file "{}\n" (always: claude settings.json)`,
+		`$ROOT/home/u/.claude/settings.local.json file "{}\n" (always: claude settings.local.json)`,
+		`$ROOT/home/u/.claude/hooks dir "" (always: claude hooks)`,
+		`$ROOT/home/u/.claude/plugins dir "" (always: claude plugins)`,
+		`$ROOT/home/u/.claude/commands dir "" (always: claude commands)`,
+		`$ROOT/home/u/.claude/agents dir "" (always: claude agents)`,
+		`$ROOT/home/u/.claude/skills dir "" (always: claude skills)`,
+		`$ROOT/home/u/.claude/rules dir "" (always: claude rules)`,
+		`$ROOT/home/u/.claude/workflows dir "" (always: claude workflows)`,
+		`$ROOT/home/u/.claude/output-styles dir "" (always: claude output-styles)`,
+		`$ROOT/home/u/.claude/CLAUDE.md file "" (always: claude CLAUDE.md)`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("placeholders (-want +got):\n%s", diff)
+	}
+	// The project's existing .claude/commands is read-only and its folder
+	// pinned; each placeholder is bound read-only over itself.
+	ms := w.mounts(p)
+	for _, m := range []string{
+		"read-only ro-bind $ROOT/home/u/proj/.claude/commands (always: claude .claude/commands)",
+		"read-only pin $ROOT/home/u/proj/.claude (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
+		"read-only ro-bind $ROOT/home/u/proj/.mcp.json (always: claude .mcp.json) does not exist: an empty read-only folder stands in its place during the run, so the box cannot create it",
+		"read-only ro-bind $ROOT/home/u/.claude/settings.json (always: claude settings.json) does not exist: an empty read-only file stands in its place during the run, so the box cannot create it",
+	} {
+		if !slices.Contains(ms, m) {
+			t.Errorf("no mount %q in:\n%s", m, strings.Join(ms, "\n"))
+		}
+	}
+	for _, m := range ms {
+		if strings.Contains(m, "packages/foo") {
+			t.Errorf("a placeholder deeper than the project's top: %s", m)
+		}
 	}
 }

@@ -22,6 +22,9 @@ type world struct {
 	t    *testing.T
 	root string
 	env  Env
+	// showBlocked makes mounts and prepares show the placeholders of
+	// missing control files too.
+	showBlocked bool
 }
 
 // newWorld builds the world. The root is the real path of t.TempDir(), so
@@ -142,6 +145,9 @@ func (w *world) mustResolve(flags Flags, opts Options, command ...string) *plan.
 func (w *world) mounts(p *plan.Plan) []string {
 	var out []string
 	for _, m := range p.Mounts {
+		if g, ok := p.HostExec.GuardAt(m.Path); ok && g.Keep == plan.KeepBlocked && !w.showBlocked {
+			continue // placeholders have their own test (TestResolveHostExecBlocked)
+		}
 		s := m.Stage.String() + " " + string(m.Op) + " " + m.Path
 		if m.Source != "" {
 			s += " <- " + m.Source

@@ -49,12 +49,12 @@ func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
 	c.search()
 }
 
-// note reports something the check did, once per path.
+// note reports something the check did, once per path and action.
 func (c *checker) note(p, rule, action, detail string) {
-	if c.reported[p] {
+	if c.reported[action+"\x00"+p] {
 		return
 	}
-	c.reported[p] = true
+	c.reported[action+"\x00"+p] = true
 	c.ev.Emit(event.Event{Kind: event.Quarantine, Path: p, Rule: "always: " + rule, Action: action,
 		Reason: "a host program would run or obey it outside the box",
 		Detail: event.Escape(p) + ": " + detail})
@@ -62,7 +62,6 @@ func (c *checker) note(p, rule, action, detail string) {
 
 // warn reports something the check could not do.
 func (c *checker) warn(p, rule, detail string) {
-	c.reported[p] = false
 	c.note(p, rule, "failed", detail+"; do not run "+c.program(rule)+" there before you have looked")
 }
 
@@ -144,6 +143,8 @@ func (c *checker) search() {
 			}
 		}
 	}
+	sort.Strings(f.repos)
+	sort.Strings(f.bare)
 	for _, top := range f.repos {
 		c.gitEntry(top)
 	}

@@ -59,6 +59,19 @@ func pendingDir(state string) (int, error) {
 	return subdir(sfd, "pending")
 }
 
+// existingPendingDir opens <state>/pending if it exists, making nothing.
+func existingPendingDir(state string) (int, error) {
+	fd, err := openDir(state + "/pending")
+	if err != nil {
+		return -1, err
+	}
+	if err := ownedDir(fd); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
 // newPending creates and locks this run's record.
 func newPending(state, run string) (*pending, error) {
 	dfd, err := pendingDir(state)
@@ -150,7 +163,10 @@ func Recover(state string, ev event.Emitter) { recoverPending(state, "", ev) }
 
 // recoverPending is Recover, leaving the run self alone.
 func recoverPending(state, self string, ev event.Emitter) {
-	dfd, err := pendingDir(state)
+	if state == "" {
+		return
+	}
+	dfd, err := existingPendingDir(state)
 	if err != nil {
 		return
 	}

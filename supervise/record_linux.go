@@ -217,10 +217,19 @@ func (c *checker) restoreEntry(dfd int, parent, name, rel string, before map[str
 	}
 	// What the box removed from the folder.
 	for r, s := range before {
-		if path.Dir(r) == rel && r != rel && !have[path.Base(r)] && s.Kind != plan.KindMissing {
+		if parentRel(r) == rel && r != rel && !have[path.Base(r)] && s.Kind != plan.KindMissing {
 			c.restoreEntry(sub, full, path.Base(r), r, before, gr)
 		}
 	}
+}
+
+// parentRel is the rel of the folder holding rel ("" for the guard's own
+// entries).
+func parentRel(rel string) string {
+	if d := path.Dir(rel); d != "." {
+		return d
+	}
+	return ""
 }
 
 // sameEntry reports whether the entry is still what was recorded: same

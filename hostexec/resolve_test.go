@@ -1,0 +1,388 @@
+package hostexec
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/provider"
+)
+
+// osFS is the real file system, searched with the fast walk.
+type osFS struct{}
+
+func (osFS) Lstat(n string) (fs.FileInfo, error)       { return os.Lstat(n) }
+func (osFS) Stat(n string) (fs.FileInfo, error)        { return os.Stat(n) }
+func (osFS) ReadFile(n string) ([]byte, error)         { return os.ReadFile(n) }
+func (osFS) Readlink(n string) (string, error)         { return os.Readlink(n) }
+func (osFS) EvalSymlinks(n string) (string, error)     { return filepath.EvalSymlinks(n) }
+func (osFS) ReadDir(n string) ([]fs.DirEntry, error)   { return os.ReadDir(n) }
+func (osFS) Real() bool                                { return true }
+func (slowFS) Real() bool                              { return false }
+func (f slowFS) Lstat(n string) (fs.FileInfo, error)   { return os.Lstat(n) }
+func (f slowFS) Stat(n string) (fs.FileInfo, error)    { return os.Stat(n) }
+func (f slowFS) ReadFile(n string) ([]byte, error)     { return os.ReadFile(n) }
+func (f slowFS) Readlink(n string) (string, error)     { return os.Readlink(n) }
+func (f slowFS) EvalSymlinks(n string) (string, error) { return filepath.EvalSymlinks(n) }
+func (f slowFS) ReadDir(n string) ([]fs.DirEntry, error) {
+	return os.ReadDir(n)
+}
+
+// slowFS is the real file system searched through ReadDir, as a world
+// given by a test is.
+type slowFS struct{}
+
+// tree is a folder of files for one test, in a real temporary folder.
+type tree struct {
+	t    *testing.T
+	root string
+}
+
+func newTree(t *testing.T) *tree {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tree{t: t, root: root}
+}
+
+func (tr *tree) p(rel string) string { return filepath.Join(tr.root, rel) }
+
+func (tr *tree) write(rel, content string) {
+	tr.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(tr.p(rel)), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	if err := os.WriteFile(tr.p(rel), []byte(content), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+}
+
+func (tr *tree) mkdir(rel string) {
+	tr.t.Helper()
+	if err := os.MkdirAll(tr.p(rel), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+}
+
+func (tr *tree) symlink(target, rel string) {
+	tr.t.Helper()
+	tr.mkdir(filepath.Dir(rel))
+	if err := os.Symlink(target, tr.p(rel)); err != nil {
+		tr.t.Fatal(err)
+	}
+}
+
+func (tr *tree) repo(rel string) {
+	tr.write(rel+"/.git/config", "[core]\n\tbare = false\n")
+	tr.write(rel+"/.git/HEAD", "ref: refs/heads/main\n")
+	tr.mkdir(rel + "/.git/hooks")
+	tr.mkdir(rel + "/.git/objects")
+	tr.mkdir(rel + "/.git/refs")
+}
+
+// guards shows the result's guards as "keep kind path (rule)", relative.
+func (tr *tree) guards(r Result) []string {
+	var out []string
+	for _, g := range r.Guards {
+		s := string(g.Keep) + " " + g.Kind + " " + strings.TrimPrefix(g.Path, tr.root+"/") + " (" + g.Rule + ")"
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (tr *tree) input(regions ...string) Input {
+	var rs []string
+	for _, r := range regions {
+		rs = append(rs, tr.p(r))
+	}
+	env := map[string]string{"HOME": tr.p("home"), "GIT_CONFIG_NOSYSTEM": "1", "PATH": tr.p("bin")}
+	return Input{GOOS: "linux", Home: tr.p("home"), Getenv: func(k string) string { return env[k] }, FS: osFS{},
+		Regions: rs, Projects: rs[:1], Providers: provider.Builtin()}
+}
+
+func TestResolveGit(t *testing.T) {
+	tr := newTree(t)
+	tr.repo("proj")
+	tr.repo("proj/node_modules/a")   // in a package tree: kept by recording
+	tr.repo("proj/x/y/z/w/v/u/deep") // any depth
+	tr.write("proj/.git/hooks/pre-commit", "#!/bin/sh\n./scripts/check.sh && pre-commit run\n")
+	tr.write("proj/scripts/check.sh", "")        // named by a hook
+	tr.write("proj/.pre-commit-config.yaml", "") // the hook calls pre-commit
+	tr.write("proj/.git/config", "[core]\n\thooksPath = .husky/_\n")
+	tr.write("proj/.husky/_/h", "")
+	tr.write("proj/.husky/pre-commit", "npm test\n")
+	tr.symlink("../../shared", "proj/sub/.git/hooks") // a symlinked hooks folder
+	tr.write("proj/sub/.git/config", "")
+	tr.mkdir("shared")
+	tr.write("proj/bare.git/HEAD", "ref: refs/heads/main\n") // a bare repository
+	tr.mkdir("proj/bare.git/objects")
+	tr.mkdir("proj/bare.git/refs")
+	tr.write("proj/bare.git/config", "[core]\n\tbare = true\n")
+	in := tr.input("proj")
+	in.Projects = nil // no placeholders: TestResolveControlFiles has them
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tr.guards(r)
+	want := []string{
+		"read-only dir proj/.git/hooks (git hooks)",
+		"read-only dir proj/.husky/_ (git hooks)",
+		"read-only dir proj/bare.git/hooks (git hooks)",
+		"read-only dir proj/x/y/z/w/v/u/deep/.git/hooks (git hooks)",
+		"read-only file proj/.git/config (git config)",
+		"read-only file proj/.husky/pre-commit (git hook script (husky))",
+		"read-only file proj/.pre-commit-config.yaml (git hook manager pre-commit)",
+		"read-only file proj/bare.git/config (git config)",
+		"read-only file proj/scripts/check.sh (git hook script (named by " + tr.p("proj/.git/hooks/pre-commit") + "))",
+		"read-only file proj/sub/.git/config (git config)",
+		"read-only file proj/x/y/z/w/v/u/deep/.git/config (git config)",
+		"restored dir proj/.husky (git hooks (husky))",
+		"restored dir proj/node_modules/a/.git/hooks (git hooks)",
+		"restored file proj/node_modules/a/.git/config (git config)",
+		"restored symlink proj/sub/.git/hooks (git hooks)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("guards (-want +got):\n%s", diff)
+	}
+	for _, d := range []string{"proj/.git", "proj/node_modules/a/.git", "proj/x/y/z/w/v/u/deep/.git", "proj/bare.git", "proj/sub/.git"} {
+		found := false
+		for _, g := range r.GitDirs {
+			found = found || g == tr.p(d)
+		}
+		if !found {
+			t.Errorf("git folder %s not known", d)
+		}
+	}
+	// The same through ReadDir (a world a test gives) finds the same.
+	in.FS = slowFS{}
+	r2, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, tr.guards(r2)); diff != "" {
+		t.Errorf("guards through ReadDir (-fast +slow):\n%s", diff)
+	}
+}
+
+func TestResolveControlFiles(t *testing.T) {
+	tr := newTree(t)
+	tr.write("proj/.claude/settings.json", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"node $CLAUDE_PROJECT_DIR/tools/hook.js"}]}]},"permissions":{"allow":["Read(./src/a.go)"]}}`)
+	tr.write("proj/tools/hook.js", "")
+	tr.write("proj/src/a.go", "")
+	tr.write("proj/packages/foo/.mcp.json", `{"mcpServers":{"x":{"command":"./bin/server","args":["--config","./srv.json"]}}}`)
+	tr.write("proj/packages/foo/bin/server", "")
+	tr.write("proj/packages/foo/srv.json", "")
+	tr.symlink(tr.p("dotfiles/vscode"), "proj/.vscode")
+	tr.write("dotfiles/vscode/tasks.json", "{}")
+	tr.write("home/.claude/settings.json", `{"statusLine":{"type":"command","command":"~/.claude/statusline.sh"}}`)
+	tr.write("home/.claude/statusline.sh", "")
+	tr.write("home/.claude/hooks/start.sh", "")
+	tr.write("home/.codex/config.toml", "notify = [\"/bin/sh\", \""+tr.p("home/.codex/notify.sh")+"\"]\n[mcp_servers.x]\ncommand = \"~/.codex/mcp.sh\"\n")
+	tr.write("home/.codex/notify.sh", "")
+	tr.write("home/.codex/mcp.sh", "")
+	in := tr.input("proj", "home/.claude", "home/.codex")
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tr.guards(r)
+	// Everything an agent CLI or editor obeys, at any depth, with the
+	// files its commands name; a symlinked control folder is put back
+	// after the run (its target lies outside the writable roots); the
+	// permission rule's file is not a command and stays writable.
+	for _, w := range []string{
+		"read-only file proj/.claude/settings.json (claude .claude/settings.json)",
+		"read-only file proj/tools/hook.js (claude command (named by " + tr.p("proj/.claude/settings.json") + "))",
+		"read-only file proj/packages/foo/.mcp.json (claude .mcp.json)",
+		"read-only file proj/packages/foo/bin/server (claude command (named by " + tr.p("proj/packages/foo/.mcp.json") + "))",
+		"read-only file proj/packages/foo/srv.json (claude command (named by " + tr.p("proj/packages/foo/.mcp.json") + "))",
+		"restored symlink proj/.vscode (vscode .vscode)",
+		"read-only file home/.claude/settings.json (claude settings.json)",
+		"read-only dir home/.claude/hooks (claude hooks)",
+		"read-only file home/.claude/statusline.sh (claude command (named by " + tr.p("home/.claude/settings.json") + "))",
+		"read-only file home/.codex/config.toml (codex config.toml)",
+		"read-only file home/.codex/notify.sh (codex command (named by " + tr.p("home/.codex/config.toml") + "))",
+		"read-only file home/.codex/mcp.sh (codex command (named by " + tr.p("home/.codex/config.toml") + "))",
+		"blocked missing proj/.codex (codex .codex)",
+		"blocked missing home/.claude/skills (claude skills)",
+		"blocked missing home/.codex/rules (codex rules)",
+	} {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("no guard %q in:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	for _, g := range got {
+		if strings.Contains(g, "src/a.go") || strings.Contains(g, "packages/foo/.claude") || strings.Contains(g, "dotfiles") {
+			t.Errorf("unexpected guard %s", g)
+		}
+	}
+}
+
+func TestResolveHome(t *testing.T) {
+	tr := newTree(t)
+	tr.write("home/.bashrc", "# rc\n. ~/.bash_extra\nsource \"$HOME/.config/sh/more\"\n[ -f ~/.bash_aliases ] && . ~/.bash_aliases\n")
+	tr.write("home/.bash_extra", "")
+	tr.write("home/.config/sh/more", ". ~/.deeper\n")
+	tr.write("home/.deeper", "")
+	tr.mkdir("home/.config/agentbox") // made by agentbox before the run: not a first missing component
+	in := tr.input("home")
+	in.Projects = nil
+	in.Made = []string{tr.p("home/.local")}
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tr.guards(r)
+	for _, w := range []string{
+		"read-only file home/.bashrc (shell .bashrc)",
+		"read-only file home/.bash_extra (shell (sourced by " + tr.p("home/.bashrc") + "))",
+		"read-only file home/.config/sh/more (shell (sourced by " + tr.p("home/.bashrc") + "))",
+		"read-only file home/.deeper (shell (sourced by " + tr.p("home/.config/sh/more") + "))",
+		"blocked missing home/.bash_aliases (shell .bash_aliases)",
+		"blocked missing home/.ssh (ssh .ssh/config)",
+		"blocked missing home/.config/systemd (systemd .config/systemd)",
+		"blocked missing home/.local/bin (shell .local/bin)",
+		"blocked missing home/.local/lib (python .local/lib)",
+		"blocked missing home/bin (shell bin)",
+	} {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("no guard %q in:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	var kinds []string
+	for _, p := range r.Placeholders {
+		kinds = append(kinds, strings.TrimPrefix(p.Path, tr.root+"/")+" "+p.Placeholder)
+	}
+	for _, w := range []string{"home/.bash_aliases file", "home/.ssh dir", "home/.local/lib dir"} {
+		found := false
+		for _, k := range kinds {
+			found = found || k == w
+		}
+		if !found {
+			t.Errorf("no placeholder %q in %q", w, kinds)
+		}
+	}
+}
+
+// TestResolveLimit: the search fails closed past its bound, over all
+// roots together.
+func TestResolveLimit(t *testing.T) {
+	tr := newTree(t)
+	for _, d := range []string{"a", "b"} {
+		for i := 0; i < 700; i++ {
+			tr.write(d+"/f"+strings.Repeat("x", i%5)+string(rune('a'+i%26))+strings.Repeat("0", i/26), "")
+		}
+	}
+	in := tr.input("a", "b")
+	in.Limit = 1000
+	_, err := Resolve(in)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != 1000 {
+		t.Fatalf("want a LimitError at 1000, got %v", err)
+	}
+	in.Limit = 2000
+	if _, err := Resolve(in); err != nil {
+		t.Fatalf("within the bound: %v", err)
+	}
+}
+
+func TestResolveOtherOS(t *testing.T) {
+	tr := newTree(t)
+	tr.repo("proj")
+	in := tr.input("proj")
+	in.GOOS = "windows"
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Placeholders) != 0 {
+		t.Errorf("placeholders off Linux: %v", r.Placeholders)
+	}
+	for _, g := range r.Guards {
+		if g.Keep != plan.KeepReadOnly && g.Keep != plan.KeepNone {
+			t.Errorf("%s kept as %s off Linux", g.Path, g.Keep)
+		}
+	}
+}
+
+func TestWords(t *testing.T) {
+	cases := map[string][]string{
+		`node "$CLAUDE_PROJECT_DIR"/x.js --a=b`: {"node", "$CLAUDE_PROJECT_DIR/x.js", "--a", "b"},
+		`a 'b c' d\ e;f|g&&h>i`:                 {"a", "b c", "d e", "f", "g", "h", "i"},
+		"[ -f ~/.a ] && . ~/.a # comment":       {"[", "-f", "~/.a", "]", ".", "~/.a", "#", "comment"},
+		"":                                      nil,
+	}
+	for in, want := range cases {
+		if diff := cmp.Diff(want, Words(in)); diff != "" {
+			t.Errorf("Words(%q) (-want +got):\n%s", in, diff)
+		}
+	}
+}
+
+func TestExpander(t *testing.T) {
+	e := Expander{Home: "/h", Vars: map[string]string{"CLAUDE_PROJECT_DIR": "/p"}, Dir: "/p"}
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"~/a", "/h/a", true},
+		{"$HOME/a", "/h/a", true},
+		{"${CLAUDE_PROJECT_DIR}/x/../y", "/p/y", true},
+		{"./scripts/a.sh", "/p/scripts/a.sh", true},
+		{"scripts/a.sh", "/p/scripts/a.sh", true},
+		{"$OTHER/a", "", false},
+		{"node", "", false},
+		{"src/*.go", "", false},
+		{"https://x/y", "", false},
+	}
+	for _, tc := range cases {
+		got, ok := e.Path(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Path(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestCommandStrings(t *testing.T) {
+	got := CommandStrings([]byte(`{"hooks":{"A":[{"hooks":[{"command":"a"}]}]},"env":{"X":"not a command"},"mcpServers":{"s":{"command":"b","args":["c"]}}}`), "json", []string{"hooks", "mcpServers"})
+	sort.Strings(got)
+	if diff := cmp.Diff([]string{"a", "b", "c"}, got); diff != "" {
+		t.Errorf("json (-want +got):\n%s", diff)
+	}
+	got = CommandStrings([]byte("notify = [\"n\"]\n[mcp_servers.x]\ncommand = \"m\"\nenv = { A = \"e\" }\n[other]\nx = \"no\"\n"), "toml", []string{"notify", "mcp_servers"})
+	sort.Strings(got)
+	if diff := cmp.Diff([]string{"e", "m", "n"}, got); diff != "" {
+		t.Errorf("toml (-want +got):\n%s", diff)
+	}
+	if got := CommandStrings([]byte("{not json"), "json", []string{"hooks"}); got != nil {
+		t.Errorf("bad json: %q", got)
+	}
+}
+
+func TestInPackageTree(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"node_modules/a/.git": true, "a/vendor/b": true, "src/vendored/x": false, "node_modules": true, "": false, "a/b": false,
+	} {
+		if got := InPackageTree(rel); got != want {
+			t.Errorf("InPackageTree(%q) = %v", rel, got)
+		}
+	}
+}

@@ -1,0 +1,452 @@
+package supervise
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// events collects what a check reports.
+type events struct {
+	mu  sync.Mutex
+	all []event.Event
+}
+
+func (e *events) Emit(ev event.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.all = append(e.all, ev)
+}
+
+// paths are the reported paths with their action, relative to root.
+func (e *events) paths(root string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.all {
+		if ev.Kind == event.Quarantine {
+			out = append(out, ev.Action+" "+strings.TrimPrefix(ev.Path, root+"/"))
+		}
+	}
+	return out
+}
+
+type box struct {
+	t     *testing.T
+	root  string // the writable root
+	out   string // outside it
+	state string
+}
+
+func newBox(t *testing.T) *box {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &box{t: t, root: filepath.Join(base, "proj"), out: filepath.Join(base, "outside"), state: filepath.Join(base, "state")}
+	for _, d := range []string{b.root, b.out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+func (b *box) p(rel string) string { return filepath.Join(b.root, rel) }
+
+func (b *box) write(p, content string) {
+	b.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *box) read(p string) string {
+	data, _ := os.ReadFile(p)
+	return string(data)
+}
+
+func (b *box) host() *plan.HostExec {
+	return &plan.HostExec{Roots: []string{b.root}, Limit: 100000, State: b.state,
+		Controls: []string{".claude/settings.json", ".mcp.json", ".vscode"}}
+}
+
+// gitRepo makes a repository at rel as git init would, with config.
+func (b *box) gitRepo(rel, config string) string {
+	g := b.p(filepath.Join(rel, ".git"))
+	b.write(filepath.Join(g, "HEAD"), "ref: refs/heads/main\n")
+	b.write(filepath.Join(g, "config"), config)
+	b.write(filepath.Join(g, "hooks", "pre-commit.sample"), "#!/bin/sh\n")
+	for _, d := range []string{"objects", "refs/heads"} {
+		os.MkdirAll(filepath.Join(g, d), 0o755)
+	}
+	return g
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func TestCheckNewRepository(t *testing.T) {
+	b := newBox(t)
+	g := b.gitRepo("src", "[core]\n\tbare = false\n\tfsmonitor = touch /x\n[alias]\n\tst = !evil\n")
+	b.write(filepath.Join(g, "hooks", "pre-commit"), "#!/bin/sh\nevil\n")
+	b.write(filepath.Join(g, "hooks", "post-checkout.sample"), "") // a sample is left alone
+	ev := &events{}
+	check(b.host(), "run1", nil, ev)
+	if got := b.read(filepath.Join(g, "config")); got != "[core]\n\tbare = \"false\"\n" {
+		t.Errorf("config after the check: %q", got)
+	}
+	if exists(filepath.Join(g, "hooks", "pre-commit")) || !exists(filepath.Join(g, "hooks", "pre-commit.sample")) {
+		t.Error("the hook is still there, or a sample was moved")
+	}
+	want := []string{"rewritten src/.git/config", "moved src/.git/hooks/pre-commit"}
+	if diff := cmp.Diff(want, ev.paths(b.root)); diff != "" {
+		t.Errorf("reported (-want +got):\n%s", diff)
+	}
+	// What was taken out is in the quarantine folder, whole.
+	q := filepath.Join(b.state, "quarantine", "run1")
+	entries, _ := os.ReadDir(q)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		data, _ := os.ReadFile(filepath.Join(q, e.Name()))
+		if e.Name() == "001-config" && !strings.Contains(string(data), "fsmonitor") {
+			t.Errorf("the box's config is not kept whole in quarantine: %q", data)
+		}
+	}
+	if diff := cmp.Diff([]string{"001-config", "002-pre-commit"}, names); diff != "" {
+		t.Errorf("quarantine (-want +got):\n%s", diff)
+	}
+	// A second check finds nothing more to do, and reports nothing.
+	ev2 := &events{}
+	check(b.host(), "run2", nil, ev2)
+	if got := ev2.paths(b.root); len(got) != 0 {
+		t.Errorf("a second check reported %v", got)
+	}
+}
+
+// TestCheckWithRealGit: what real git does with a repository the box made,
+// before and after the check.
+func TestCheckWithRealGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is needed: %v", err)
+	}
+	b := newBox(t)
+	mark := filepath.Join(b.out, "ran")
+	run := func(args ...string) {
+		c := exec.Command("git", append([]string{"-C", b.p("src")}, args...)...)
+		c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+b.out, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
+		c.Run()
+	}
+	os.MkdirAll(b.p("src"), 0o755)
+	run("init", "-q")
+	run("config", "core.fsmonitor", "touch "+mark+"; false")
+	run("status")
+	if !exists(mark) {
+		t.Fatal("git did not run core.fsmonitor: the test cannot tell anything")
+	}
+	os.Remove(mark)
+	check(b.host(), "r", nil, &events{})
+	run("status")
+	run("commit", "-q", "--allow-empty", "-m", "x")
+	if exists(mark) {
+		t.Error("git ran core.fsmonitor after the check")
+	}
+}
+
+func TestCheckKnownRepository(t *testing.T) {
+	b := newBox(t)
+	g := b.gitRepo("", "[core]\n\thooksPath = mine\n\tfsmonitor = user's own\n")
+	b.write(filepath.Join(g, "hooks", "pre-commit"), "#!/bin/sh\nthe user's\n")
+	h := b.host()
+	h.GitDirs = []string{g}
+	// Made during the run: a commondir, a worktree whose commondir points
+	// at a folder of the box's, one that is right, and a new submodule.
+	b.write(filepath.Join(g, "commondir"), b.p("evil")+"\n")
+	b.write(filepath.Join(g, "worktrees", "bad", "commondir"), b.p("evil")+"\n")
+	b.write(filepath.Join(g, "worktrees", "good", "commondir"), "../..\n")
+	b.write(filepath.Join(g, "worktrees", "abs", "commondir"), g+"\n")
+	b.write(filepath.Join(g, "modules", "m", "config"), "[core]\n\tpager = evil\n\tworktree = ../../../m\n")
+	ev := &events{}
+	check(h, "r", nil, ev)
+	if b.read(filepath.Join(g, "config")) != "[core]\n\thooksPath = mine\n\tfsmonitor = user's own\n" || !exists(filepath.Join(g, "hooks", "pre-commit")) {
+		t.Error("the user's own config or hooks were changed")
+	}
+	if exists(filepath.Join(g, "commondir")) {
+		t.Error("a new commondir is still there")
+	}
+	if got := b.read(filepath.Join(g, "worktrees", "bad", "commondir")); got != "../..\n" {
+		t.Errorf("the bad worktree's commondir is %q", got)
+	}
+	if got := b.read(filepath.Join(g, "modules", "m", "config")); got != "[core]\n\tworktree = \"../../../m\"\n" {
+		t.Errorf("the new submodule's config is %q", got)
+	}
+	want := []string{"moved .git/commondir", "rewritten .git/worktrees/bad/commondir", "rewritten .git/modules/m/config"}
+	if diff := cmp.Diff(want, ev.paths(b.root)); diff != "" {
+		t.Errorf("reported (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckSymlinkTricks: nothing the check does follows a symlink the box
+// planted; the links themselves are moved away and their targets outside
+// the writable root stay as they were.
+func TestCheckSymlinkTricks(t *testing.T) {
+	b := newBox(t)
+	victim := filepath.Join(b.out, "victim")
+	b.write(victim, "[core]\n\tfsmonitor = the user's file\n")
+	// A new repository whose config is a symlink to a file outside.
+	g := b.gitRepo("a", "")
+	os.Remove(filepath.Join(g, "config"))
+	os.Symlink(victim, filepath.Join(g, "config"))
+	// A new repository whose hooks folder is a symlink outside.
+	g2 := b.gitRepo("b", "[core]\n\tbare = false\n")
+	os.RemoveAll(filepath.Join(g2, "hooks"))
+	os.Symlink(b.out, filepath.Join(g2, "hooks"))
+	// A .git that is a symlink to a repository outside.
+	os.MkdirAll(filepath.Join(b.out, "repo"), 0o755)
+	os.MkdirAll(b.p("c"), 0o755)
+	os.Symlink(filepath.Join(b.out, "repo"), b.p("c/.git"))
+	// A .git file pointing outside the writable root.
+	b.write(b.p("d/.git"), "gitdir: "+filepath.Join(b.out, "repo")+"\n")
+	// A control file that is a symlink to a file outside.
+	os.MkdirAll(b.p("e/.claude"), 0o755)
+	os.Symlink(victim, b.p("e/.claude/settings.json"))
+	ev := &events{}
+	check(b.host(), "r", nil, ev)
+	if got := b.read(victim); got != "[core]\n\tfsmonitor = the user's file\n" {
+		t.Errorf("the file outside was changed: %q", got)
+	}
+	if !exists(victim) || !exists(filepath.Join(b.out, "repo")) {
+		t.Error("something outside was moved")
+	}
+	want := []string{"moved a/.git/config", "moved b/.git/hooks", "moved c/.git", "moved d/.git", "moved e/.claude/settings.json"}
+	if diff := cmp.Diff(want, ev.paths(b.root)); diff != "" {
+		t.Errorf("reported (-want +got):\n%s", diff)
+	}
+	for _, p := range []string{"a/.git/config", "b/.git/hooks", "c/.git", "d/.git", "e/.claude/settings.json"} {
+		if exists(b.p(p)) {
+			t.Errorf("%s is still there", p)
+		}
+	}
+}
+
+// TestCheckPrecreatedNames: names the box made in advance where the check
+// puts things do not stop it, and a quarantine folder it cannot trust is
+// refused, the item then renamed out of git's way in place.
+func TestCheckPrecreatedNames(t *testing.T) {
+	b := newBox(t)
+	g := b.gitRepo("", "")
+	h := b.host()
+	h.GitDirs = []string{g}
+	b.write(filepath.Join(g, "commondir"), "evil\n")
+	os.MkdirAll(filepath.Join(g, "commondir.agentbox-quarantined", "x"), 0o755)
+	os.Symlink("/", filepath.Join(g, "commondir.quarantined"))
+	os.MkdirAll(filepath.Join(g, ".agentbox-quarantine-"), 0o755)
+	check(h, "r", nil, &events{})
+	if exists(filepath.Join(g, "commondir")) {
+		t.Fatal("commondir is still where git reads it")
+	}
+	// The quarantine folder itself, made by someone else: refused.
+	b.write(filepath.Join(g, "commondir"), "evil\n")
+	os.MkdirAll(filepath.Join(b.state, "quarantine"), 0o755)
+	os.Symlink(b.out, filepath.Join(b.state, "quarantine", "r2"))
+	ev := &events{}
+	check(h, "r2", nil, ev)
+	if exists(filepath.Join(g, "commondir")) {
+		t.Fatal("commondir is still where git reads it")
+	}
+	if entries, _ := os.ReadDir(b.out); len(entries) != 0 {
+		t.Errorf("the check wrote through the planted symlink: %v", entries)
+	}
+	if got := ev.all; len(got) != 1 || !strings.Contains(got[0].Detail, ".agentbox-quarantine-") {
+		t.Errorf("want one report naming where the item was left: %+v", got)
+	}
+}
+
+// TestCheckRace: a goroutine keeps swapping a folder of the tree with a
+// symlink to a repository outside, whose config would be rewritten if the
+// check followed it. It never is.
+func TestCheckRace(t *testing.T) {
+	b := newBox(t)
+	outside := filepath.Join(b.out, "repo")
+	cfg := "[core]\n\tfsmonitor = the user's\n"
+	b.write(filepath.Join(outside, ".git", "config"), cfg)
+	b.write(filepath.Join(outside, ".git", "HEAD"), "ref: refs/heads/main\n")
+	b.write(filepath.Join(outside, ".git", "hooks", "pre-commit"), "the user's hook\n")
+	inside := b.p("sub")
+	b.gitRepo("sub", "[core]\n\tfsmonitor = box\n")
+	link := b.p("link")
+	os.Symlink(outside, link)
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			unix.Renameat2(unix.AT_FDCWD, inside, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
+		check(b.host(), "race", nil, &events{})
+	}
+	stop.Store(true)
+	<-done
+	if got := b.read(filepath.Join(outside, ".git", "config")); got != cfg {
+		t.Errorf("the config outside was rewritten: %q", got)
+	}
+	if !exists(filepath.Join(outside, ".git", "hooks", "pre-commit")) {
+		t.Error("the hook outside was moved")
+	}
+}
+
+func TestRecordRestore(t *testing.T) {
+	b := newBox(t)
+	b.write(b.p(".git/config"), "[core]\n\tbare = false\n")
+	b.write(b.p(".git/hooks/pre-commit"), "#!/bin/sh\nmine\n")
+	b.write(b.p(".git/hooks/post-commit"), "#!/bin/sh\nmine too\n")
+	os.Symlink("../githooks", b.p("link"))
+	h := b.host()
+	h.GitDirs = []string{b.p(".git")}
+	h.Guards = []plan.Guard{
+		{Path: b.p(".git/config"), Rule: "git config", Kind: plan.KindFile, Keep: plan.KeepRestored},
+		{Path: b.p(".git/hooks"), Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepRestored},
+		{Path: b.p("link"), Rule: "git hooks", Kind: plan.KindSymlink, Keep: plan.KeepRestored},
+		{Path: b.p(".mcp.json"), Rule: "claude .mcp.json", Kind: plan.KindMissing, Keep: plan.KeepRestored},
+	}
+	recs, err := record(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The box, under Landlock: changes a file in place, replaces one,
+	// removes one, adds a hook, swaps the symlink, plants .mcp.json.
+	b.write(b.p(".git/config"), "[core]\n\tfsmonitor = evil\n")
+	os.Remove(b.p(".git/hooks/pre-commit"))
+	b.write(b.p(".git/hooks/pre-commit"), "#!/bin/sh\nevil\n")
+	os.Remove(b.p(".git/hooks/post-commit"))
+	b.write(b.p(".git/hooks/pre-push"), "#!/bin/sh\nevil\n")
+	os.Remove(b.p("link"))
+	os.MkdirAll(b.p("link"), 0o755)
+	b.write(b.p(".mcp.json"), "{}")
+	ev := &events{}
+	check(h, "r", recs, ev)
+	for p, want := range map[string]string{".git/config": "[core]\n\tbare = false\n", ".git/hooks/pre-commit": "#!/bin/sh\nmine\n", ".git/hooks/post-commit": "#!/bin/sh\nmine too\n"} {
+		if got := b.read(b.p(p)); got != want {
+			t.Errorf("%s: %q, want %q", p, got, want)
+		}
+		if fi, err := os.Stat(b.p(p)); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s: mode not put back: %v", p, fi)
+		}
+	}
+	if t2, err := os.Readlink(b.p("link")); err != nil || t2 != "../githooks" {
+		t.Errorf("the symlink was not put back: %q %v", t2, err)
+	}
+	if exists(b.p(".git/hooks/pre-push")) || exists(b.p(".mcp.json")) {
+		t.Error("what the box added is still there")
+	}
+	want := []string{
+		"moved .git/config", "moved .git/hooks/pre-commit", "moved .git/hooks/pre-push", "restored .git/hooks/post-commit",
+		"moved link", "moved .mcp.json",
+	}
+	got := ev.paths(b.root)
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("not reported: %s (got %v)", w, got)
+		}
+	}
+}
+
+func TestPlaceholdersShared(t *testing.T) {
+	b := newBox(t)
+	mk := func(run string) (*pending, []hold) {
+		pend, err := newPending(b.state, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &plan.Plan{RunID: run, HostExec: plan.HostExec{State: b.state}, Prepare: []plan.Prepare{
+			{Path: b.p(".claude"), Placeholder: "dir"},
+			{Path: b.p("settings.json"), Placeholder: "file", Content: "{}\n"},
+		}}
+		hs, err := placeholders(p, pend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pend, hs
+	}
+	p1, h1 := mk("one")
+	p2, h2 := mk("two") // uses the first run's placeholders
+	if len(h2) != 2 {
+		t.Fatalf("the second run does not rely on the first's placeholders: %v", h2)
+	}
+	releasePlaceholders(h1, b.state, p1)
+	p1.done()
+	if !exists(b.p(".claude")) || !exists(b.p("settings.json")) {
+		t.Fatal("a placeholder another run relies on was removed")
+	}
+	// The user writes into one of them meanwhile: it is theirs now.
+	b.write(b.p("settings.json"), `{"mine":1}`)
+	releasePlaceholders(h2, b.state, p2)
+	p2.done()
+	if exists(b.p(".claude")) {
+		t.Error("the last run out left its placeholder")
+	}
+	if b.read(b.p("settings.json")) != `{"mine":1}` {
+		t.Error("a placeholder the user wrote into was removed")
+	}
+}
+
+func TestRecover(t *testing.T) {
+	b := newBox(t)
+	b.gitRepo("src", "[core]\n\tfsmonitor = evil\n")
+	b.write(b.p(".claude/.keep"), "") // a placeholder left by the dead run
+	os.Remove(b.p(".claude/.keep"))
+	dir, err := pendingDir(b.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(pendingRecord{Run: "dead", HostExec: *b.host()})
+	unix.Close(dir)
+	os.WriteFile(filepath.Join(b.state, "pending", "dead.json"), rec, 0o600)
+	fi, _ := os.Stat(b.p(".claude"))
+	st := fi.Sys().(*syscall.Stat_t)
+	hs, _ := json.Marshal([]hold{{Path: b.p(".claude"), Kind: "dir", Dev: st.Dev, Ino: st.Ino}})
+	os.WriteFile(filepath.Join(b.state, "pending", "dead.holds"), hs, 0o600)
+	// A live run's record is left alone.
+	live, err := newPending(b.state, "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.done()
+	ev := &events{}
+	Recover(b.state, ev)
+	if strings.Contains(b.read(b.p("src/.git/config")), "fsmonitor") {
+		t.Error("the dead run's check was not done")
+	}
+	if exists(b.p(".claude")) {
+		t.Error("the dead run's placeholder is still there")
+	}
+	if exists(filepath.Join(b.state, "pending", "dead.json")) || !exists(filepath.Join(b.state, "pending", "live.json")) {
+		t.Error("wrong records removed")
+	}
+}
