@@ -199,10 +199,10 @@ sandbox = true
 		return plan.Origin{File: "/p/.agentbox.toml", Line: line, Key: key}
 	}
 	wantScalars := map[string]Entry{
-		"sandbox.enforce":          {Value: "best-effort", Origin: o(5, "sandbox.enforce"), Base: "/p"},
-		"filesystem.scan_limit":    {Value: "20000", Origin: o(14, "filesystem.scan_limit"), Base: "/p"},
-		"workspace.id":             {Value: "w1", Origin: o(17, "workspace.id"), Base: "/p"},
-		"limits.memory":            {Value: "1GiB", Origin: o(20, "limits.memory"), Base: "/p"},
+		"sandbox.enforce":       {Value: "best-effort", Origin: o(5, "sandbox.enforce"), Base: "/p"},
+		"filesystem.scan_limit": {Value: "20000", Origin: o(14, "filesystem.scan_limit"), Base: "/p"},
+		"workspace.id":          {Value: "w1", Origin: o(17, "workspace.id"), Base: "/p"},
+		"limits.memory":         {Value: "1GiB", Origin: o(20, "limits.memory"), Base: "/p"},
 	}
 	if diff := cmp.Diff(wantScalars, l.Scalars); diff != "" {
 		t.Errorf("scalars (-want +got):\n%s", diff)

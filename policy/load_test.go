@@ -376,13 +376,13 @@ func TestDefaults(t *testing.T) {
 		got[k] = e.Value
 	}
 	want := map[string]string{
-		"sandbox.enforce":          "require",
-		"sandbox.backend":          "auto",
-		"filesystem.scan_limit":    "1000000",
-		"tmp.mode":                 "workspace",
-		"network.mode":             "open",
-		"env.mode":                 "inherit",
-		"provider.name":            "auto",
+		"sandbox.enforce":       "require",
+		"sandbox.backend":       "auto",
+		"filesystem.scan_limit": "1000000",
+		"tmp.mode":              "workspace",
+		"network.mode":          "open",
+		"env.mode":              "inherit",
+		"provider.name":         "auto",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
