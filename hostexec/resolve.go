@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
@@ -45,6 +46,10 @@ type Input struct {
 	// Skip are paths in Regions the box cannot write (denied or read-only
 	// paths): not searched.
 	Skip []string
+	// Scratch are folders the box writes that are not mounted at their
+	// own path (the per-workspace /tmp): searched, and what is found there
+	// is kept by the after-run check, not by mounts.
+	Scratch []string
 	// Projects are the Regions that are project folders: a missing
 	// project control file at their top is blocked for the run.
 	Projects []string
@@ -115,7 +120,7 @@ func Resolve(in Input) (Result, error) {
 // region returns the writable region holding p, or "".
 func (r *resolver) region(p string) string {
 	best := ""
-	for _, w := range r.in.Regions {
+	for _, w := range append(r.in.Regions[:len(r.in.Regions):len(r.in.Regions)], r.in.Scratch...) {
 		if plan.Within(p, w) && len(w) > len(best) {
 			best = w
 		}
@@ -170,6 +175,11 @@ func (r *resolver) add(p, rule, note string) {
 		g.Keep = plan.KeepRestored
 		if g.Note == "" {
 			g.Note = "a symlink: no mount can cover a link itself, so it is put back after the run; its target is kept read-only"
+		}
+	case slices.Contains(r.in.Scratch, w):
+		g.Keep = plan.KeepRestored
+		if g.Note == "" {
+			g.Note = "in the box's /tmp, which no mount at this path covers: recorded, and put back after the run"
 		}
 	case InPackageTree(rel(w, p)):
 		g.Keep = plan.KeepRestored
@@ -260,11 +270,16 @@ func (r *resolver) search() error {
 			whole[first] = true
 		}
 	}
-	regions := outermost(r.in.Regions)
+	regions := outermost(append(r.in.Regions[:len(r.in.Regions):len(r.in.Regions)], r.in.Scratch...))
 	budget := r.in.Limit
 	type found struct{ root, rel string }
 	var repos, bare []found
 	controls := map[string][]string{} // folder -> control names in it
+	names := map[string]bool{".git": true, "HEAD": true}
+	for f := range firsts {
+		names[f] = true
+	}
+	r.res.Index.Taken = time.Now().UnixNano()
 	for _, root := range regions {
 		visit := func(rl string, entries []Entry) bool {
 			dir := path.Join(root, rl)
@@ -272,7 +287,9 @@ func (r *resolver) search() error {
 				// A folder git takes for a (bare) repository: its config
 				// applies when git runs in it.
 				bare = append(bare, found{root, rl})
-				r.noteIndex(dir, nil, []string{"HEAD"})
+				d := r.res.Index.Dirs[dir]
+				d.Bare = true
+				r.res.Index.Dirs[dir] = d
 				return false
 			}
 			var notes []string
@@ -295,15 +312,18 @@ func (r *resolver) search() error {
 			r.noteIndex(dir, entries, notes)
 			return true
 		}
-		walk := Walk
-		if real, ok := r.in.FS.(interface{ Real() bool }); !ok || !real.Real() {
-			walk = r.walkFS
+		s := &Search{Limit: budget, Names: names, Visit: visit, Stamps: func(dir string, st Stamp) {
+			d := r.res.Index.Dirs[dir]
+			d.Dev, d.Ino, d.Ctime = st.Dev, st.Ino, st.Ctime
+			r.res.Index.Dirs[dir] = d
+		}}
+		var n int
+		var err error
+		if real, ok := r.in.FS.(interface{ Real() bool }); ok && real.Real() {
+			n, err = s.Walk(root)
+		} else {
+			n, err = r.walkFS(s, root)
 		}
-		n, err := walk(root, budget, visit, func(rl string, s Stamp) {
-			d := r.res.Index.Dirs[path.Join(root, rl)]
-			d.Dev, d.Ino, d.Ctime = s.Dev, s.Ino, s.Ctime
-			r.res.Index.Dirs[path.Join(root, rl)] = d
-		})
 		r.res.Visited += n
 		budget -= n
 		if err != nil {
@@ -343,9 +363,9 @@ func (r *resolver) search() error {
 	return nil
 }
 
-// walkFS is Walk through the resolver's FS (a world given by a test):
-// ReadDir per folder, no stamps.
-func (r *resolver) walkFS(root string, limit int, visit Visit, stamps func(string, Stamp)) (int, error) {
+// walkFS is Search.Walk through the resolver's FS (a world given by a
+// test): ReadDir per folder, no stamps.
+func (r *resolver) walkFS(s *Search, root string) (int, error) {
 	n := 0
 	var dir func(rl string) error
 	dir = func(rl string) error {
@@ -356,8 +376,8 @@ func (r *resolver) walkFS(root string, limit int, visit Visit, stamps func(strin
 		var entries []Entry
 		for _, e := range list {
 			n++
-			if n > limit {
-				return &LimitError{Root: root, Limit: limit, At: path.Join(root, rl)}
+			if n > s.Limit {
+				return &LimitError{Root: root, Limit: s.Limit, At: path.Join(root, rl)}
 			}
 			t := TypeOther
 			switch m := e.Type(); {
@@ -368,9 +388,12 @@ func (r *resolver) walkFS(root string, limit int, visit Visit, stamps func(strin
 			case m.IsRegular():
 				t = TypeFile
 			}
+			if t != TypeDir && !s.Names[e.Name()] {
+				continue
+			}
 			entries = append(entries, Entry{Name: e.Name(), Type: t})
 		}
-		if !visit(rl, entries) {
+		if !s.Visit(rl, entries) {
 			return nil
 		}
 		for _, e := range entries {

@@ -386,3 +386,60 @@ func TestInPackageTree(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchIndexed: with the index of an earlier search, a folder that has
+// not changed is not listed again (what the index says of it is what the
+// visit sees), and one that changed is.
+func TestSearchIndexed(t *testing.T) {
+	tr := newTree(t)
+	tr.mkdir("proj/a/b")
+	tr.mkdir("proj/c")
+	in := tr.input("proj")
+	in.Projects = nil
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := r.Index
+	idx.Taken += 3600e9 // as if the search were an hour ago
+	// The index is trusted for a.
+	a := idx.Dirs[tr.p("proj/a")]
+	a.Notes = append(a.Notes, ".git")
+	idx.Dirs[tr.p("proj/a")] = a
+	// c changes after the search: it is listed again.
+	tr.mkdir("proj/c/.git")
+	var seen []string
+	visit := func(rel string, entries []Entry) bool {
+		for _, e := range entries {
+			if e.Name == ".git" {
+				seen = append(seen, rel)
+				entries = nil
+			}
+		}
+		return true
+	}
+	s := &Search{Limit: 1000, Names: map[string]bool{".git": true}, Visit: visit, Index: idx}
+	if _, err := s.Walk(tr.p("proj")); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(seen)
+	if diff := cmp.Diff([]string{"a", "c"}, seen); diff != "" {
+		t.Errorf("folders with a .git (-want +got):\n%s", diff)
+	}
+	// Without the index, the truth.
+	seen = nil
+	s.Index = nil
+	s.Walk(tr.p("proj"))
+	if diff := cmp.Diff([]string{"c"}, seen); diff != "" {
+		t.Errorf("without the index (-want +got):\n%s", diff)
+	}
+	// A folder changed just before the search is listed again whatever
+	// its stamp says.
+	idx.Taken -= 3600e9
+	seen = nil
+	s.Index = idx
+	s.Walk(tr.p("proj"))
+	if diff := cmp.Diff([]string{"c"}, seen); diff != "" {
+		t.Errorf("recently changed folders (-want +got):\n%s", diff)
+	}
+}

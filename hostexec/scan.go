@@ -3,6 +3,8 @@ package hostexec
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
 // EntryType is what a folder entry is, from the listing alone.
@@ -22,10 +24,33 @@ type Entry struct {
 	Type EntryType
 }
 
-// Visit is called for each folder a walk lists: rel is its path relative
-// to the walk's root ("" for the root, slash-separated), entries what is in
-// it. It returns whether the walk goes into the folders in it.
+// Visit is called for each folder a search lists: rel is its path relative
+// to the search's root ("" for the root, slash-separated), entries what is
+// in it (its folders, and the other entries whose names the search wants).
+// It may set an entry's Type to TypeOther to keep the search out of that
+// folder, and returns whether the search goes into the folders in it.
 type Visit func(rel string, entries []Entry) (descend bool)
+
+// Search is how to walk a tree: every folder below a root, symlinks never
+// followed, with a bound on cost.
+type Search struct {
+	// Limit is the most entries the walk lists; more is a *LimitError.
+	Limit int
+	// Names are the names of files (and symlinks) the visit needs to see;
+	// other files are counted but left out of its entries (no string is
+	// made for them). Folders are always in.
+	Names map[string]bool
+	Visit Visit
+	// Stamps, when not nil, gets each folder's Stamp, taken before it is
+	// listed.
+	Stamps func(dir string, s Stamp)
+	// Index, when not nil, is what an earlier search of the same tree saw:
+	// a folder with the same identity and ctime as then (and not changed
+	// shortly before that search) has the same entries, so it is not
+	// listed again; its folders and noted entries come from the index.
+	// Only the Linux walk uses it.
+	Index *plan.Index
+}
 
 // LimitError is a walk that visited more entries than its bound: the
 // search fails closed rather than leaving part of a tree unsearched.
@@ -57,3 +82,11 @@ type Stamp struct {
 // DefaultLimit is how many files and folders a search visits at most,
 // over all writable roots, unless the policy says otherwise.
 const DefaultLimit = 1_000_000
+
+// maxDepth bounds how deep a walk goes: each level holds a descriptor
+// open. Deeper is an error, as more entries than the limit is.
+const maxDepth = 512
+
+// recent is how long before a search a folder's change makes it listed
+// again by the next search, whatever its stamp says.
+const recent = 500_000_000 // ns

@@ -6,52 +6,66 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
-// Walk lists every folder below root, not following symlinks and not
-// crossing into folders visit turns down, and calls visit for each. It
-// reads folders with getdents(2) on descriptors (openat with O_NOFOLLOW, so
-// a folder swapped for a symlink while the walk runs is not followed), and
-// takes entry types from the listing itself, so a walk costs one open and
-// a few getdents per folder and no stat per entry. More than limit entries
-// is a *LimitError. stamps, when not nil, receives each folder's Stamp.
-func Walk(root string, limit int, visit Visit, stamps func(rel string, s Stamp)) (int, error) {
+// Walk searches the tree at root (see Search). It reads folders with
+// getdents(2) on descriptors (each opened from its parent's with
+// O_NOFOLLOW, so a folder swapped for a symlink while the walk runs is not
+// followed) and takes entry types from the listing itself: one open and a
+// few getdents per folder, no stat per entry, and no string for a file
+// whose name the search does not want.
+func (s *Search) Walk(root string) (int, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, &pathError{"opening", root, err}
 	}
-	w := &walker{root: root, limit: limit, visit: visit, stamps: stamps, buf: make([]byte, 64<<10)}
-	err = w.dir(fd, "")
+	w := &walker{s: s, root: root, buf: make([]byte, 64<<10)}
+	err = w.dir(fd, "", 0)
 	return w.n, err
 }
 
 type walker struct {
-	root   string
-	limit  int
-	n      int
-	visit  Visit
-	stamps func(string, Stamp)
-	buf    []byte
+	s    *Search
+	root string
+	n    int
+	buf  []byte
 }
 
+var errLimit = errors.New("limit")
+
 // dir walks the folder open at fd (and closes it).
-func (w *walker) dir(fd int, rel string) error {
-	if w.stamps != nil {
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil {
-			w.stamps(rel, Stamp{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano()})
+func (w *walker) dir(fd int, rel string, depth int) error {
+	defer unix.Close(fd)
+	abs := path.Join(w.root, rel)
+	if depth > maxDepth {
+		return &LimitError{Root: w.root, Limit: w.s.Limit, At: abs}
+	}
+	var st unix.Stat_t
+	stamped := unix.Fstat(fd, &st) == nil
+	now := Stamp{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano()}
+	if stamped && w.s.Stamps != nil {
+		w.s.Stamps(abs, now)
+	}
+	var entries []Entry
+	if idx := w.s.Index; idx != nil && stamped {
+		if d, ok := idx.Dirs[abs]; ok && d.Dev == now.Dev && d.Ino == now.Ino && d.Ctime == now.Ctime && d.Ctime < idx.Taken-recent {
+			entries = indexed(d)
 		}
 	}
-	entries, err := w.list(fd)
-	if err != nil {
-		unix.Close(fd)
-		if errors.Is(err, errLimit) {
-			return &LimitError{Root: w.root, Limit: w.limit, At: path.Join(w.root, rel)}
+	if entries == nil {
+		var err error
+		if entries, err = w.list(fd); err != nil {
+			if errors.Is(err, errLimit) {
+				return &LimitError{Root: w.root, Limit: w.s.Limit, At: abs}
+			}
+			return nil // a folder that cannot be read holds nothing the box could write either
 		}
-		return nil // a folder that cannot be read holds nothing the box could write either
+	} else if w.n += len(entries); w.n > w.s.Limit {
+		return &LimitError{Root: w.root, Limit: w.s.Limit, At: abs}
 	}
-	if !w.visit(rel, entries) {
-		unix.Close(fd)
+	if !w.s.Visit(rel, entries) {
 		return nil
 	}
 	for _, e := range entries {
@@ -62,16 +76,27 @@ func (w *walker) dir(fd int, rel string) error {
 		if err != nil {
 			continue // gone, or swapped for a symlink meanwhile
 		}
-		if err := w.dir(sub, path.Join(rel, e.Name)); err != nil {
-			unix.Close(fd)
+		if err := w.dir(sub, path.Join(rel, e.Name), depth+1); err != nil {
 			return err
 		}
 	}
-	unix.Close(fd)
 	return nil
 }
 
-var errLimit = errors.New("limit")
+// indexed are the entries an index recorded for a folder.
+func indexed(d plan.IndexDir) []Entry {
+	out := make([]Entry, 0, len(d.Subdirs)+len(d.Notes)+1)
+	if d.Bare {
+		return append(out, Entry{"HEAD", TypeFile}, Entry{"objects", TypeDir}, Entry{"refs", TypeDir})
+	}
+	for _, n := range d.Notes {
+		out = append(out, Entry{Name: n, Type: TypeOther})
+	}
+	for _, s := range d.Subdirs {
+		out = append(out, Entry{Name: s, Type: TypeDir})
+	}
+	return out
+}
 
 // list reads the entries of the folder at fd.
 func (w *walker) list(fd int) ([]Entry, error) {
@@ -104,25 +129,28 @@ func (w *walker) list(fd int) ([]Entry, error) {
 				continue
 			}
 			w.n++
-			if w.n > w.limit {
+			if w.n > w.s.Limit {
 				return nil, errLimit
 			}
-			e := Entry{Name: string(name)}
+			t := TypeOther
 			switch typ {
 			case unix.DT_DIR:
-				e.Type = TypeDir
+				t = TypeDir
 			case unix.DT_REG:
-				e.Type = TypeFile
+				t = TypeFile
 			case unix.DT_LNK:
-				e.Type = TypeSymlink
+				t = TypeSymlink
 			case unix.DT_UNKNOWN:
 				// Some file systems do not fill d_type: ask.
 				var st unix.Stat_t
-				if unix.Fstatat(fd, e.Name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-					e.Type = typeOfMode(st.Mode)
+				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					t = typeOfMode(st.Mode)
 				}
 			}
-			out = append(out, e)
+			if t != TypeDir && !w.s.Names[string(name)] {
+				continue
+			}
+			out = append(out, Entry{Name: string(name), Type: t})
 		}
 	}
 }

@@ -8,23 +8,25 @@ import (
 	"path/filepath"
 )
 
-// Walk lists every folder below root, not following symlinks and not
-// crossing into folders visit turns down, and calls visit for each. This
-// portable version reads folders by path (os.ReadDir); see the Linux one.
-// stamps is not called here.
-func Walk(root string, limit int, visit Visit, stamps func(rel string, s Stamp)) (int, error) {
+// Walk searches the tree at root (see Search). This portable version reads
+// folders by path (os.ReadDir) and uses no index or stamps.
+func (s *Search) Walk(root string) (int, error) {
 	n := 0
-	var dir func(rel string) error
-	dir = func(rel string) error {
-		list, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+	var dir func(rel string, depth int) error
+	dir = func(rel string, depth int) error {
+		at := filepath.Join(root, filepath.FromSlash(rel))
+		if depth > maxDepth {
+			return &LimitError{Root: root, Limit: s.Limit, At: at}
+		}
+		list, err := os.ReadDir(at)
 		if err != nil {
 			return nil
 		}
 		var entries []Entry
 		for _, e := range list {
 			n++
-			if n > limit {
-				return &LimitError{Root: root, Limit: limit, At: filepath.Join(root, filepath.FromSlash(rel))}
+			if n > s.Limit {
+				return &LimitError{Root: root, Limit: s.Limit, At: at}
 			}
 			t := TypeOther
 			switch m := e.Type(); {
@@ -35,19 +37,22 @@ func Walk(root string, limit int, visit Visit, stamps func(rel string, s Stamp))
 			case m.IsRegular():
 				t = TypeFile
 			}
+			if t != TypeDir && !s.Names[e.Name()] {
+				continue
+			}
 			entries = append(entries, Entry{Name: e.Name(), Type: t})
 		}
-		if !visit(rel, entries) {
+		if !s.Visit(rel, entries) {
 			return nil
 		}
 		for _, e := range entries {
 			if e.Type == TypeDir {
-				if err := dir(path.Join(rel, e.Name)); err != nil {
+				if err := dir(path.Join(rel, e.Name), depth+1); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	}
-	return n, dir("")
+	return n, dir("", 0)
 }

@@ -310,7 +310,7 @@ func TestHostExecCheckAfterKill(t *testing.T) {
 		w := newWorld(t)
 		w.repo(w.project)
 		c := w.cmd("run", "--backend", be, "--", "sh", "-c",
-			`git init -q src && git -C src config core.fsmonitor '`+w.payload("fsmonitor")+`; false' && echo ready && sleep 600`)
+			`git init -q src && git -C src config core.fsmonitor '`+w.payload("fsmonitor")+`; false' && { sleep 600 & echo $! > left.pid; echo ready; wait; }`)
 		out, err := c.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -330,6 +330,56 @@ func TestHostExecCheckAfterKill(t *testing.T) {
 		expectContains(t, "stderr", r.stderr, filepath.Join(w.project, "src", ".git", "config"))
 		w.hostGit(filepath.Join(w.project, "src"), "status")
 		w.expectNoMark("fsmonitor", "host git status after kill -9 and the next run")
+		// What the killed run left running is gone too (under Landlock there
+		// is no PID namespace to take it down).
+		data, err := os.ReadFile(filepath.Join(w.project, "left.pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Under bwrap the pid is the box's own (its PID namespace ends
+		// with the box); under Landlock it is the host's.
+		if be == "landlock" && alive(strings.TrimSpace(string(data))) {
+			t.Errorf("process %s of the killed run is still running after the next run", strings.TrimSpace(string(data)))
+		}
+	})
+}
+
+// alive reports whether process pid is running (not a zombie).
+func alive(pid string) bool {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// No process of the run outlives it: not one sent to the background, not
+// one in a session of its own, not one whose parent exited (under Landlock
+// there is no PID namespace to take them down; agentbox reaps them).
+func TestHostExecNoProcessOutlivesTheRun(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		r := w.boxed(be, nil, `
+(sleep 3; touch late-1) &
+setsid sh -c 'sleep 3; touch late-2' &
+sh -c '(sleep 3; touch late-3) & exit 0'
+nohup sh -c 'trap "" HUP TERM; sleep 3; touch late-4' >/dev/null 2>&1 &
+echo $! > bg.pid
+echo started`)
+		expectCode(t, r, 0)
+		expectContains(t, "stdout", r.stdout, "started")
+		data, _ := os.ReadFile(filepath.Join(w.project, "bg.pid"))
+		if pid := strings.TrimSpace(string(data)); be == "landlock" && (pid == "" || alive(pid)) {
+			t.Errorf("a background process of the run (%q) is still running after agentbox returned", pid)
+		}
+		time.Sleep(4 * time.Second)
+		for i := 1; i <= 4; i++ {
+			if exists(filepath.Join(w.project, "late-"+string(rune('0'+i)))) {
+				t.Errorf("late-%d: a process of the run wrote after agentbox returned", i)
+			}
+		}
 	})
 }
 

@@ -517,7 +517,10 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 		signals = "it can signal those of the same user (signal scoping needs ABI 6)"
 	}
 	add("pid-namespace", Weaker, "no PID namespace: CMD sees the host's processes; Landlock refuses to ptrace them and "+signals)
-	add("die-with-parent", Weaker, "no PID namespace: CMD dies with agentbox (PR_SET_PDEATHSIG), but processes CMD leaves running in the background can outlive it")
+	add("die-with-parent", Weaker, "no PID namespace: agentbox is the reaper of every process the box leaves behind (PR_SET_CHILD_SUBREAPER) and ends them all when CMD ends, "+
+		"before its after-run check and before it returns, so none can change a file after the check or take the terminal; "+
+		"if agentbox itself is killed (kill -9), CMD gets SIGKILL (PR_SET_PDEATHSIG) and the next run ends what is left in the box's process group (or cgroup) first; "+
+		"a process the box has a service outside it start (systemd --user, at) is not the box's")
 	if a.DropCaps {
 		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
 	}

@@ -99,7 +99,11 @@ type HostExec struct {
 // Index is the folders a search saw: for each folder (by path) its
 // identity and change time and what was in it that matters.
 type Index struct {
-	Dirs map[string]IndexDir
+	// Taken is when the search began (Unix nanoseconds): a folder changed
+	// shortly before is listed again regardless (file system clocks tick
+	// coarsely).
+	Taken int64
+	Dirs  map[string]IndexDir
 }
 
 // IndexDir is one folder of an Index.
@@ -113,6 +117,8 @@ type IndexDir struct {
 	Subdirs []string
 	// Notes are the entries in it that the search reports.
 	Notes []string
+	// Bare is true for a folder git takes for a repository of its own.
+	Bare bool
 }
 
 // GuardAt returns the guard for path, if any.

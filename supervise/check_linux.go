@@ -109,9 +109,15 @@ type found struct {
 // depth, and neutralises what is new.
 func (c *checker) search() {
 	firsts := map[string]bool{}
+	whole := map[string]bool{}
+	names := map[string]bool{".git": true, "HEAD": true}
 	for _, s := range c.specs {
-		first, _, _ := strings.Cut(s, "/")
+		first, _, nested := strings.Cut(s, "/")
 		firsts[first] = true
+		names[first] = true
+		if !nested {
+			whole[first] = true
+		}
 	}
 	f := found{controls: map[string][]string{}}
 	limit := c.h.Limit
@@ -132,11 +138,17 @@ func (c *checker) search() {
 					entries[i].Type = hostexec.TypeOther
 				case firsts[e.Name]:
 					f.controls[dir] = append(f.controls[dir], e.Name)
+					if whole[e.Name] {
+						entries[i].Type = hostexec.TypeOther // kept whole by its guard, or moved away whole
+					}
 				}
 			}
 			return true
 		}
-		if _, err := hostexec.Walk(root, limit, visit, nil); err != nil {
+		// The index of the search before the run: only folders that
+		// changed since are listed again.
+		s := &hostexec.Search{Limit: limit, Names: names, Visit: visit, Index: c.h.Index}
+		if _, err := s.Walk(root); err != nil {
 			var le *hostexec.LimitError
 			if errors.As(err, &le) {
 				c.warn(root, "search", "not searched to the end: "+le.Error())
