@@ -5,6 +5,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -644,4 +645,117 @@ func pythonUserSite(t *testing.T, w *world) string {
 	out, err := c.Output()
 	need(t, err == nil, "python3 is not installed")
 	return strings.TrimSpace(string(out))
+}
+
+// Under bwrap what exists is read-only and what is missing is blocked
+// while the box runs: host git and a host program reading the project
+// during the run find nothing planted.
+func TestHostExecDuringRun(t *testing.T) {
+	w := newWorld(t)
+	w.repo(w.project)
+	c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `
+git config core.fsmonitor '`+w.payload("fsmonitor")+`; false' 2>/dev/null
+printf '%s\n' '#!/bin/sh' '`+w.payload("hook")+`' > .git/hooks/pre-commit 2>/dev/null; chmod +x .git/hooks/pre-commit 2>/dev/null
+echo '{"mcpServers":{"x":{"command":"evil"}}}' > .mcp.json 2>/dev/null
+mkdir -p .claude 2>/dev/null; echo '{}' > .claude/settings.json 2>/dev/null
+echo ready; read line`)
+	in, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("waiting for ready: %q", line)
+	}
+	w.hostGit(w.project, "status")
+	w.hostGit(w.project, "commit", "-q", "--allow-empty", "-m", "during")
+	w.expectNoMark("fsmonitor", "host git status during the run")
+	w.expectNoMark("hook", "host git commit during the run")
+	for _, p := range []string{".mcp.json", ".claude"} {
+		fi, err := os.Lstat(filepath.Join(w.project, p))
+		if err != nil || !fi.IsDir() {
+			t.Errorf("%s during the run: want the empty placeholder folder, got %v %v", p, fi, err)
+			continue
+		}
+		if entries, _ := os.ReadDir(filepath.Join(w.project, p)); len(entries) != 0 {
+			t.Errorf("%s during the run holds %v", p, entries)
+		}
+	}
+	in.Write([]byte("go\n"))
+	c.Wait()
+	for _, p := range []string{".mcp.json", ".claude"} {
+		if exists(filepath.Join(w.project, p)) {
+			t.Errorf("the placeholder %s is left after the run", p)
+		}
+	}
+}
+
+// Two boxes in one project: the one that ends first leaves the
+// placeholders the other still relies on, and the last one out removes
+// them.
+func TestHostExecParallelRuns(t *testing.T) {
+	w := newWorld(t)
+	c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `
+echo ready; while [ ! -e go ]; do sleep 0.1; done
+echo '{}' > .mcp.json 2>/dev/null && echo mcp=written || echo mcp=refused`)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	br := bufio.NewReader(out)
+	if line, _ := br.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("waiting for ready: %q", line)
+	}
+	r := w.run("run", "--backend", "bwrap", "--", "true")
+	expectCode(t, r, 0)
+	if fi, err := os.Lstat(filepath.Join(w.project, ".mcp.json")); err != nil || !fi.IsDir() {
+		t.Fatalf("the first run's placeholder went with the second run: %v", err)
+	}
+	write(t, filepath.Join(w.project, "go"), "")
+	rest, _ := io.ReadAll(br)
+	c.Wait()
+	expectContains(t, "first run", string(rest), "mcp=refused")
+	if exists(filepath.Join(w.project, ".mcp.json")) {
+		t.Error("the last run out left the placeholder")
+	}
+}
+
+// Under Landlock the agent works as under bwrap: files can be created at
+// the top of the project and anywhere in it, git commits, and what host
+// programs obey is put back after the run.
+func TestHostExecLandlockRootsStayWritable(t *testing.T) {
+	w := newWorld(t)
+	w.repo(w.project)
+	write(t, filepath.Join(w.project, ".claude", "settings.json"), "{}\n")
+	r := w.boxed("landlock", nil, `set -e
+echo top > top.txt
+mkdir -p deep/er && echo x > deep/er/f
+git add top.txt deep && git -c user.name=t -c user.email=t@e.invalid commit -qm inside
+echo '{"hooks":{}}' > .claude/settings.json
+echo '[core]' >> .git/config
+echo done`)
+	expectCode(t, r, 0)
+	expectContains(t, "stdout", r.stdout, "done")
+	if out := w.mustGit(w.project, "log", "--oneline"); !strings.Contains(out, "inside") {
+		t.Errorf("the commit made in the box is not there: %s", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(w.project, ".claude", "settings.json")); string(got) != "{}\n" {
+		t.Errorf(".claude/settings.json after the run: %q", got)
+	}
+	expectContains(t, "stderr", r.stderr, filepath.Join(w.project, ".claude", "settings.json")+": was changed by the box")
+	p := w.run("plan", "--backend", "landlock", "--", "true")
+	expectContains(t, "plan", p.stdout, "enforced-weaker  read-only")
+	expectContains(t, "plan", p.stdout, "agentbox records it before the run and, with every process of the run ended, puts back any change")
+	expectNotContains(t, "plan", p.stdout, "nothing can be created, removed or renamed directly in "+w.project)
 }
