@@ -167,16 +167,15 @@ var hookManagers = []struct {
 }
 
 // projectSpecs returns every spec that applies in a project folder: each
-// known agent CLI's control files, and the editors'. An agent CLI's are
-// blocked when missing at a project's top if it is supported inside the
-// box or installed here (installed reports that): one that is not on this
-// machine cannot pick up a file while the box runs, and what the box made
-// is moved away after it.
-func projectSpecs(providers []provider.Provider, installed func(provider.Provider) bool) []Spec {
+// known agent CLI's control files, and the editors'. A supported agent
+// CLI's are blocked when missing at a project's top (they are the ones a
+// user starts in the project while a box runs there); what the box makes
+// of the others is moved away after the run.
+func projectSpecs(providers []provider.Provider) []Spec {
 	var out []Spec
 	seen := map[string]bool{}
 	for _, p := range providers {
-		block := p.Supported || installed != nil && installed(p)
+		block := p.Supported
 		for _, c := range p.Control {
 			if seen[c] {
 				continue

@@ -257,7 +257,7 @@ func rel(root, p string) string {
 // search walks every writable region once, noting repositories and
 // project control files at any depth.
 func (r *resolver) search() error {
-	specs := projectSpecs(r.in.Providers, r.installed)
+	specs := projectSpecs(r.in.Providers)
 	for _, s := range specs {
 		r.res.Controls = append(r.res.Controls, s.Path)
 	}
@@ -552,6 +552,13 @@ func (r *resolver) providers() {
 				continue
 			}
 			home = expandHome(p.Home, r.in.Home)
+			if r.region(home) == "" && !r.holdsRegion(home) {
+				// Out of reach, unless it is a symlink into a writable root.
+				fi, err := r.in.FS.Lstat(home)
+				if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+					continue
+				}
+			}
 			if real, err := r.in.FS.EvalSymlinks(home); err == nil {
 				home = real
 			}
@@ -569,24 +576,6 @@ func (r *resolver) providers() {
 		}
 		r.commandFiles(home, true, p.Name)
 	}
-}
-
-// installed reports whether one of p's commands is on PATH.
-func (r *resolver) installed(p provider.Provider) bool {
-	if r.in.Getenv == nil {
-		return false
-	}
-	for _, dir := range filepath.SplitList(r.in.Getenv("PATH")) {
-		if !filepath.IsAbs(dir) {
-			continue
-		}
-		for _, c := range p.Commands {
-			if fi, err := r.in.FS.Stat(filepath.Join(dir, c)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (r *resolver) isRegionRoot(d string) bool {
