@@ -120,10 +120,14 @@ func (c *checker) search() {
 		}
 	}
 	f := found{controls: map[string][]string{}}
+	// The box may have made the tree larger than the search before the
+	// run allowed; the search after it goes further before it gives up
+	// (and says so), and the next run refuses to start at all.
 	limit := c.h.Limit
 	if limit <= 0 {
 		limit = hostexec.DefaultLimit
 	}
+	limit *= 4
 	for _, root := range outermostRoots(c.h.Roots) {
 		visit := func(rl string, entries []hostexec.Entry) bool {
 			dir := path.Join(root, rl)

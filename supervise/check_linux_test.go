@@ -331,7 +331,7 @@ func TestRecordRestore(t *testing.T) {
 		{Path: b.p("link"), Rule: "git hooks", Kind: plan.KindSymlink, Keep: plan.KeepRestored},
 		{Path: b.p(".mcp.json"), Rule: "claude .mcp.json", Kind: plan.KindMissing, Keep: plan.KeepRestored},
 	}
-	recs, err := record(h)
+	recs, err := record(h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,5 +448,43 @@ func TestRecover(t *testing.T) {
 	}
 	if exists(filepath.Join(b.state, "pending", "dead.json")) || !exists(filepath.Join(b.state, "pending", "live.json")) {
 		t.Error("wrong records removed")
+	}
+}
+
+// TestRecordAdopted: a run that starts while another run's box may have
+// changed a guard takes that run's record (from before its box ran), so
+// neither puts back what the other box wrote.
+func TestRecordAdopted(t *testing.T) {
+	b := newBox(t)
+	b.write(b.p(".claude/settings.json"), "clean\n")
+	h := b.host()
+	h.Guards = []plan.Guard{{Path: b.p(".claude/settings.json"), Rule: "claude settings", Kind: plan.KindFile, Keep: plan.KeepRestored}}
+	first, err := newPending(b.state, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := record(h, liveRecords(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.write(pendingRecord{Run: "first", HostExec: *h, Records: recs})
+	b.write(b.p(".claude/settings.json"), "evil\n") // the first run's box
+	second, err := newPending(b.state, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs2, err := record(h, liveRecords(second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first run ends and puts back its record; the second's box writes
+	// again; the second run ends.
+	check(h, "first", recs, &events{})
+	first.done()
+	b.write(b.p(".claude/settings.json"), "evil again\n")
+	check(h, "second", recs2, &events{})
+	second.done()
+	if got := b.read(b.p(".claude/settings.json")); got != "clean\n" {
+		t.Errorf("after both runs: %q", got)
 	}
 }

@@ -41,7 +41,7 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 		g.release()
 		return nil, err
 	}
-	if g.recs, err = record(h); err != nil {
+	if g.recs, err = record(h, liveRecords(pend)); err != nil {
 		g.release()
 		return nil, err
 	}

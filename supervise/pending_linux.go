@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -153,6 +154,37 @@ func alive(dfd int, run string) bool {
 	}
 	unix.Flock(fd, unix.LOCK_UN)
 	return false
+}
+
+// liveRecords returns the guards the live runs of this user other than
+// self recorded, by path (the earliest record of each path wins).
+func liveRecords(p *pending) map[string]guardRecord {
+	out := map[string]guardRecord{}
+	if p == nil {
+		return out
+	}
+	names, _ := listAt(p.dir)
+	sort.Strings(names)
+	for _, n := range names {
+		run, ok := strings.CutSuffix(n, ".json")
+		if !ok || run == p.run || !alive(p.dir, run) {
+			continue
+		}
+		data, _, err := readAt(p.dir, n, 256<<20)
+		if err != nil {
+			continue
+		}
+		var rec pendingRecord
+		if json.Unmarshal(data, &rec) != nil {
+			continue
+		}
+		for _, gr := range rec.Records {
+			if _, have := out[gr.Path]; !have {
+				out[gr.Path] = gr
+			}
+		}
+	}
+	return out
 }
 
 // Recover does the after-run check of every earlier run of this user whose

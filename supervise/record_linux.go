@@ -48,13 +48,21 @@ type guardRecord struct {
 	Entries []snap `json:"entries"`
 }
 
-// record records every guard kept by restoring (plan.KeepRestored).
-func record(h *plan.HostExec) ([]guardRecord, error) {
+// record records every guard kept by restoring (plan.KeepRestored). A
+// guard another live run of this user recorded already is taken from that
+// record (adopt), not recorded again: that run's box may have changed it
+// meanwhile, and the state before any box ran is the one to put back.
+func record(h *plan.HostExec, adopt map[string]guardRecord) ([]guardRecord, error) {
 	var out []guardRecord
 	budget := recordBudget
 	entries := 0
 	for _, g := range h.Guards {
 		if g.Keep != plan.KeepRestored {
+			continue
+		}
+		if gr, ok := adopt[g.Path]; ok {
+			gr.Rule = g.Rule
+			out = append(out, gr)
 			continue
 		}
 		gr := guardRecord{Path: g.Path, Rule: g.Rule}
