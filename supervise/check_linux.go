@@ -334,7 +334,11 @@ func (c *checker) gitDir(gfd int, p, top string, depth int) {
 			c.moveAway(gfd, p, "commondir", "git commondir", "points host git at another folder's config and hooks")
 		}
 	}
-	if !admin && isNew {
+	// Git reads no config from a linked worktree's own folder, but a folder
+	// that only looks like one (a bare repository the box named
+	// worktrees/x) is read like any other: a new one's config is made safe
+	// whatever its name.
+	if isNew {
 		c.sanitize(gfd, p, "config", "git config", inTree)
 	}
 	if _, err := lstatAt(gfd, "config.worktree"); err == nil {
@@ -342,7 +346,7 @@ func (c *checker) gitDir(gfd int, p, top string, depth int) {
 			c.sanitize(gfd, p, "config.worktree", "git config.worktree", inTree)
 		}
 	}
-	if !admin && isNew {
+	if isNew {
 		c.newHooks(gfd, p)
 	}
 	if admin {

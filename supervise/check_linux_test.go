@@ -185,6 +185,12 @@ func TestCheckKnownRepository(t *testing.T) {
 	b.write(filepath.Join(g, "worktrees", "good", "commondir"), "../..\n")
 	b.write(filepath.Join(g, "worktrees", "abs", "commondir"), g+"\n")
 	b.write(filepath.Join(g, "modules", "m", "config"), "[core]\n\tpager = evil\n\tworktree = ../../../m\n")
+	// A bare repository that only looks like a worktree's folder.
+	fake := b.p("worktrees/x")
+	b.write(filepath.Join(fake, "HEAD"), "ref: refs/heads/main\n")
+	os.MkdirAll(filepath.Join(fake, "objects"), 0o755)
+	os.MkdirAll(filepath.Join(fake, "refs"), 0o755)
+	b.write(filepath.Join(fake, "config"), "[core]\n\tpager = evil\n")
 	ev := &events{}
 	check(h, "r", nil, ev)
 	if b.read(filepath.Join(g, "config")) != "[core]\n\thooksPath = mine\n\tfsmonitor = user's own\n" || !exists(filepath.Join(g, "hooks", "pre-commit")) {
@@ -199,7 +205,10 @@ func TestCheckKnownRepository(t *testing.T) {
 	if got := b.read(filepath.Join(g, "modules", "m", "config")); got != "[core]\n\tworktree = \"../../../m\"\n" {
 		t.Errorf("the new submodule's config is %q", got)
 	}
-	want := []string{"moved .git/commondir", "rewritten .git/worktrees/bad/commondir", "rewritten .git/modules/m/config"}
+	if got := b.read(filepath.Join(fake, "config")); got != "" {
+		t.Errorf("the bare repository named worktrees/x keeps config %q", got)
+	}
+	want := []string{"moved .git/commondir", "rewritten .git/worktrees/bad/commondir", "rewritten .git/modules/m/config", "rewritten worktrees/x/config"}
 	if diff := cmp.Diff(want, ev.paths(b.root)); diff != "" {
 		t.Errorf("reported (-want +got):\n%s", diff)
 	}
