@@ -281,42 +281,32 @@ func (r *resolver) search() error {
 	}
 	r.res.Index.Taken = time.Now().UnixNano()
 	for _, root := range regions {
+		skip := len(r.in.Skip) > 0
 		visit := func(rl string, entries []Entry) bool {
-			dir := path.Join(root, rl)
-			if IsBare(entries) && rl != "" {
+			if rl != "" && IsBare(entries) {
 				// A folder git takes for a (bare) repository: its config
 				// applies when git runs in it.
 				bare = append(bare, found{root, rl})
-				d := r.res.Index.Dirs[dir]
-				d.Bare = true
-				r.res.Index.Dirs[dir] = d
 				return false
 			}
-			var notes []string
 			for i, e := range entries {
 				switch {
 				case e.Name == ".git":
 					repos = append(repos, found{root, rl})
-					notes = append(notes, e.Name)
 				case firsts[e.Name]:
+					dir := path.Join(root, rl)
 					controls[dir] = append(controls[dir], e.Name)
-					notes = append(notes, e.Name)
 				}
 				// Not into .git (git's own folders are looked at as
 				// repositories), control folders kept whole, or what the
 				// box cannot write.
-				if e.Type == TypeDir && (e.Name == ".git" || whole[e.Name] || r.skipped(path.Join(dir, e.Name))) {
+				if e.Type == TypeDir && (e.Name == ".git" || whole[e.Name] || skip && r.skipped(path.Join(root, rl, e.Name))) {
 					entries[i].Type = TypeOther
 				}
 			}
-			r.noteIndex(dir, entries, notes)
 			return true
 		}
-		s := &Search{Limit: budget, Names: names, Visit: visit, Stamps: func(dir string, st Stamp) {
-			d := r.res.Index.Dirs[dir]
-			d.Dev, d.Ino, d.Ctime = st.Dev, st.Ino, st.Ctime
-			r.res.Index.Dirs[dir] = d
-		}}
+		s := &Search{Limit: budget, Names: names, Visit: visit, Record: r.res.Index}
 		var n int
 		var err error
 		if real, ok := r.in.FS.(interface{ Real() bool }); ok && real.Real() {
@@ -419,18 +409,6 @@ func IsBare(entries []Entry) bool {
 		}
 	}
 	return n == 3
-}
-
-// noteIndex records a folder's subfolders and noted entries in the index.
-func (r *resolver) noteIndex(dir string, entries []Entry, notes []string) {
-	d := r.res.Index.Dirs[dir]
-	for _, e := range entries {
-		if e.Type == TypeDir {
-			d.Subdirs = append(d.Subdirs, e.Name)
-		}
-	}
-	d.Notes = notes
-	r.res.Index.Dirs[dir] = d
 }
 
 // outermost drops regions inside other regions: a walk of the outer one

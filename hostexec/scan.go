@@ -41,9 +41,11 @@ type Search struct {
 	// made for them). Folders are always in.
 	Names map[string]bool
 	Visit Visit
-	// Stamps, when not nil, gets each folder's Stamp, taken before it is
-	// listed.
-	Stamps func(dir string, s Stamp)
+	// Record, when not nil, gets each folder the walk lists: its Stamp
+	// (taken before it is listed), the folders the walk went into and the
+	// entries it wanted — what a later search can take as the folder's
+	// entries while its stamp stays the same. Only the Linux walk fills it.
+	Record *plan.Index
 	// Index, when not nil, is what an earlier search of the same tree saw:
 	// a folder with the same identity and ctime as then (and not changed
 	// shortly before that search) has the same entries, so it is not

@@ -45,9 +45,6 @@ func (w *walker) dir(fd int, rel string, depth int) error {
 	var st unix.Stat_t
 	stamped := unix.Fstat(fd, &st) == nil
 	now := Stamp{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano()}
-	if stamped && w.s.Stamps != nil {
-		w.s.Stamps(abs, now)
-	}
 	var entries []Entry
 	if idx := w.s.Index; idx != nil && stamped {
 		if d, ok := idx.Dirs[abs]; ok && d.Dev == now.Dev && d.Ino == now.Ino && d.Ctime == now.Ctime && d.Ctime < idx.Taken-recent {
@@ -65,7 +62,22 @@ func (w *walker) dir(fd int, rel string, depth int) error {
 	} else if w.n += len(entries); w.n > w.s.Limit {
 		return &LimitError{Root: w.root, Limit: w.s.Limit, At: abs}
 	}
-	if !w.s.Visit(rel, entries) {
+	descend := w.s.Visit(rel, entries)
+	if rec := w.s.Record; rec != nil && stamped {
+		d := plan.IndexDir{Dev: now.Dev, Ino: now.Ino, Ctime: now.Ctime, Bare: !descend && rel != "" && IsBare(entries)}
+		if !d.Bare {
+			for _, e := range entries {
+				switch {
+				case w.s.Names[e.Name]:
+					d.Notes = append(d.Notes, e.Name)
+				case e.Type == TypeDir && descend:
+					d.Subdirs = append(d.Subdirs, e.Name)
+				}
+			}
+		}
+		rec.Dirs[abs] = d
+	}
+	if !descend {
 		return nil
 	}
 	for _, e := range entries {
@@ -90,6 +102,7 @@ func indexed(d plan.IndexDir) []Entry {
 		return append(out, Entry{"HEAD", TypeFile}, Entry{"objects", TypeDir}, Entry{"refs", TypeDir})
 	}
 	for _, n := range d.Notes {
+		// A wanted name: what it is, the visit looks at again itself.
 		out = append(out, Entry{Name: n, Type: TypeOther})
 	}
 	for _, s := range d.Subdirs {
