@@ -46,10 +46,6 @@ type Input struct {
 	// Skip are paths in Regions the box cannot write (denied or read-only
 	// paths): not searched.
 	Skip []string
-	// Scratch are folders the box writes that are not mounted at their
-	// own path (the per-workspace /tmp): searched, and what is found there
-	// is kept by the after-run check, not by mounts.
-	Scratch []string
 	// Projects are the Regions that are project folders: a missing
 	// project control file at their top is blocked for the run.
 	Projects []string
@@ -120,7 +116,7 @@ func Resolve(in Input) (Result, error) {
 // region returns the writable region holding p, or "".
 func (r *resolver) region(p string) string {
 	best := ""
-	for _, w := range append(r.in.Regions[:len(r.in.Regions):len(r.in.Regions)], r.in.Scratch...) {
+	for _, w := range r.in.Regions {
 		if plan.Within(p, w) && len(w) > len(best) {
 			best = w
 		}
@@ -175,11 +171,6 @@ func (r *resolver) add(p, rule, note string) {
 		g.Keep = plan.KeepRestored
 		if g.Note == "" {
 			g.Note = "a symlink: no mount can cover a link itself, so it is put back after the run; its target is kept read-only"
-		}
-	case slices.Contains(r.in.Scratch, w):
-		g.Keep = plan.KeepRestored
-		if g.Note == "" {
-			g.Note = "in the box's /tmp, which no mount at this path covers: recorded, and put back after the run"
 		}
 	case InPackageTree(rel(w, p)):
 		g.Keep = plan.KeepRestored
@@ -270,7 +261,7 @@ func (r *resolver) search() error {
 			whole[first] = true
 		}
 	}
-	regions := outermost(append(r.in.Regions[:len(r.in.Regions):len(r.in.Regions)], r.in.Scratch...))
+	regions := outermost(r.in.Regions)
 	budget := r.in.Limit
 	type found struct{ root, rel string }
 	var repos, bare []found

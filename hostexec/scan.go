@@ -41,6 +41,8 @@ type Search struct {
 	// made for them). Folders are always in.
 	Names map[string]bool
 	Visit Visit
+	// Links puts every symlink in the entries too.
+	Links bool
 	// Record, when not nil, gets each folder the walk lists: its Stamp
 	// (taken before it is listed), the folders the walk went into and the
 	// entries it wanted — what a later search can take as the folder's

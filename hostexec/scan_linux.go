@@ -160,7 +160,7 @@ func (w *walker) list(fd int) ([]Entry, error) {
 					t = typeOfMode(st.Mode)
 				}
 			}
-			if t != TypeDir && !w.s.Names[string(name)] {
+			if t != TypeDir && !w.s.Names[string(name)] && !(w.s.Links && t == TypeSymlink) {
 				continue
 			}
 			out = append(out, Entry{Name: string(name), Type: t})

@@ -37,7 +37,7 @@ func (s *Search) Walk(root string) (int, error) {
 			case m.IsRegular():
 				t = TypeFile
 			}
-			if t != TypeDir && !s.Names[e.Name()] {
+			if t != TypeDir && !s.Names[e.Name()] && !(s.Links && t == TypeSymlink) {
 				continue
 			}
 			entries = append(entries, Entry{Name: e.Name(), Type: t})

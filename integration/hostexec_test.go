@@ -759,3 +759,22 @@ echo done`)
 	expectContains(t, "plan", p.stdout, "agentbox records it before the run and, with every process of the run ended, puts back any change")
 	expectNotContains(t, "plan", p.stdout, "nothing can be created, removed or renamed directly in "+w.project)
 }
+
+// A symlink from the project into the box's /tmp, where the box made a
+// repository: host git following the link must not run what is there.
+func TestHostExecSymlinkIntoTmp(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		r := w.boxed(be, nil, `
+t="$TMPDIR"; [ "$t" = /tmp ] && t=$(awk '$5 == "/tmp" { print $4 }' /proc/self/mountinfo | tail -1)
+git init -q "$TMPDIR/evil" && git -C "$TMPDIR/evil" config core.fsmonitor '`+w.payload("fsmonitor")+`; false'
+ln -s "$t/evil" link && echo linked`)
+		expectCode(t, r, 0)
+		expectContains(t, "stdout", r.stdout, "linked")
+		w.hostGit(filepath.Join(w.project, "link"), "status")
+		w.expectNoMark("fsmonitor", "host git status through the link")
+		if exists(filepath.Join(w.project, "link")) {
+			t.Error("the link into the box's /tmp is still there")
+		}
+	})
+}

@@ -108,7 +108,8 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 // after-run check: Landlock cannot keep them read-only without making the
 // folders above them unchangeable (see Options), and a placeholder would
 // not stop a box that may remove it. The placeholders go, and the host's
-// /dev/shm, which the box may write here, is searched after the run too.
+// /dev/shm, which the box may write here, is where no symlink the box
+// leaves may lead.
 func keepByRecord(p *plan.Plan) {
 	for i, g := range p.HostExec.Guards {
 		switch g.Keep {
@@ -126,8 +127,8 @@ func keepByRecord(p *plan.Plan) {
 		}
 	}
 	p.Prepare = keep
-	if len(p.HostExec.Roots) > 0 && !slices.Contains(p.HostExec.Roots, "/dev/shm") {
-		p.HostExec.Roots = append(p.HostExec.Roots, "/dev/shm")
+	if len(p.HostExec.Roots) > 0 && !slices.Contains(p.HostExec.Outside, "/dev/shm") {
+		p.HostExec.Outside = append(p.HostExec.Outside, "/dev/shm")
 	}
 }
 

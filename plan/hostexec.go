@@ -72,6 +72,11 @@ type HostExec struct {
 	// Roots are the folders searched, before and after the run, for git
 	// repositories and control files at any depth.
 	Roots []string `json:"roots,omitempty"`
+	// Outside are folders outside the Roots that the box can write (the
+	// host folder behind its /tmp; under Landlock the host's /dev/shm): a
+	// symlink the box leaves in a root that leads there would take a host
+	// program into what the box wrote, so the check moves such links away.
+	Outside []string `json:"outside,omitempty"`
 	// Controls are the control files the search looks for in every
 	// folder (relative paths: ".claude/settings.json", ".vscode"); one
 	// found after the run that was not there before is moved away.

@@ -753,22 +753,22 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) 
 		}
 	}
 	limit, _ := strconv.Atoi(r.scalar("filesystem.scan_limit"))
-	// The per-workspace /tmp lasts from run to run and the box writes it:
-	// a repository there, or a symlink from the project into it, is what
-	// host git would meet too.
-	var scratch []string
-	if r.p.Tmp.Mode == plan.TmpWorkspace && r.p.Tmp.HostDir != "" {
-		scratch = append(scratch, r.p.Tmp.HostDir)
+	// The host folder behind the box's /tmp: the box writes it, but no
+	// one runs git there; a symlink from the project into it is what the
+	// check looks for.
+	var outside []string
+	if r.p.Tmp.HostDir != "" {
+		outside = append(outside, r.p.Tmp.HostDir)
 	}
 	res, err := hostexec.Resolve(hostexec.Input{
 		GOOS: r.env.GOOS, Home: r.env.Home, Getenv: r.env.Getenv, FS: r.env.FS,
-		Regions: regions, Skip: userRO, Projects: projects, Scratch: scratch,
+		Regions: regions, Skip: userRO, Projects: projects,
 		Providers: providers, ProviderHomes: homes, Own: own, Made: made, Limit: limit,
 	})
 	if err != nil {
 		return err
 	}
-	r.p.HostExec = plan.HostExec{Guards: res.Guards, Roots: append(regions, scratch...), Controls: res.Controls, Limit: limit, Visited: res.Visited,
+	r.p.HostExec = plan.HostExec{Guards: res.Guards, Roots: regions, Outside: outside, Controls: res.Controls, Limit: limit, Visited: res.Visited,
 		GitDirs: res.GitDirs, State: r.realMaybe(StateDir(r.env)), Index: res.Index}
 	for _, d := range res.Create {
 		r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: d, Mode: 0o755, Origin: plan.Origin{Key: "always: git hooks"}})

@@ -1084,3 +1084,17 @@ func TestResolveHostExecBlocked(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveTooManyReadOnly: thousands of repositories (a box can plant
+// them) make resolution fail closed with a clear message, not a bwrap
+// command line too long to start.
+func TestResolveTooManyReadOnly(t *testing.T) {
+	w := newWorld(t)
+	for i := 0; i < 1400; i++ {
+		w.gitRepo(fmt.Sprintf("home/u/proj/r%d", i))
+	}
+	_, err := w.resolve(Flags{Tmp: "private"}, Options{}, "true")
+	if err == nil || !strings.Contains(err.Error(), "paths to keep read-only in the writable roots (more than 4096)") {
+		t.Fatalf("want the bound, got %v", err)
+	}
+}

@@ -103,6 +103,7 @@ type found struct {
 	repos    []string            // work tree tops holding a .git
 	bare     []string            // folders git takes for repositories
 	controls map[string][]string // folder -> control names in it
+	links    []string            // symlinks in folders that changed
 }
 
 // search walks every root for repositories and control files, at any
@@ -137,6 +138,10 @@ func (c *checker) search() {
 			}
 			for i, e := range entries {
 				switch {
+				case e.Type == hostexec.TypeSymlink && len(c.h.Outside) > 0:
+					f.links = append(f.links, path.Join(dir, e.Name))
+				}
+				switch {
 				case e.Name == ".git":
 					f.repos = append(f.repos, dir)
 					entries[i].Type = hostexec.TypeOther
@@ -151,13 +156,16 @@ func (c *checker) search() {
 		}
 		// The index of the search before the run: only folders that
 		// changed since are listed again.
-		s := &hostexec.Search{Limit: limit, Names: names, Visit: visit, Index: c.h.Index}
+		s := &hostexec.Search{Limit: limit, Names: names, Visit: visit, Index: c.h.Index, Links: len(c.h.Outside) > 0}
 		if _, err := s.Walk(root); err != nil {
 			var le *hostexec.LimitError
 			if errors.As(err, &le) {
 				c.warn(root, "search", "not searched to the end: "+le.Error())
 			}
 		}
+	}
+	for _, l := range f.links {
+		c.outsideLink(l)
 	}
 	sort.Strings(f.repos)
 	sort.Strings(f.bare)
@@ -192,6 +200,34 @@ func outermostRoots(roots []string) []string {
 		}
 	}
 	return out
+}
+
+// outsideLink moves away the symlink at p if it leads into a folder the
+// box writes outside the roots (its /tmp): a host program following it
+// would meet what the box left there, which no search covers.
+func (c *checker) outsideLink(p string) {
+	if c.guarded(p) {
+		return
+	}
+	dfd, name, err := openParent(p)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dfd)
+	t, err := readlinkAt(dfd, name)
+	if err != nil {
+		return
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(p), t)
+	}
+	t = filepath.Clean(t)
+	for _, o := range c.h.Outside {
+		if plan.Within(t, o) {
+			c.moveAway(dfd, filepath.Dir(p), name, "symlink", "leads into "+event.Escape(o)+", which the box writes and no check covers")
+			return
+		}
+	}
 }
 
 // guarded reports whether p, or a folder above it, is a guard from before

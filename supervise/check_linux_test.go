@@ -497,3 +497,27 @@ func TestRecordAdopted(t *testing.T) {
 		t.Errorf("after both runs: %q", got)
 	}
 }
+
+// TestCheckOutsideLinks: a symlink the box left that leads into a folder it
+// writes outside the roots (its /tmp) is moved away; others stay.
+func TestCheckOutsideLinks(t *testing.T) {
+	b := newBox(t)
+	tmp := filepath.Join(b.out, "tmp")
+	os.MkdirAll(filepath.Join(tmp, "evil"), 0o755)
+	os.MkdirAll(b.p("sub"), 0o755)
+	os.Symlink(filepath.Join(tmp, "evil"), b.p("abs"))
+	os.Symlink("../../outside/tmp/evil", b.p("sub/rel"))
+	os.Symlink("/usr/bin", b.p("fine"))
+	os.Symlink("sub", b.p("inside"))
+	h := b.host()
+	h.Outside = []string{tmp}
+	ev := &events{}
+	check(h, "r", nil, ev)
+	want := []string{"moved abs", "moved sub/rel"}
+	if diff := cmp.Diff(want, ev.paths(b.root)); diff != "" {
+		t.Errorf("reported (-want +got):\n%s", diff)
+	}
+	if !exists(b.p("fine")) || !exists(b.p("inside")) || !exists(filepath.Join(tmp, "evil")) {
+		t.Error("a symlink that leads elsewhere, or the folder outside, was moved")
+	}
+}

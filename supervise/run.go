@@ -53,6 +53,7 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	// Before anything of this run exists: the check of a run whose
 	// agentbox was killed, then this run's record, its folders and
 	// placeholders, and what it keeps by restoring.
+	fg := Foreground()
 	g, err := startGuard(p, c.Events)
 	if err != nil {
 		return 0, err
@@ -90,6 +91,11 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	// returned.
 	if left := endAll(); len(left) > 0 {
 		c.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("%d processes of the run could not be ended: %v", len(left), left)})
+	}
+	if fg {
+		// A process of the box may have taken the terminal after CMD
+		// ended and before it was killed: take it back.
+		RestoreForeground()
 	}
 	if grp != nil {
 		grp.Close()
