@@ -22,6 +22,9 @@ type Spec struct {
 	// open editor): missing at the top of a project, it is blocked for the
 	// run (plan.KeepBlocked); the others are checked after the run.
 	Block bool
+	// Managed is true for what an agent CLI makes in its own folder on
+	// its first start: missing, it is checked after the run, not blocked.
+	Managed bool
 }
 
 // Rule names the spec as plan output shows it: "claude .claude/settings.json".
@@ -197,7 +200,11 @@ func projectSpecs(providers []provider.Provider) []Spec {
 func userSpecs(p provider.Provider) []Spec {
 	var out []Spec
 	for _, c := range p.ReadOnly {
-		out = append(out, Spec{Program: p.Name, Path: c, Dir: isDirSpec(c), Why: p.Title + " obeys it in every project"})
+		managed := false
+		for _, m := range p.Managed {
+			managed = managed || m == c
+		}
+		out = append(out, Spec{Program: p.Name, Path: c, Dir: isDirSpec(c), Managed: managed, Why: p.Title + " obeys it in every project"})
 	}
 	return out
 }

@@ -537,9 +537,13 @@ func (r *resolver) providers() {
 		}
 		for _, s := range userSpecs(p) {
 			q := filepath.Join(home, filepath.FromSlash(s.Path))
-			if _, err := r.in.FS.Lstat(q); err == nil {
+			switch _, err := r.in.FS.Lstat(q); {
+			case err == nil:
 				r.add(q, s.Rule(), "")
-			} else if r.region(q) != "" {
+			case r.region(q) == "":
+			case s.Managed:
+				r.add(q, s.Rule(), p.Title+" makes it on its first start: what the box makes here is moved away after the run")
+			default:
 				r.block(home, q, s.Rule(), s.Dir)
 			}
 		}

@@ -1053,7 +1053,6 @@ func TestResolveHostExecBlocked(t *testing.T) {
 		`$ROOT/home/u/.claude/settings.json file "{}\n" (always: claude settings.json)`,
 		`$ROOT/home/u/.claude/settings.local.json file "{}\n" (always: claude settings.local.json)`,
 		`$ROOT/home/u/.claude/hooks dir "" (always: claude hooks)`,
-		`$ROOT/home/u/.claude/plugins dir "" (always: claude plugins)`,
 		`$ROOT/home/u/.claude/commands dir "" (always: claude commands)`,
 		`$ROOT/home/u/.claude/agents dir "" (always: claude agents)`,
 		`$ROOT/home/u/.claude/skills dir "" (always: claude skills)`,
@@ -1064,6 +1063,12 @@ func TestResolveHostExecBlocked(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("placeholders (-want +got):\n%s", diff)
+	}
+	// What Claude Code makes on its first start (plugins/) is not
+	// blocked, so it starts in the box: what the box makes there is moved
+	// away after the run.
+	if g, ok := p.HostExec.GuardAt(w.path("home/u/.claude/plugins")); !ok || g.Keep != plan.KeepChecked {
+		t.Errorf("~/.claude/plugins: %+v, want checked after the run", g)
 	}
 	// The project's existing .claude/commands is read-only and its folder
 	// pinned; each placeholder is bound read-only over itself.

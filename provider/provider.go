@@ -33,6 +33,12 @@ type Provider struct {
 	// rules, plugins, copied binaries, user-level instructions). They stay
 	// read-only wherever that folder is within the box's reach.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Managed are the ReadOnly paths the CLI makes itself on its first
+	// start (Codex unpacks its bundled skills and installs its app server;
+	// Claude Code makes plugins/): one that is missing is not blocked, so
+	// the CLI starts in the box, and what the box made there is moved away
+	// after the run.
+	Managed []string `json:"managed,omitempty"`
 	// Home is the CLI's own folder ("~/.claude"); HomeVar moves it.
 	Home string `json:"home,omitempty"`
 	// Commands are control files that name commands the CLI runs (hooks,
@@ -83,6 +89,7 @@ func Builtin() []Provider {
 		p.Control = append([]string(nil), p.Control...)
 		p.Domains = append([]string(nil), p.Domains...)
 		p.ReadOnly = append([]string(nil), p.ReadOnly...)
+		p.Managed = append([]string(nil), p.Managed...)
 		p.CommandFiles = append([]CommandFile(nil), p.CommandFiles...)
 		p.Keys = append([]string(nil), p.Keys...)
 		out[i] = p

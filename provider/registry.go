@@ -48,7 +48,8 @@ func init() {
 			// Hooks in settings.json, the scripts in hooks/ and plugins run
 			// when Claude Code starts, also outside the box; agents, skills,
 			// commands, rules and output styles steer every session.
-			Home: "~/.claude",
+			Home:    "~/.claude",
+			Managed: []string{"plugins"},
 			ReadOnly: []string{
 				"settings.json", "settings.local.json", "hooks", "plugins",
 				"commands", "agents", "skills", "rules", "workflows",
@@ -122,7 +123,8 @@ func init() {
 			// approves commands without asking; packages holds the
 			// app-server binary Codex copies and runs (it keeps running
 			// after Codex exits, unconfined).
-			Home: "~/.codex",
+			Home:    "~/.codex",
+			Managed: []string{"skills", "packages", "plugins"},
 			ReadOnly: []string{
 				"config.toml", "hooks.json", "hooks", "rules", "skills", "prompts",
 				"plugins", "agents", "packages", "AGENTS.md", "AGENTS.override.md",
