@@ -61,6 +61,9 @@ type Input struct {
 	Made []string
 	// Limit bounds the search (entries); 0 means DefaultLimit.
 	Limit int
+	// State is agentbox's state folder: the index of the last search of
+	// each root is read from there (IndexFile); "" for none.
+	State string
 }
 
 // Result is what the registry found within the box's reach.
@@ -272,6 +275,14 @@ func (r *resolver) search() error {
 	}
 	r.res.Index.Taken = time.Now().UnixNano()
 	for _, root := range regions {
+		// What the last search of this root saw, to list again only
+		// what changed since.
+		var prev *plan.Index
+		if r.in.State != "" {
+			if data, err := r.in.FS.ReadFile(IndexFile(r.in.State, root)); err == nil {
+				prev = DecodeIndex(data, root)
+			}
+		}
 		skip := len(r.in.Skip) > 0
 		visit := func(rl string, entries []Entry) bool {
 			if rl != "" && IsBare(entries) {
@@ -297,7 +308,7 @@ func (r *resolver) search() error {
 			}
 			return true
 		}
-		s := &Search{Limit: budget, Names: names, Visit: visit, Record: r.res.Index}
+		s := &Search{Limit: budget, Names: names, Visit: visit, Record: r.res.Index, Index: prev}
 		var n int
 		var err error
 		if real, ok := r.in.FS.(interface{ Real() bool }); ok && real.Real() {

@@ -443,3 +443,39 @@ func TestSearchIndexed(t *testing.T) {
 		t.Errorf("recently changed folders (-want +got):\n%s", diff)
 	}
 }
+
+// TestResolveSavedIndex: the index a check saved for a root is what the
+// next search takes an unchanged folder's entries from (here: an index
+// that says a folder holds 5000 entries makes the search go past its
+// bound); a file that is not an index of that root is ignored.
+func TestResolveSavedIndex(t *testing.T) {
+	tr := newTree(t)
+	tr.mkdir("proj/a")
+	in := tr.input("proj")
+	in.Projects = nil
+	in.State = tr.p("state")
+	in.Limit = 1000
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := r.Index
+	idx.Taken += 3600e9 // an hour ago: a has not changed since
+	d := idx.Dirs[tr.p("proj/a")]
+	d.Count = 5000
+	idx.Dirs[tr.p("proj/a")] = d
+	tr.mkdir("state/index")
+	if err := os.WriteFile(IndexFile(in.State, tr.p("proj")), EncodeIndex(idx, tr.p("proj")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var le *LimitError
+	if _, err := Resolve(in); !errors.As(err, &le) {
+		t.Errorf("the saved index was not used: %v", err)
+	}
+	for _, data := range [][]byte{EncodeIndex(idx, tr.p("other")), []byte("agentbox-index-1\ngarbage"), []byte("{}")} {
+		os.WriteFile(IndexFile(in.State, tr.p("proj")), data, 0o600)
+		if _, err := Resolve(in); err != nil {
+			t.Errorf("an index that is not this root's was used: %v", err)
+		}
+	}
+}

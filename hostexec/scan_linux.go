@@ -46,12 +46,18 @@ func (w *walker) dir(fd int, rel string, depth int) error {
 	stamped := unix.Fstat(fd, &st) == nil
 	now := Stamp{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano()}
 	var entries []Entry
+	count := 0
 	if idx := w.s.Index; idx != nil && stamped {
 		if d, ok := idx.Dirs[abs]; ok && d.Dev == now.Dev && d.Ino == now.Ino && d.Ctime == now.Ctime && d.Ctime < idx.Taken-recent {
-			entries = indexed(d)
+			entries, count = indexed(d), d.Count
+			// The bound counts what the folder holds, listed or not.
+			if w.n += count; w.n > w.s.Limit {
+				return &LimitError{Root: w.root, Limit: w.s.Limit, At: abs}
+			}
 		}
 	}
 	if entries == nil {
+		before := w.n
 		var err error
 		if entries, err = w.list(fd); err != nil {
 			if errors.Is(err, errLimit) {
@@ -59,12 +65,11 @@ func (w *walker) dir(fd int, rel string, depth int) error {
 			}
 			return nil // a folder that cannot be read holds nothing the box could write either
 		}
-	} else if w.n += len(entries); w.n > w.s.Limit {
-		return &LimitError{Root: w.root, Limit: w.s.Limit, At: abs}
+		count = w.n - before
 	}
 	descend := w.s.Visit(rel, entries)
 	if rec := w.s.Record; rec != nil && stamped {
-		d := plan.IndexDir{Dev: now.Dev, Ino: now.Ino, Ctime: now.Ctime, Bare: !descend && rel != "" && IsBare(entries)}
+		d := plan.IndexDir{Dev: now.Dev, Ino: now.Ino, Ctime: now.Ctime, Count: count, Bare: !descend && rel != "" && IsBare(entries)}
 		if !d.Bare {
 			for _, e := range entries {
 				switch {

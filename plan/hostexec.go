@@ -124,6 +124,8 @@ type IndexDir struct {
 	Notes []string
 	// Bare is true for a folder git takes for a repository of its own.
 	Bare bool
+	// Count is how many entries the folder held.
+	Count int
 }
 
 // GuardAt returns the guard for path, if any.

@@ -764,6 +764,7 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) 
 		GOOS: r.env.GOOS, Home: r.env.Home, Getenv: r.env.Getenv, FS: r.env.FS,
 		Regions: regions, Skip: userRO, Projects: projects,
 		Providers: providers, ProviderHomes: homes, Own: own, Made: made, Limit: limit,
+		State: r.realMaybe(StateDir(r.env)),
 	})
 	if err != nil {
 		return err

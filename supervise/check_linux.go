@@ -2,10 +2,12 @@ package supervise
 
 import (
 	"errors"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -129,6 +131,8 @@ func (c *checker) search() {
 		limit = hostexec.DefaultLimit
 	}
 	limit *= 4
+	// What this search sees is the next run's index.
+	next := &plan.Index{Taken: time.Now().UnixNano(), Dirs: map[string]plan.IndexDir{}}
 	for _, root := range outermostRoots(c.h.Roots) {
 		visit := func(rl string, entries []hostexec.Entry) bool {
 			dir := path.Join(root, rl)
@@ -156,12 +160,15 @@ func (c *checker) search() {
 		}
 		// The index of the search before the run: only folders that
 		// changed since are listed again.
-		s := &hostexec.Search{Limit: limit, Names: names, Visit: visit, Index: c.h.Index, Links: len(c.h.Outside) > 0}
-		if _, err := s.Walk(root); err != nil {
-			var le *hostexec.LimitError
-			if errors.As(err, &le) {
-				c.warn(root, "search", "not searched to the end: "+le.Error())
-			}
+		s := &hostexec.Search{Limit: limit, Names: names, Visit: visit, Index: c.h.Index, Links: len(c.h.Outside) > 0, Record: next}
+		_, err := s.Walk(root)
+		var le *hostexec.LimitError
+		if errors.As(err, &le) {
+			c.warn(root, "search", "not searched to the end: "+le.Error())
+			continue
+		}
+		if err == nil {
+			c.saveIndex(next, root)
 		}
 	}
 	for _, l := range f.links {
@@ -200,6 +207,33 @@ func outermostRoots(roots []string) []string {
 		}
 	}
 	return out
+}
+
+// saveIndex keeps what the search saw of root for the next run's search
+// (hostexec.IndexFile), in agentbox's state folder.
+func (c *checker) saveIndex(idx *plan.Index, root string) {
+	data := hostexec.EncodeIndex(idx, root)
+	if data == nil || c.h.State == "" {
+		return
+	}
+	file := hostexec.IndexFile(c.h.State, root)
+	if os.MkdirAll(c.h.State, 0o700) != nil {
+		return
+	}
+	sfd, err := openDir(c.h.State)
+	if err != nil {
+		return
+	}
+	defer unix.Close(sfd)
+	if ownedDir(sfd) != nil {
+		return
+	}
+	dfd, err := subdir(sfd, filepath.Base(filepath.Dir(file)))
+	if err != nil {
+		return
+	}
+	defer unix.Close(dfd)
+	writeSmall(dfd, filepath.Base(file), data)
 }
 
 // outsideLink moves away the symlink at p if it leads into a folder the

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -519,5 +520,21 @@ func TestCheckOutsideLinks(t *testing.T) {
 	}
 	if !exists(b.p("fine")) || !exists(b.p("inside")) || !exists(filepath.Join(tmp, "evil")) {
 		t.Error("a symlink that leads elsewhere, or the folder outside, was moved")
+	}
+}
+
+// TestCheckSavesIndex: the check leaves the index of what it saw for the
+// next run's search, in the state folder.
+func TestCheckSavesIndex(t *testing.T) {
+	b := newBox(t)
+	os.MkdirAll(b.p("a/b"), 0o755)
+	check(b.host(), "r", nil, &events{})
+	data, err := os.ReadFile(hostexec.IndexFile(b.state, b.root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := hostexec.DecodeIndex(data, b.root)
+	if idx == nil || len(idx.Dirs) != 3 {
+		t.Fatalf("index: %+v", idx)
 	}
 }
