@@ -41,8 +41,9 @@ export XDG_STATE_HOME="$work/state"
 if command -v hyperfine >/dev/null; then
 	# First: no index of an earlier search (the first run in a project);
 	# then: with the index the run before left.
-	hyperfine -N --warmup 2 --runs "$runs" \
-		-n "run in the 100k tree, first run" --prepare "rm -rf $work/state/agentbox/index" "sh -c 'cd $work/tree && $work/agentbox run -- /bin/true'" \
-		-n "run in the 100k tree, next runs" "sh -c 'cd $work/tree && $work/agentbox run -- /bin/true'" \
-		-n "run in an empty project" "sh -c 'cd $work/empty && $work/agentbox run -- /bin/true'"
+	hyperfine --warmup 2 --runs "$runs" \
+		--prepare "rm -rf $work/state/agentbox/index" --prepare true --prepare true \
+		-n "run in the 100k tree, first run" "cd $work/tree && $work/agentbox run -- /bin/true" \
+		-n "run in the 100k tree, next runs" "cd $work/tree && $work/agentbox run -- /bin/true" \
+		-n "run in an empty project" "cd $work/empty && $work/agentbox run -- /bin/true"
 fi
