@@ -63,13 +63,15 @@ func toolCallConfined(t *testing.T, api *fakeAPI, backend string, usedHome bool)
 	etcProbe := "/etc/agentbox-agentcli-" + tag
 
 	// One check a line, each error before its NAME=status line (stderr is
-	// stdout, so the CLI reports them in order).
+	// stdout, so the CLI reports them in order). The errors come from
+	// touch and cat, not the shell: Claude Code picks zsh or bash by what
+	// is installed and SHELL, and their messages differ.
 	script := strings.Join([]string{
 		`exec 2>&1`,
 		`echo "env AGENTBOX=$AGENTBOX"`,
 		`echo made-by-agent > made.txt && echo "project=ok"`,
-		`echo x > ` + etcProbe + `; echo "etc=$?"`,
-		`echo x > ` + outside + `/f; echo "outside=$?"`,
+		`touch ` + etcProbe + `; echo "etc=$?"`,
+		`touch ` + outside + `/f; echo "outside=$?"`,
 		`cat ` + secret + `; echo "deny=$?"`,
 	}, "\n")
 	_, out := runTurn(t, w, api, []string{"--backend", backend, "--deny", secret}, script)
@@ -90,8 +92,8 @@ func toolCallConfined(t *testing.T, api *fakeAPI, backend string, usedHome bool)
 	for _, name := range []string{"etc", "outside"} {
 		expectContains(t, "tool output", out, name+"=1")
 	}
-	expectContains(t, "tool output", out, etcProbe+": "+refused)
-	expectContains(t, "tool output", out, outside+"/f: "+refused)
+	expectContains(t, "tool output", out, "cannot touch '"+etcProbe+"': "+refused)
+	expectContains(t, "tool output", out, "cannot touch '"+outside+"/f': "+refused)
 	if exists(etcProbe) || exists(filepath.Join(outside, "f")) {
 		os.Remove(etcProbe)
 		t.Fatalf("a write outside the writable roots reached the host; tool output:\n%s", out)
