@@ -16,6 +16,9 @@
 // a -p turn, and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 alone leaves
 // none: only 127.0.0.1 is reached (strace of connect and DNS sends).
 // `--allowedTools Bash` lets the Bash tool run without a prompt, as root too.
+// The Bash tool runs the command in zsh when SHELL is unset and zsh is
+// installed, else bash (a slow zsh probe also ends in bash), so tests read
+// errors from commands, not from the shell.
 //
 // Codex ignores OPENAI_BASE_URL. The config key openai_base_url is honoured,
 // but the built-in provider first tries the Responses WebSocket (GET
