@@ -207,7 +207,27 @@ func TestWindowsSIDBytes(t *testing.T) {
 // dialHelper: when the test binary is started with AGENTBOX_TEST_DIAL set,
 // it waits for a line on stdin and then connects to that address: a
 // process whose TCP connection the proxy's peer check must attribute.
+//
+// When it is started with RunnerArg (by TestWindowsRunUnderWine's runner
+// launcher), it is agentbox's runner.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == RunnerArg {
+		os.Exit(RunnerMain(os.Args[2:]))
+	}
+	// As a boxed command of an allowlist run: ask the proxy HTTP_PROXY
+	// names for a CONNECT and print its first line of answer.
+	if target := os.Getenv("AGENTBOX_TEST_PROXY_ASK"); target != "" {
+		c, err := net.Dial("tcp4", strings.TrimPrefix(os.Getenv("HTTP_PROXY"), "http://"))
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(0)
+		}
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		fmt.Printf("proxy said: %q\n", line)
+		os.Exit(0)
+	}
 	if addr := os.Getenv("AGENTBOX_TEST_DIAL"); addr != "" {
 		bufio.NewReader(os.Stdin).ReadString('\n')
 		c, err := net.Dial("tcp4", addr)

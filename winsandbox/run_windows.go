@@ -150,7 +150,7 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 		windows.CloseHandle(toRunnerH)
 		return 125, err
 	}
-	proc, pid, err := startRunner(exe, spec.User, password, inName, outName, job)
+	proc, pid, err := launchRunner(exe, spec.User, password, inName, outName, job)
 	if err != nil {
 		windows.CloseHandle(toRunnerH)
 		windows.CloseHandle(fromRunnerH)
@@ -268,6 +268,11 @@ func fileExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && !fi.IsDir()
 }
+
+// launchRunner is startRunner; a test under Wine, whose
+// CreateProcessWithLogonW is a stub, starts the runner as the caller
+// instead to exercise the rest of the run path.
+var launchRunner = startRunner
 
 // startRunner starts agentbox in runner mode as the sandbox user, suspended,
 // puts it in job and resumes it. LOGON_WITH_PROFILE loads the user's profile

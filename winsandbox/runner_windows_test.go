@@ -164,6 +164,8 @@ func runRunner(t *testing.T, cmdline string, stdin string, terminate bool) (stri
 		Cwd:             cwd,
 		Env:             sortEnv(os.Environ()),
 		RestrictingSIDs: []string{CapabilitySID(cwd)},
+		// The desktop Run names for the command: this process's own.
+		Desktop: desktopName(),
 	}
 	var m Machine
 	send := func(msg *Message) {
@@ -269,4 +271,15 @@ func TestWindowsDPAPIRoundTrip(t *testing.T) {
 	if err != nil || string(got) != pw {
 		t.Fatalf("unprotect = %q, %v", got, err)
 	}
+}
+
+// TestWindowsDesktopName: the window station and desktop Run names for the
+// command is this process's own, "WinSta0\Default" on an interactive
+// desktop.
+func TestWindowsDesktopName(t *testing.T) {
+	d := desktopName()
+	if ws, desk, ok := strings.Cut(d, `\`); !ok || ws == "" || desk == "" {
+		t.Fatalf("desktopName() = %q, want STATION\\DESKTOP", d)
+	}
+	t.Logf("desktop: %s", d)
 }

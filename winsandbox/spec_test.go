@@ -1,6 +1,7 @@
 package winsandbox
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/plan"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.windows.golden")
@@ -457,5 +459,96 @@ func TestWinPath(t *testing.T) {
 		if winAbs(p) != want {
 			t.Errorf("winAbs(%q) = %v", p, !want)
 		}
+	}
+}
+
+// fixedFacts are the machine facts of the test machine.
+func fixedFacts(*plan.Plan) Options {
+	return Options{Exists: exists, ReadRoots: []string{`C:\Program Files\agentbox`}, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001"}
+}
+
+// TestCompleteRefusalIsNotUnusable: a command that is not found completes
+// (the backend stays usable, so the run is not 125) and the run's status is
+// the refusal's 127.
+func TestCompleteRefusalIsNotUnusable(t *testing.T) {
+	w := &Windows{Facts: fixedFacts}
+	p := base()
+	p.Command = []string{"nosuch"}
+	if err := w.Complete(p); err != nil {
+		t.Fatalf("Complete with a missing command: %v", err)
+	}
+	s, err := SpecOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Refuse == nil || s.Refuse.Status != 127 {
+		t.Fatalf("refuse = %+v, want 127", s.Refuse)
+	}
+	if len(p.Box.NotEnforced()) != 0 {
+		t.Errorf("not enforced: %+v", p.Box.NotEnforced())
+	}
+}
+
+// TestDetailIsWhatRuns: Run reads nothing but the plan's detail, so the
+// spec `agentbox plan --json` shows is the spec that runs. The plan goes
+// through JSON (as plan --json prints it and a frozen plan is kept) and
+// the spec read back is the spec Complete built, down to the spawn request.
+func TestDetailIsWhatRuns(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.plan()
+			p.RunID = "RUN"
+			w := &Windows{Facts: fixedFacts}
+			if err := w.Complete(p); err != nil {
+				t.Fatal(err)
+			}
+			want, err := Build(p, fixedFacts(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var frozen plan.Plan
+			if err := json.Unmarshal(data, &frozen); err != nil {
+				t.Fatal(err)
+			}
+			got, err := SpecOf(&frozen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Spec{}, "Rules")); diff != "" {
+				t.Errorf("spec run from the JSON plan (-built +run):\n%s", diff)
+			}
+			// The environment the command gets is the plan's, with the
+			// backend's variables and the truthful ones: BoxEnviron.
+			if diff := cmp.Diff(sortEnv(p.BoxEnviron()), got.Spawn.Env); diff != "" {
+				t.Errorf("spawn env is not the plan's box environment (-plan +spawn):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCompletePrivateTmp: a private tmp becomes this run's own folder in
+// agentbox's per-user folder, created fresh and removed after the run.
+func TestCompletePrivateTmp(t *testing.T) {
+	p := base()
+	p.RunID = "abc123"
+	p.Tmp = plan.Tmp{Mode: plan.TmpPrivate}
+	p.Mounts[1] = plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: origin("tmp.mode private")}
+	if err := (&Windows{Facts: fixedFacts}).Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	dir := `C:\Users\me\AppData\Local\Temp\agentbox-S-1-5-21-1-2-3-1001\run-abc123`
+	if p.Tmp.HostDir != dir || p.Box.Tmpdir != dir {
+		t.Errorf("tmp folder %q, TMPDIR %q; want %q", p.Tmp.HostDir, p.Box.Tmpdir, dir)
+	}
+	want := []plan.Prepare{
+		{Path: `C:\Users\me\AppData\Local\Temp\agentbox-S-1-5-21-1-2-3-1001`, Mode: 0o700, Origin: origin("tmp.mode private (windows: a fresh folder per run)")},
+		{Path: dir, Mode: 0o700, Origin: origin("tmp.mode private (windows: a fresh folder per run)"), Fresh: true},
+	}
+	if diff := cmp.Diff(want, p.Prepare); diff != "" {
+		t.Errorf("prepare (-want +got):\n%s", diff)
 	}
 }
