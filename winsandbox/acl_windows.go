@@ -1,6 +1,7 @@
 package winsandbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -63,11 +64,17 @@ func aclRecordFile() (string, error) {
 // path+".lock": every run of the user that changes ACLs goes through it,
 // so two runs on the same root never write one DACL at the same time.
 func withRecord(path string, f func(*aclRecord) error) error {
+	_, statErr := os.Stat(path + ".lock")
 	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening the ACL record's lock: %w", err)
 	}
 	defer lock.Close()
+	if statErr != nil {
+		if err := ownFile(path + ".lock"); err != nil {
+			return err
+		}
+	}
 	ol := new(windows.Overlapped)
 	h := windows.Handle(lock.Fd())
 	if err := windows.LockFileEx(h, windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, ol); err != nil {
@@ -82,10 +89,52 @@ func withRecord(path string, f func(*aclRecord) error) error {
 	ferr := f(rec)
 	// What f recorded is kept even when it failed part way: the record
 	// must never miss an ACE that is on disk.
-	if err := writeJSON(path, rec); err != nil {
+	if err := writeRecord(path, rec); err != nil {
 		return errors.Join(ferr, fmt.Errorf("writing the ACL record: %w", err))
 	}
 	return ferr
+}
+
+// ownFile gives a file of the ACL folder to the calling user: SYSTEM,
+// Administrators and the user's own SID, nothing inherited. The folder's
+// CREATOR OWNER entry would give it to Administrators when an elevated
+// process makes it, and the same user's later, unelevated runs could then
+// not write their own record.
+func ownFile(path string) error {
+	sid, err := currentUserSID()
+	if err != nil {
+		return err
+	}
+	sd, err := windows.SecurityDescriptorFromString("D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;" + sid + ")")
+	if err != nil {
+		return err
+	}
+	d, _, err := sd.DACL()
+	if err != nil {
+		return err
+	}
+	err = windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, d, nil)
+	if err != nil {
+		return &aclError{"setting the ACL of", path, err}
+	}
+	return nil
+}
+
+// writeRecord writes the record through a temporary file of the user's
+// own (ownFile) and a rename.
+func writeRecord(path string, rec *aclRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	if err := ownFile(tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // dacl is a path's DACL as read: its ACEs, its revision, whether it is NULL
