@@ -72,7 +72,8 @@ func (s *Spec) Render() string {
 	}
 	p("spawn command-line %s", sp.CommandLine)
 	p("spawn cwd %s", sp.Cwd)
-	p("spawn restricting-sids %s", strings.Join(sp.RestrictingSIDs, " "))
+	// The runner adds its logon SID and Everyone (restrictedToken).
+	p("spawn restricting-sids %s (and the runner's logon SID, Everyone)", strings.Join(sp.RestrictingSIDs, " "))
 	if sp.Limits != (JobLimits{}) {
 		p("spawn limits processes=%d memory=%d cpu=%ds", sp.Limits.ActiveProcesses, sp.Limits.MemoryBytes, sp.Limits.CPUSeconds)
 	}
