@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -118,18 +118,20 @@ func newApp() *cli.App {
 					&cli.BoolFlag{Name: "check", Usage: "verify the real state and name each problem"},
 					&cli.BoolFlag{Name: "uninstall", Usage: "remove everything setup made"},
 					&cli.BoolFlag{Name: "no-elevate", Usage: "fail with a hint instead of asking for elevation"},
+					&cli.StringFlag{Name: strings.TrimPrefix(winsandbox.ElevatedArg, "--"), Hidden: true},
 				},
 				Action: func(c *cli.Context) error {
+					opts := winsandbox.SetupOptions{NoElevate: c.Bool("no-elevate"), Relaunch: c.String(strings.TrimPrefix(winsandbox.ElevatedArg, "--")), Log: c.App.Writer}
 					switch {
 					case c.Bool("check"):
 						if err := winsandbox.Check(c.App.Writer); err != nil {
-							return withHints(err, "run `agentbox setup` (elevated) to repair it")
+							return withHints(err, "run `agentbox setup` (it asks for elevation) to repair it")
 						}
 						return nil
 					case c.Bool("uninstall"):
-						return winsandbox.Uninstall()
+						return winsandbox.Uninstall(opts)
 					}
-					return winsandbox.Setup(winsandbox.SetupOptions{NoElevate: c.Bool("no-elevate"), Args: os.Args[1:], Log: c.App.Writer})
+					return winsandbox.Setup(opts)
 				},
 			},
 			{
