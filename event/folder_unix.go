@@ -24,8 +24,8 @@ type folder struct {
 // openFolder opens the log folder dir. With create, the folder and its
 // parent are created (0700) when missing. The folder itself and its parent
 // (agentbox's own state folder) are opened without following a symbolic
-// link and must belong to owner; the folder's permissions are tightened to
-// 0700. The folders above them are the user's own layout and are followed.
+// link and must belong to owner; group and other permissions are
+// taken away from the folder. The folders above them are the user's own layout and are followed.
 func openFolder(dir string, owner int, create bool) (*folder, error) {
 	dir = filepath.Clean(dir)
 	parent, name := filepath.Dir(dir), filepath.Base(dir)
@@ -56,7 +56,7 @@ func openFolder(dir string, owner int, create bool) (*folder, error) {
 		return nil, err
 	}
 	if create {
-		if err := tighten(fd, dir, 0o700); err != nil {
+		if err := tighten(fd, dir); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}
@@ -89,18 +89,27 @@ func checkOwner(fd int, path string, owner int) error {
 	return nil
 }
 
-// tighten takes group and other permissions away from what fd is open on.
-func tighten(fd int, path string, perm uint32) error {
+// tighten takes group and other permissions away from what fd is open on;
+// the owner's are left as they are (a user who made the folder read-only
+// meant it).
+func tighten(fd int, path string) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("checking %s: %w", path, err)
 	}
-	if uint32(st.Mode)&0o777 != perm {
-		if err := unix.Fchmod(fd, perm); err != nil {
+	if perm := uint32(st.Mode) & 0o777; perm&0o077 != 0 {
+		if err := unix.Fchmod(fd, perm&0o700); err != nil {
 			return fmt.Errorf("setting the permissions of %s: %w", path, err)
 		}
 	}
 	return nil
+}
+
+// secure takes group and other permissions away from the folder and f
+// again.
+func (d *folder) secure(f *os.File) {
+	tighten(d.fd, d.path)
+	tighten(int(f.Fd()), f.Name())
 }
 
 // create opens the file name for appending, creating it 0600. It must be
@@ -120,7 +129,7 @@ func (d *folder) create(name string) (*os.File, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	if err := tighten(fd, path, 0o600); err != nil {
+	if err := tighten(fd, path); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}

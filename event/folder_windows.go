@@ -47,6 +47,9 @@ func (d *folder) check(name string) (string, error) {
 	return path, nil
 }
 
+// secure does nothing on Windows: the folder's ACL is the user's.
+func (d *folder) secure(f *os.File) {}
+
 // create opens the file name for appending, creating it.
 func (d *folder) create(name string) (*os.File, error) {
 	path, err := d.check(name)

@@ -89,7 +89,8 @@ type Log struct {
 // (0700) and its parent as needed. The folder and the current file are
 // opened without following symbolic links, and refused unless they are a
 // folder and a regular file that belong to the user (the file with no
-// other hard link); their permissions are tightened to 0700 and 0600.
+// other hard link); group and other permissions are taken away from
+// both (new ones are made 0700 and 0600).
 func OpenLog(dir string, opts LogOptions) (*Log, error) {
 	return openLog(dir, opts, os.Geteuid())
 }
@@ -155,6 +156,9 @@ func (l *Log) Close() error {
 	l.closed = true
 	var err error
 	if l.f != nil {
+		// Landlock does not cover chmod: a box under it can open the
+		// log to other users, which this undoes once the run is over.
+		l.dir.secure(l.f)
 		err = l.f.Close()
 	}
 	l.dir.Close()

@@ -131,7 +131,10 @@ func ReadLog(dir string) (*Contents, error) {
 		if err != nil {
 			c.Skipped = append(c.Skipped, fmt.Sprintf("reading %s: %v", name, err))
 		}
-		if bad > 0 {
+		switch {
+		case bad == 1:
+			c.Skipped = append(c.Skipped, name+": 1 line that is not an event")
+		case bad > 1:
 			c.Skipped = append(c.Skipped, fmt.Sprintf("%s: %d lines that are not events", name, bad))
 		}
 	}
