@@ -21,7 +21,7 @@ import (
 )
 
 // logDir is a fresh log folder path (not created) in a fresh state folder.
-func logDir(t *testing.T) string {
+func logDir(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(t.TempDir(), "state", "agentbox", "log")
 }
