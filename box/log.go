@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,8 +80,10 @@ func Log(req LogRequest, w io.Writer) error {
 				}
 			}
 		}
-	case len(runs) == 0:
+	case len(runs) == 0 && (f.Project != "" || f.Workspace != "" || f.Denials):
 		fmt.Fprintf(w, "no runs recorded in %s match\n", dir)
+	case len(runs) == 0:
+		fmt.Fprintf(w, "no runs recorded in %s\n", dir)
 	case req.Run != "":
 		for _, e := range runs[0].Events {
 			event.WriteEvent(w, e, time.Local)
@@ -120,7 +123,7 @@ func follow(dir string, f event.Filter, asJSON bool, w io.Writer) error {
 			kept[e.Run] = event.Filter{Project: f.Project, Workspace: f.Workspace}.Keep(r)
 		}
 		switch {
-		case f.Run != "" && (len(e.Run) < len(f.Run) || e.Run[:len(f.Run)] != f.Run):
+		case !strings.HasPrefix(e.Run, f.Run):
 			return
 		case (f.Project != "" || f.Workspace != "") && !kept[e.Run]:
 			return

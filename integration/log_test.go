@@ -197,6 +197,7 @@ try precreate-link "ln -s /dev/null $L/events-20990101T000000.000000001Z.jsonl"
 try chmod "chmod 777 $L"
 try chmod-file "chmod 666 $L/events.jsonl"
 try touch-time "touch -d 2000-01-01 $L/events.jsonl"
+try inherited-fd "ls -l /proc/self/fd/ | grep events.jsonl"
 echo "succeeded:$out"
 `
 	for _, backend := range linuxBackends {
