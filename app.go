@@ -62,6 +62,24 @@ func newApp() *cli.App {
 				},
 			},
 			{
+				Name:  "log",
+				Usage: "show recent runs from the audit log: status, backend, project, command, denials",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "json", Usage: "print the events as stored, one JSON object per line"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "print new events as they are recorded, until interrupted"},
+					&cli.StringFlag{Name: "project", Usage: "only runs of the project `DIR` or below it"},
+					&cli.StringFlag{Name: "workspace", Usage: "only runs in workspace `ID`"},
+					&cli.BoolFlag{Name: "denials", Usage: "only runs with denials, each denial listed"},
+					&cli.StringFlag{Name: "run", Usage: "every event of the run `ID` (a unique prefix will do)"},
+					&cli.IntFlag{Name: "n", Value: 20, Usage: "show the last `N` runs (0: all)"},
+				},
+				Action: func(c *cli.Context) error {
+					return box.Log(box.LogRequest{JSON: c.Bool("json"), Follow: c.Bool("follow"), Denials: c.Bool("denials"),
+						Project: c.String("project"), Workspace: c.String("workspace"), Run: c.String("run"), Last: c.Int("n"),
+						Args: c.Args().Slice()}, c.App.Writer)
+				},
+			},
+			{
 				Name:   "init",
 				Usage:  "write a commented starter .agentbox.toml in the current folder",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "overwrite an existing .agentbox.toml"}},

@@ -94,7 +94,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
-		r.environment, r.limits, r.confinedCommand,
+		r.environment, r.limits, r.confinedCommand, r.auditLog,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -1054,6 +1054,24 @@ func (r *resolver) limits() error {
 	l.FileSize, _ = ParseSize(r.scalar("limits.file_size"))
 	l.CPUTime, _ = ParseDuration(r.scalar("limits.cpu_time"))
 	return nil
+}
+
+// auditLog says whether the run's events are recorded in the audit log
+// (log.enabled), and where. The log folder lies in agentbox's own state
+// folder, which readOnlyStage keeps read-only when it lies in a writable
+// root, so nothing in the box can change what the log recorded.
+func (r *resolver) auditLog() error {
+	e := r.m.scalars["log.enabled"]
+	r.p.Log = plan.Log{Enabled: e.Value != "false", Origin: e.Origin}
+	if r.p.Log.Enabled {
+		r.p.Log.Dir = LogDir(r.env)
+	}
+	return nil
+}
+
+// LogDir returns the audit log's folder: $XDG_STATE_HOME/agentbox/log.
+func LogDir(env Env) string {
+	return filepath.Join(filepath.Dir(StorePath(env)), "log")
 }
 
 // confinedCommand works out the command as it runs confined: a provider
