@@ -521,6 +521,11 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 		"before its after-run check and before it returns, so none can change a file after the check or take the terminal; "+
 		"if agentbox itself is killed (kill -9), CMD gets SIGKILL (PR_SET_PDEATHSIG) and the next run ends what is left in the box's process group (or cgroup) first; "+
 		"a process the box has a service outside it start (systemd --user, at) is not the box's")
+	// Landlock has no right for changing a file's metadata: chmod, chown
+	// (within what the user may do anyway), utimes and extended attributes
+	// reach every file the user owns, inside the writable roots or not.
+	add("metadata", Weaker, "chmod, chown, utime and extended attributes are not restricted by Landlock: CMD can change the mode and times of any file you own "+
+		"(it cannot change their contents); agentbox takes group and other permissions off its own log files again after the run")
 	if a.DropCaps {
 		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
 	}

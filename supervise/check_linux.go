@@ -58,8 +58,7 @@ func (c *checker) note(p, rule, action, detail string) {
 	}
 	c.reported[action+"\x00"+p] = true
 	c.ev.Emit(event.Event{Kind: event.Quarantine, Path: p, Rule: "always: " + rule, Action: action,
-		Reason: "a host program would run or obey it outside the box",
-		Detail: event.Escape(p) + ": " + detail})
+		Reason: "a host program would run or obey it outside the box", Detail: detail})
 }
 
 // warn reports something the check could not do.
