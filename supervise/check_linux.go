@@ -163,7 +163,7 @@ func (c *checker) search() {
 		_, err := s.Walk(root)
 		var le *hostexec.LimitError
 		if errors.As(err, &le) {
-			c.warn(root, "search", "not searched to the end: "+le.Error())
+			c.warn(root, "git repositories and control files", "not searched to the end: "+le.Error())
 			continue
 		}
 		if err == nil {
