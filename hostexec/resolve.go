@@ -242,10 +242,11 @@ func (r *resolver) blockAs(base, p, rule string, dir, asDir bool) {
 }
 
 func rel(root, p string) string {
-	if p == root {
+	r, err := filepath.Rel(root, p)
+	if err != nil || r == "." {
 		return ""
 	}
-	return filepath.ToSlash(strings.TrimPrefix(p, strings.TrimSuffix(root, "/")+"/"))
+	return filepath.ToSlash(r)
 }
 
 // search walks every writable region once, noting repositories and
@@ -296,13 +297,13 @@ func (r *resolver) search() error {
 				case e.Name == ".git":
 					repos = append(repos, found{root, rl})
 				case firsts[e.Name]:
-					dir := path.Join(root, rl)
+					dir := filepath.Join(root, filepath.FromSlash(rl))
 					controls[dir] = append(controls[dir], e.Name)
 				}
 				// Not into .git (git's own folders are looked at as
 				// repositories), control folders kept whole, or what the
 				// box cannot write.
-				if e.Type == TypeDir && (e.Name == ".git" || whole[e.Name] || skip && r.skipped(path.Join(root, rl, e.Name))) {
+				if e.Type == TypeDir && (e.Name == ".git" || whole[e.Name] || skip && r.skipped(filepath.Join(root, filepath.FromSlash(rl), e.Name))) {
 					entries[i].Type = TypeOther
 				}
 			}
@@ -329,17 +330,14 @@ func (r *resolver) search() error {
 	}
 	// In path order, whatever order the file system listed them in, so a
 	// plan is the same on every machine.
-	sort.Slice(repos, func(i, j int) bool {
-		return path.Join(repos[i].root, repos[i].rel) < path.Join(repos[j].root, repos[j].rel)
-	})
-	sort.Slice(bare, func(i, j int) bool {
-		return path.Join(bare[i].root, bare[i].rel) < path.Join(bare[j].root, bare[j].rel)
-	})
+	at := func(f found) string { return filepath.Join(f.root, filepath.FromSlash(f.rel)) }
+	sort.Slice(repos, func(i, j int) bool { return at(repos[i]) < at(repos[j]) })
+	sort.Slice(bare, func(i, j int) bool { return at(bare[i]) < at(bare[j]) })
 	for _, f := range repos {
-		r.repo(path.Join(f.root, f.rel), f.root)
+		r.repo(at(f), f.root)
 	}
 	for _, f := range bare {
-		r.gitDir(path.Join(f.root, f.rel), path.Join(f.root, f.rel), "")
+		r.gitDir(at(f), at(f), "")
 	}
 	dirs := make([]string, 0, len(controls))
 	for d := range controls {
@@ -361,7 +359,7 @@ func (r *resolver) walkFS(s *Search, root string) (int, error) {
 	n := 0
 	var dir func(rl string) error
 	dir = func(rl string) error {
-		list, err := r.in.FS.ReadDir(path.Join(root, rl))
+		list, err := r.in.FS.ReadDir(filepath.Join(root, filepath.FromSlash(rl)))
 		if err != nil {
 			return nil
 		}
@@ -369,7 +367,7 @@ func (r *resolver) walkFS(s *Search, root string) (int, error) {
 		for _, e := range list {
 			n++
 			if n > s.Limit {
-				return &LimitError{Root: root, Limit: s.Limit, At: path.Join(root, rl)}
+				return &LimitError{Root: root, Limit: s.Limit, At: filepath.Join(root, filepath.FromSlash(rl))}
 			}
 			t := TypeOther
 			switch m := e.Type(); {
@@ -477,7 +475,7 @@ func (r *resolver) projectTop(dir string, specs []Spec) {
 // coveredByParent reports whether a guard kept read-only (or blocked)
 // covers p already.
 func (r *resolver) coveredByParent(p string) bool {
-	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+	for d := filepath.Dir(p); d != filepath.Dir(d); d = filepath.Dir(d) {
 		if g, ok := r.guards[d]; ok && (g.Keep == plan.KeepReadOnly && g.Kind == plan.KindDir || g.Keep == plan.KeepBlocked) {
 			return true
 		}
