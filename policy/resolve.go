@@ -653,11 +653,6 @@ func (r *resolver) readOnlyStage() error {
 	if err := r.hostExec(userRO, own, made); err != nil {
 		return err
 	}
-	for _, g := range r.p.HostExec.Guards {
-		if g.Keep == plan.KeepReadOnly || g.Keep == plan.KeepBlocked {
-			addPath(g.Path, plan.Origin{Key: "always: " + g.Rule}, g.Note)
-		}
-	}
 	// Each git folder within reach is bound onto itself: a mount point
 	// cannot be renamed, so the agent cannot move .git away and put a
 	// folder with hooks of its own in its place.
@@ -668,6 +663,11 @@ func (r *resolver) readOnlyStage() error {
 		if fi, err := r.env.FS.Lstat(d); err == nil && fi.IsDir() && !seen[d] && r.inWritable(d) {
 			seen[d] = true
 			list = append(list, pathEntry{path: d, origin: plan.Origin{Key: "always: git folder"}, note: "pinned: cannot be renamed or replaced", pin: true})
+		}
+	}
+	for _, g := range r.p.HostExec.Guards {
+		if g.Keep == plan.KeepReadOnly || g.Keep == plan.KeepBlocked {
+			addPath(g.Path, plan.Origin{Key: "always: " + g.Rule}, g.Note)
 		}
 	}
 	// Every folder between a writable root and a read-only path is bound
