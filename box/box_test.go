@@ -173,3 +173,25 @@ func TestShellInitNeedsAShell(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorNoBackend: doctor prints its report and returns ErrNoBackend
+// (the CLI exits 1) when no backend is available, with or without --json.
+func TestDoctorNoBackend(t *testing.T) {
+	none := []backend.Backend{
+		&fake{name: "bwrap", avail: &backend.Unavailable{Reason: "bubblewrap (bwrap) is not installed or not on PATH"}},
+		&fake{name: "landlock", avail: errors.New("landlock is not available: no ABI")},
+	}
+	for _, asJSON := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := doctorOf(none, asJSON, &b); !errors.Is(err, ErrNoBackend) {
+			t.Errorf("json=%v: %v, want ErrNoBackend", asJSON, err)
+		}
+		if !strings.Contains(b.String(), "no backend can confine commands here") {
+			t.Errorf("json=%v: the report does not say so:\n%s", asJSON, b.String())
+		}
+	}
+	var b bytes.Buffer
+	if err := doctorOf([]backend.Backend{&fake{name: "landlock"}}, false, &b); err != nil {
+		t.Errorf("one backend available: %v", err)
+	}
+}

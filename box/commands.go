@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/doctor"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/provider"
@@ -100,8 +101,11 @@ var ErrNoBackend = errors.New("no backend can confine commands here")
 
 // Doctor tells what this machine can enforce, as text or JSON, and returns
 // ErrNoBackend when nothing can confine here.
-func Doctor(asJSON bool, w io.Writer) error {
-	r := doctor.Probe(Backends())
+func Doctor(asJSON bool, w io.Writer) error { return doctorOf(Backends(), asJSON, w) }
+
+// doctorOf is Doctor for the backends all.
+func doctorOf(all []backend.Backend, asJSON bool, w io.Writer) error {
+	r := doctor.Probe(all)
 	if asJSON {
 		if err := writeJSON(w, r); err != nil {
 			return err
