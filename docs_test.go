@@ -95,3 +95,11 @@ func TestFlagsOneMeaning(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNewApp is what building the command line costs every run
+// (help, completion and the man page add nothing until they are asked for).
+func BenchmarkNewApp(b *testing.B) {
+	for b.Loop() {
+		newApp()
+	}
+}
