@@ -15,6 +15,14 @@ BINDIR  ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share
 MANDIR  ?= $(DATADIR)/man
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+# fish looks in $(PREFIX)/share only when XDG_DATA_DIRS names it, which a
+# default environment does not: under /usr/local its completion goes to
+# fish's system-wide folder. bash-completion and zsh look in /usr/local.
+ifeq ($(PREFIX),/usr/local)
+FISHDIR ?= /etc/fish/completions
+else
+FISHDIR ?= $(DATADIR)/fish/vendor_completions.d
+endif
 # BIN is the binary that install installs; set it to install one built
 # elsewhere without building.
 BIN     ?= agentbox
@@ -39,18 +47,18 @@ install: $(BIN)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(DATADIR)/bash-completion/completions \
 		$(DESTDIR)$(DATADIR)/zsh/site-functions \
-		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+		$(DESTDIR)$(FISHDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/agentbox
 	install -m 644 docs/agentbox.1 $(DESTDIR)$(MANDIR)/man1/agentbox.1
 	install -m 644 docs/completion/agentbox.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/agentbox
 	install -m 644 docs/completion/_agentbox $(DESTDIR)$(DATADIR)/zsh/site-functions/_agentbox
-	install -m 644 docs/completion/agentbox.fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/agentbox.fish
+	install -m 644 docs/completion/agentbox.fish $(DESTDIR)$(FISHDIR)/agentbox.fish
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/agentbox $(DESTDIR)$(MANDIR)/man1/agentbox.1 \
 		$(DESTDIR)$(DATADIR)/bash-completion/completions/agentbox \
 		$(DESTDIR)$(DATADIR)/zsh/site-functions/_agentbox \
-		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/agentbox.fish
+		$(DESTDIR)$(FISHDIR)/agentbox.fish
 
 test:
 	scripts/test.sh

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,8 +217,8 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// install runs `make install` of this checkout into a fresh DESTDIR with
-// the binary under test, and returns the prefix it installed into.
+// install runs `make install` of this checkout (PREFIX=/usr/local) into a
+// fresh DESTDIR with the binary under test, and returns the DESTDIR.
 func install(t *testing.T) string {
 	t.Helper()
 	_, err := exec.LookPath("make")
@@ -228,20 +229,26 @@ func install(t *testing.T) string {
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
-	return filepath.Join(dest, "usr/local")
+	return dest
 }
+
+// Where make install puts each completion script, under DESTDIR.
+const (
+	bashCompletion = "usr/local/share/bash-completion/completions/agentbox"
+	zshCompletion  = "usr/local/share/zsh/site-functions/_agentbox"
+	fishCompletion = "etc/fish/completions/agentbox.fish"
+)
 
 // make install puts the binary, the man page and the three completion
 // scripts where the system finds them, and the man page renders.
 func TestMakeInstall(t *testing.T) {
-	prefix := install(t)
-	for _, f := range []string{"bin/agentbox", "share/man/man1/agentbox.1", "share/bash-completion/completions/agentbox",
-		"share/zsh/site-functions/_agentbox", "share/fish/vendor_completions.d/agentbox.fish"} {
-		if !exists(filepath.Join(prefix, f)) {
+	dest := install(t)
+	for _, f := range []string{"usr/local/bin/agentbox", "usr/local/share/man/man1/agentbox.1", bashCompletion, zshCompletion, fishCompletion} {
+		if !exists(filepath.Join(dest, f)) {
 			t.Errorf("make install did not install %s", f)
 		}
 	}
-	out, err := exec.Command(filepath.Join(prefix, "bin/agentbox"), "--version").Output()
+	out, err := exec.Command(filepath.Join(dest, "usr/local/bin/agentbox"), "--version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "agentbox ") {
 		t.Errorf("installed agentbox --version: %v %q", err, out)
 	}
@@ -249,7 +256,7 @@ func TestMakeInstall(t *testing.T) {
 	need(t, err == nil, "man is not installed (apt-get install man-db)")
 	// man agentbox, found the way man finds it: through MANPATH.
 	c := exec.Command("man", "agentbox")
-	c.Env = append(os.Environ(), "MANPATH="+filepath.Join(prefix, "share/man"), "MANWIDTH=100", "MANPAGER=cat", "PAGER=cat")
+	c.Env = append(os.Environ(), "MANPATH="+filepath.Join(dest, "usr/local/share/man"), "MANWIDTH=100", "MANPAGER=cat", "PAGER=cat")
 	page, err := c.Output()
 	if err != nil {
 		t.Fatalf("man agentbox: %v\n%s", err, page)
@@ -262,39 +269,72 @@ func TestMakeInstall(t *testing.T) {
 	}
 }
 
+// The folders make install puts the completion scripts in are the ones each
+// shell searches in a default environment (the completion test below adds
+// DESTDIR to the same search).
+func TestCompletionWhereShellsLook(t *testing.T) {
+	home := t.TempDir()
+	search := map[string]*exec.Cmd{
+		"zsh":  exec.Command("zsh", "-f", "-c", `print -l $fpath`),
+		"fish": exec.Command("fish", "-c", `printf '%s\n' $fish_complete_path`),
+	}
+	for shell, c := range search {
+		_, err := exec.LookPath(shell)
+		need(t, err == nil, shell+" is not installed (apt-get install "+shell+")")
+		c.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", shell, err)
+		}
+		dir := "/" + filepath.Dir(map[string]string{"zsh": zshCompletion, "fish": fishCompletion}[shell])
+		if !slices.Contains(strings.Split(string(out), "\n"), dir) {
+			t.Errorf("%s does not search %s by default:\n%s", shell, dir, out)
+		}
+	}
+	// bash-completion loads a command's script on first use from
+	// ${XDG_DATA_DIRS:-/usr/local/share:/usr/share}/bash-completion/completions.
+	const loader = "/usr/share/bash-completion/bash_completion"
+	need(t, exists(loader), "bash-completion is not installed (apt-get install bash-completion)")
+	data, err := os.ReadFile(loader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "${XDG_DATA_DIRS:-/usr/local/share:/usr/share}") {
+		t.Errorf("bash-completion no longer searches /usr/local/share by default: %s", loader)
+	}
+}
+
 // completionShell starts shell in tmux with agentbox installed by make
-// install: on PATH, and its completion where the shell looks for it.
+// install: on PATH, and its completion where the shell looks for it (the
+// default folders, under DESTDIR).
 func completionShell(t *testing.T, shell string) *tmux {
 	_, err := exec.LookPath(shell)
 	need(t, err == nil, shell+" is not installed (apt-get install "+shell+")")
-	prefix := install(t)
+	dest := install(t)
 	w := newWorld(t)
 	for i, kv := range w.env {
 		if strings.HasPrefix(kv, "PATH=") {
-			w.env[i] = "PATH=" + filepath.Join(prefix, "bin") + ":" + strings.TrimPrefix(kv, "PATH=")
+			w.env[i] = "PATH=" + filepath.Join(dest, "usr/local/bin") + ":" + strings.TrimPrefix(kv, "PATH=")
 		}
 	}
-	// bash-completion and fish look in $XDG_DATA_DIRS; zsh in $fpath.
-	w.env = append(w.env, "XDG_DATA_DIRS="+filepath.Join(prefix, "share")+":/usr/share", "XDG_CONFIG_HOME="+filepath.Join(w.home, ".config"))
-	command := map[string]string{
-		"bash": "bash --noprofile --norc -i",
-		"zsh":  "zsh -f -i",
-		"fish": "fish -i",
-	}[shell]
-	tm := newTmux(t, w, command)
+	w.env = append(w.env, "XDG_CONFIG_HOME="+filepath.Join(w.home, ".config"))
+	var setup string
 	switch shell {
 	case "bash":
 		// The loader bash-completion installs for login shells; it finds
-		// agentbox's script on first use.
+		// agentbox's script in $XDG_DATA_DIRS on first use.
 		const loader = "/usr/share/bash-completion/bash_completion"
 		need(t, exists(loader), "bash-completion is not installed (apt-get install bash-completion)")
-		tm.keys("PS1='$ '; source "+loader+"; echo re''ady", "Enter")
+		w.env = append(w.env, "XDG_DATA_DIRS="+filepath.Join(dest, "usr/local/share")+":/usr/share")
+		setup = "PS1='$ '; source " + loader
 	case "zsh":
-		tm.keys("PS1='%% '; fpath=("+filepath.Join(prefix, "share/zsh/site-functions")+" $fpath); autoload -Uz compinit; compinit -u; echo re''ady", "Enter")
+		setup = "PS1='%% '; fpath=(" + filepath.Join(dest, filepath.Dir(zshCompletion)) + " $fpath); autoload -Uz compinit; compinit -u"
 	case "fish":
-		tm.keys("echo re''ady", "Enter")
+		setup = "set -p fish_complete_path " + filepath.Join(dest, filepath.Dir(fishCompletion))
 	}
+	tm := newTmux(t, w, map[string]string{"bash": "bash --noprofile --norc -i", "zsh": "zsh -f -i", "fish": "fish -i"}[shell])
 	// The command line shows re''ady: only the shell's output says ready.
+	tm.keys(setup+"; echo re''ady", "Enter")
 	tm.wait("\nready\n")
 	return tm
 }
@@ -353,13 +393,12 @@ func TestCompletion(t *testing.T) {
 
 // The completion agentbox prints is the one make install installs.
 func TestCompletionMatchesInstalled(t *testing.T) {
-	prefix := install(t)
+	dest := install(t)
 	w := newWorld(t)
-	for shell, file := range map[string]string{"bash": "share/bash-completion/completions/agentbox",
-		"zsh": "share/zsh/site-functions/_agentbox", "fish": "share/fish/vendor_completions.d/agentbox.fish"} {
+	for shell, file := range map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion} {
 		r := w.run("completion", shell)
 		expectCode(t, r, 0)
-		installed, err := os.ReadFile(filepath.Join(prefix, file))
+		installed, err := os.ReadFile(filepath.Join(dest, file))
 		if err != nil {
 			t.Fatal(err)
 		}
