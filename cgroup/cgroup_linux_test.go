@@ -67,8 +67,12 @@ func helpPids(w io.Writer) {
 	report(w, g)
 	var out, errb bytes.Buffer
 	// bash gives up (exits 254) when a fork fails for good, so every
-	// fork that worked is counted as it happens.
-	cmd := exec.Command("bash", "-c", `for i in $(seq 100); do sleep 2 & echo started; done; jobs -p | wc -l`)
+	// fork that worked is counted as it happens. It retries a refused
+	// fork for 15 seconds (sleeping 1, 2, 4, 8): the jobs outlive that,
+	// or a job that ends frees a slot for the next retry and the count
+	// depends on how busy the machine is. Their output does not hold
+	// bash's pipes open; Close kills them.
+	cmd := exec.Command("bash", "-c", `for i in $(seq 100); do sleep 30 >/dev/null 2>&1 & echo started; done; jobs -p | wc -l`)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(w, "error: %v\n", err)
