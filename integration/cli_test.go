@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // commands are agentbox's visible commands, in the order help lists them.
-var commands = []string{"run", "plan", "init", "doctor", "trust", "status", "providers", "shell-init", "completion", "setup", "version", "help"}
+var commands = []string{"run", "plan", "log", "init", "doctor", "trust", "status", "providers", "shell-init", "completion", "setup", "version", "help"}
 
 // TestHelpGolden runs every command's --help through the real binary and
 // checks the transcript against testdata/help.golden (go test -update

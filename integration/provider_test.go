@@ -50,8 +50,10 @@ func TestRealProviders(t *testing.T) {
 						if path == "" || strings.Contains(before, path+" ") {
 							continue
 						}
-						// agentbox's own probe cache is agentbox's, not the CLI's.
-						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache")) {
+						// agentbox's own probe cache and audit log (with the
+						// folders made for it) are agentbox's, not the CLI's.
+						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), w.logDir()) &&
+							!strings.HasPrefix(w.logDir(), path+"/") {
 							t.Errorf("written outside the declared paths: %s", path)
 						}
 					}

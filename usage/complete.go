@@ -54,7 +54,7 @@ func valueFlags(m App) []Flag {
 func longFlags(flags []Flag) []string {
 	var out []string
 	for _, f := range flags {
-		out = append(out, "--"+f.Name)
+		out = append(out, Spelling(f.Name))
 	}
 	return out
 }
@@ -109,7 +109,7 @@ func bash(w io.Writer, m App) error {
 	p("    if ((first == 0)); then\n")
 	p("        case $prev in\n")
 	for _, f := range valueFlags(m) {
-		p("        --%s) ", f.Name)
+		p("        %s) ", Spelling(f.Name))
 		switch {
 		case len(f.Values) > 0:
 			p("COMPREPLY=($(compgen -W %s -- \"$cur\")); return ;;\n", quoteWords(f.Values))
@@ -250,7 +250,7 @@ func zshFlag(f Flag, top bool) string {
 	if f.Repeatable {
 		spec = "*"
 	}
-	spec += "--" + f.Name
+	spec += Spelling(f.Name)
 	if f.Placeholder == "" {
 		return zshQuote(spec + desc)
 	}
@@ -263,7 +263,11 @@ func zshFlag(f Flag, top bool) string {
 	case f.Files():
 		action = "_files"
 	}
-	return zshQuote(spec + "=" + desc + ":" + f.Placeholder + ":" + action)
+	if len(f.Name) > 1 {
+		// --flag=value or --flag value, as urfave takes both.
+		spec += "="
+	}
+	return zshQuote(spec + desc + ":" + f.Placeholder + ":" + action)
 }
 
 // zshBracket escapes a description inside _arguments' [...].
@@ -338,7 +342,11 @@ func fishFlag(f Flag) string {
 			parts = append(parts, "-l "+a)
 		}
 	}
-	parts = append(parts, "-l "+f.Name)
+	if len(f.Name) == 1 {
+		parts = append(parts, "-s "+f.Name)
+	} else {
+		parts = append(parts, "-l "+f.Name)
+	}
 	switch {
 	case len(f.Values) > 0:
 		parts = append(parts, "-x -a "+fishQuote(strings.Join(f.Values, " ")))

@@ -13,7 +13,7 @@ _agentbox() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "--version --help" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "run plan init doctor trust status providers shell-init completion setup version help" -- "$cur"))
+            COMPREPLY=($(compgen -W "run plan log init doctor trust status providers shell-init completion setup version help" -- "$cur"))
         fi
         return
     fi
@@ -22,7 +22,7 @@ _agentbox() {
         word=${COMP_WORDS[i]}
         case $word in
         --) first=$((i + 1)); break ;;
-        --policy|--writable|--read-only|--deny|--network|--allow|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log)
+        --policy|--writable|--read-only|--deny|--network|--allow|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log|--project|--run|-n)
             ((i++))
             [[ ${COMP_WORDS[i]} == = ]] && ((i++)) ;;
         -* | =) ;;
@@ -47,11 +47,15 @@ _agentbox() {
         --provider) COMPREPLY=($(compgen -W "auto none claude codex hermes kimi mimo opencode pi" -- "$cur")); return ;;
         --backend) COMPREPLY=($(compgen -W "auto bwrap landlock windows" -- "$cur")); return ;;
         --net-log) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --project) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        --run) COMPREPLY=(); return ;;
+        -n) COMPREPLY=(); return ;;
         esac
         if [[ $cur == -* ]]; then
             case $cmd in
             run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --net-log --help" -- "$cur")) ;;
             plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --argv --help" -- "$cur")) ;;
+            log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --help" -- "$cur")) ;;
             init) COMPREPLY=($(compgen -W "--force --help" -- "$cur")) ;;
             doctor) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             trust) COMPREPLY=($(compgen -W "--revoke --help" -- "$cur")) ;;
@@ -95,7 +99,7 @@ _agentbox() {
         fi ;;
     shell-init) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
     completion) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
-    help) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "run plan init doctor trust status providers shell-init completion setup version" -- "$cur")) ;;
+    help) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "run plan log init doctor trust status providers shell-init completion setup version" -- "$cur")) ;;
     esac
 }
 complete -F _agentbox agentbox
