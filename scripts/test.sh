@@ -77,6 +77,16 @@ trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 chmod 755 "$work"
 
+if [ "$(id -u)" = 0 ]; then
+	# A user of our own for this run, made before the root pass (whose
+	# tests drop to it where they need an ordinary user) and used by the
+	# unprivileged pass; a user left by a run that was killed is reused,
+	# and removed at the end.
+	id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+	made_user=1
+	export AGENTBOX_TEST_USER=$user
+fi
+
 say "building agentbox"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$work/agentbox" .
 export AGENTBOX_BIN="$work/agentbox"
@@ -85,10 +95,6 @@ say "tests as $(id -un): every package (the integration tests run the real binar
 go test -count=1 ./...
 
 if [ "$(id -u)" = 0 ]; then
-	# A user of our own for this run; a user left by a run that was killed
-	# is reused, and removed at the end.
-	id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
-	made_user=1
 	uhome=$(getent passwd "$user" | cut -d: -f6)
 	# Go's build and module caches outlive the user, so that each run does
 	# not rebuild the standard library and download modules again.
@@ -123,7 +129,7 @@ if [ "$(id -u)" = 0 ]; then
 			sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" \
 			setpriv --reuid="$user" --regid="$user" --init-groups \
 			env -i PATH="/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin" HOME="$uhome" \
-			AGENTBOX_BIN="$AGENTBOX_BIN" AGENTBOX_MUST_WORK="${AGENTBOX_MUST_WORK:-}" GOFLAGS=-mod=mod \
+			AGENTBOX_BIN="$AGENTBOX_BIN" AGENTBOX_MUST_WORK="${AGENTBOX_MUST_WORK:-}" AGENTBOX_TEST_USER="$user" GOFLAGS=-mod=mod \
 			GOCACHE="$cache/go-build" GOMODCACHE="$cache/mod" GOPATH="$uhome/go" \
 			"$work/$name.test" -test.count=1); then
 			status=1
