@@ -58,6 +58,17 @@ func need(t *testing.T, ok bool, why string) {
 
 func isRoot() bool { return os.Getuid() == 0 }
 
+// rootOnly skips, even under AGENTBOX_MUST_WORK=1, a test that only root
+// can run on any machine: scripts/test.sh runs every test as root first, so
+// the unprivileged pass skipping it hides nothing (as the cgroup package's
+// tests do).
+func rootOnly(t *testing.T, why string) {
+	t.Helper()
+	if !isRoot() {
+		t.Skipf("skipped as uid %d: %s (the root pass runs it)", os.Getuid(), why)
+	}
+}
+
 // world is an isolated home and project for one test, outside /tmp (the box
 // replaces /tmp, so paths there would not be what the test means).
 type world struct {
