@@ -2,28 +2,39 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentbox/agentbox/box"
+	"github.com/agentbox/agentbox/buildinfo"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/provider"
+	"github.com/agentbox/agentbox/usage"
 	"github.com/agentbox/agentbox/winsandbox"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is a release's version, set by the release build with -ldflags
+// "-X main.version=…". Without it, Go's build information names the
+// version (a tag or a pseudo-version) and always the commit.
 var version = "dev"
 
 func newApp() *cli.App {
-	return &cli.App{
-		Name:                 "agentbox",
-		Usage:                "confine AI coding agents (and any command) with the OS's own sandboxing",
-		Version:              version,
-		HideVersion:          true,
-		EnableBashCompletion: true,
+	app := &cli.App{
+		Name:        "agentbox",
+		Usage:       "confine AI coding agents (and any command) with the OS's own sandboxing",
+		HideVersion: true, // --version is ours: the same text as `agentbox version`
+		Flags:       []cli.Flag{&cli.BoolFlag{Name: "version", Usage: "print the version, commit and Go version"}},
 		// A path may hold a comma: every list flag is repeated instead.
 		DisableSliceFlagSeparator: true,
 		ExitErrHandler:            func(*cli.Context, error) {},
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				return buildinfo.Read(version).Text(c.App.Writer)
+			}
+			return usage.NoCommand(c)
+		},
 		Commands: []*cli.Command{
 			{
 				Name:      "run",
@@ -52,7 +63,7 @@ func newApp() *cli.App {
 					f := box.PlanText
 					switch {
 					case c.Bool("json") && c.Bool("argv"):
-						return withHints(errors.New("plan: --json and --argv are two different outputs"), "pass one of them")
+						return conflict("plan", "--json", "--argv", "they are two different outputs: pass one of them")
 					case c.Bool("json"):
 						f = box.PlanJSON
 					case c.Bool("argv"):
@@ -80,16 +91,30 @@ func newApp() *cli.App {
 				},
 			},
 			{
-				Name:   "init",
-				Usage:  "write a commented starter .agentbox.toml in the current folder",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "overwrite an existing .agentbox.toml"}},
-				Action: func(c *cli.Context) error { return box.Init(c.Bool("force"), c.App.Writer) },
+				Name:  "init",
+				Usage: "write a commented starter .agentbox.toml in the current folder",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "overwrite an existing .agentbox.toml"}},
+				Action: func(c *cli.Context) error {
+					if err := noArgs(c); err != nil {
+						return err
+					}
+					return box.Init(c.Bool("force"), c.App.Writer)
+				},
 			},
 			{
-				Name:   "doctor",
-				Usage:  "what this machine can enforce (bwrap, user namespaces, AppArmor, Landlock, seccomp, cgroups) and what auto picks",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error { return box.Doctor(c.Bool("json"), c.App.Writer) },
+				Name:  "doctor",
+				Usage: "what this machine can enforce (bwrap, user namespaces, AppArmor, Landlock, seccomp, cgroups) and what auto picks; exit 1 when nothing can confine",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					if err := noArgs(c); err != nil {
+						return err
+					}
+					err := box.Doctor(c.Bool("json"), c.App.Writer)
+					if errors.Is(err, box.ErrNoBackend) {
+						return &exitCode{1} // the report says why
+					}
+					return err
+				},
 			},
 			{
 				Name:      "trust",
@@ -100,15 +125,28 @@ func newApp() *cli.App {
 			},
 			{
 				Name:      "status",
-				Usage:     "inside a sandbox: is it active, which backend, what is writable and hidden, the network",
-				ArgsUsage: "[--prompt [policy flags] [-- CMD...]]",
+				Usage:     "inside a sandbox: is it active, which backend, what is writable and hidden, the network; exit 1 outside one",
+				UsageText: "agentbox status [--json]\nagentbox status --prompt [POLICY FLAGS] [-- CMD [ARGS...]]",
+				ArgsUsage: "[-- CMD [ARGS...]]",
 				Flags: append(policyFlags(),
 					&cli.BoolFlag{Name: "json", Usage: "print JSON"},
-					&cli.BoolFlag{Name: "prompt", Usage: "print the notice an agent can be given about the box `run` with these flags starts"},
+					&cli.BoolFlag{Name: "prompt", Usage: "print the notice to give an agent about the box that agentbox run with these flags and CMD starts"},
 				),
 				Action: func(c *cli.Context) error {
 					if c.Bool("prompt") {
+						if c.Bool("json") {
+							return conflict("status", "--prompt", "--json", "the notice is text")
+						}
 						return box.Prompt(request(c), c.App.Writer)
+					}
+					for _, f := range policyFlags() {
+						if name := f.Names()[0]; c.IsSet(name) {
+							return usageError(fmt.Sprintf("status: --%s only applies with --prompt", name),
+								"agentbox status --prompt --"+name+" … prints the notice for a box with these flags")
+						}
+					}
+					if err := noArgs(c); err != nil {
+						return err
 					}
 					err := box.WriteStatus(box.ReadStatus(box.Backends()), c.Bool("json"), c.App.Writer)
 					if errors.Is(err, box.ErrNotConfined) {
@@ -118,16 +156,35 @@ func newApp() *cli.App {
 				},
 			},
 			{
-				Name:   "providers",
-				Usage:  "the agent CLIs agentbox knows, whether each is supported inside the sandbox, its writable paths",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: func(c *cli.Context) error { return box.Providers(c.Bool("json"), c.App.Writer) },
+				Name:  "providers",
+				Usage: "the agent CLIs agentbox knows, whether each is supported inside the sandbox, its writable paths",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					if err := noArgs(c); err != nil {
+						return err
+					}
+					return box.Providers(c.Bool("json"), c.App.Writer)
+				},
 			},
 			{
 				Name:      "shell-init",
-				Usage:     "print aliases that run every installed, supported agent CLI through agentbox",
+				Usage:     "print aliases that run every installed, supported agent CLI through agentbox, and agentbox's completion",
 				ArgsUsage: "bash|zsh|fish",
-				Action:    func(c *cli.Context) error { return box.ShellInit(c.Args().First(), c.App.Writer) },
+				Action: func(c *cli.Context) error {
+					shell := c.Args().First()
+					if err := box.ShellInit(shell, c.App.Writer); err != nil {
+						return err
+					}
+					return usage.Completion(c.App.Writer, usage.Model(c.App), shell)
+				},
+			},
+			{
+				Name:      "completion",
+				Usage:     "print the shell completion script (commands, flags and their values)",
+				ArgsUsage: "bash|zsh|fish",
+				Action: func(c *cli.Context) error {
+					return usage.Completion(c.App.Writer, usage.Model(c.App), c.Args().First())
+				},
 			},
 			{
 				Name:  "setup",
@@ -141,6 +198,8 @@ func newApp() *cli.App {
 				Action: func(c *cli.Context) error {
 					opts := winsandbox.SetupOptions{NoElevate: c.Bool("no-elevate"), Relaunch: c.String(strings.TrimPrefix(winsandbox.ElevatedArg, "--")), Log: c.App.Writer}
 					switch {
+					case c.Bool("check") && c.Bool("uninstall"):
+						return conflict("setup", "--check", "--uninstall", "check first, then uninstall")
 					case c.Bool("check"):
 						if err := winsandbox.Check(c.App.Writer); err != nil {
 							return withHints(err, "run `agentbox setup` (it asks for elevation) to repair it")
@@ -154,37 +213,59 @@ func newApp() *cli.App {
 			},
 			{
 				Name:  "version",
-				Usage: "print agentbox's version",
+				Usage: "print agentbox's version, the commit it was built from and the Go version",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
-					_, err := c.App.Writer.Write([]byte("agentbox " + version + "\n"))
-					return err
+					info := buildinfo.Read(version)
+					if c.Bool("json") {
+						return info.JSON(c.App.Writer)
+					}
+					return info.Text(c.App.Writer)
 				},
 			},
 		},
 	}
+	usage.Setup(app)
+	return app
 }
 
 // policyFlags are the flags that form the last policy layer (SPEC layer 5).
 func policyFlags() []cli.Flag {
+	list := func(name, text string) cli.Flag {
+		return &cli.StringSliceFlag{Name: name, Usage: text, Category: usage.PolicyCategory}
+	}
+	text := func(name, text string) cli.Flag {
+		return &cli.StringFlag{Name: name, Usage: text, Category: usage.PolicyCategory}
+	}
+	choice := func(name, text string, values []string) cli.Flag {
+		return &usage.Choice{StringFlag: cli.StringFlag{Name: name, Usage: text, Category: usage.PolicyCategory}, Values: values}
+	}
+	swtch := func(name, text string) cli.Flag {
+		return &cli.BoolFlag{Name: name, Usage: text, Category: usage.PolicyCategory}
+	}
+	providers := []string{"auto", "none"}
+	for _, p := range provider.Builtin() {
+		providers = append(providers, p.Name)
+	}
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "policy", Usage: "an extra policy `FILE` (trusted as given; repeatable)"},
-		&cli.StringSliceFlag{Name: "writable", Usage: "make `PATH` writable (absolute; repeatable)"},
-		&cli.StringSliceFlag{Name: "read-only", Usage: "keep `PATH` read-only inside a writable root (repeatable)"},
-		&cli.StringSliceFlag{Name: "deny", Usage: "hide `PATH` (repeatable)"},
-		&cli.StringFlag{Name: "network", Usage: "network `MODE`: open, none or allowlist"},
-		&cli.StringSliceFlag{Name: "allow", Usage: "allow `HOST` in allowlist mode: a name, *.domain, an address, with an optional :port (repeatable)"},
-		&cli.StringFlag{Name: "workspace", Usage: "workspace `ID`: hide every other workspace"},
-		&cli.StringFlag{Name: "workspace-root", Usage: "the work `DIR` holding all workspaces"},
-		&cli.StringFlag{Name: "task", Usage: "task `ID`: <root>/<workspace>/<task> becomes the working directory"},
-		&cli.StringFlag{Name: "tmp", Usage: "/tmp `MODE`: workspace, private or host"},
-		&cli.StringFlag{Name: "env-mode", Usage: "environment `MODE`: inherit or clean"},
-		&cli.StringSliceFlag{Name: "pass-env", Usage: "keep variable `NAME` in clean mode (glob; repeatable)"},
-		&cli.StringSliceFlag{Name: "deny-env", Usage: "remove variable `NAME` (glob; repeatable)"},
-		&cli.StringFlag{Name: "provider", Usage: "provider `NAME`, auto or none"},
-		&cli.StringFlag{Name: "backend", Usage: "backend `NAME`: auto, bwrap, landlock or windows"},
-		&cli.BoolFlag{Name: "best-effort", Usage: "if confinement is impossible, warn and run unconfined"},
-		&cli.BoolFlag{Name: "require", Usage: "refuse to run unconfined (the default)"},
-		&cli.BoolFlag{Name: "allow-broad-writable", Usage: "allow a writable root that is / or holds the home folder"},
+		list("policy", "an extra policy `FILE` (trusted as given; repeatable)"),
+		list("writable", "make `PATH` writable (absolute; repeatable)"),
+		list("read-only", "keep `PATH` read-only inside a writable root (repeatable)"),
+		list("deny", "hide `PATH` (repeatable)"),
+		choice("network", "network `MODE`", policy.Choices("network.mode")),
+		list("allow", "allow `HOST` in allowlist mode: a name, *.domain, an address, with an optional :port (repeatable)"),
+		text("workspace", "workspace `ID`: hide every other workspace"),
+		text("workspace-root", "the work `DIR` holding all workspaces"),
+		text("task", "task `ID`: <root>/<workspace>/<task> becomes the working directory"),
+		choice("tmp", "/tmp `MODE`", policy.Choices("tmp.mode")),
+		choice("env-mode", "environment `MODE`", policy.Choices("env.mode")),
+		list("pass-env", "keep variable `NAME` in clean mode (glob; repeatable)"),
+		list("deny-env", "remove variable `NAME` (glob; repeatable)"),
+		choice("provider", "the agent CLI's provider `NAME`", providers),
+		choice("backend", "backend `NAME`", policy.Choices("sandbox.backend")),
+		swtch("best-effort", "if confinement is impossible, warn and run unconfined"),
+		swtch("require", "refuse to run unconfined (the default; overrides a policy's best-effort)"),
+		swtch("allow-broad-writable", "allow a writable root that is / or holds the home folder"),
 	}
 }
 
@@ -214,4 +295,19 @@ func flagsFrom(c *cli.Context) policy.Flags {
 // request is the command line of run, plan and status --prompt.
 func request(c *cli.Context) box.Request {
 	return box.Request{Flags: flagsFrom(c), Command: c.Args().Slice(), NetLog: c.String("net-log")}
+}
+
+// noArgs refuses arguments to a command that takes none: a word that is
+// silently ignored is usually a mistyped flag or a missing "--".
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageError(fmt.Sprintf("%s takes no arguments, got %q", c.Command.Name, c.Args().First()),
+			"agentbox "+c.Command.Name+" --help lists its flags")
+	}
+	return nil
+}
+
+// conflict is the error for two flags of cmd that cannot go together.
+func conflict(cmd, a, b, why string) error {
+	return usageError(fmt.Sprintf("%s: %s and %s cannot be used together: %s", cmd, a, b, why))
 }

@@ -6,6 +6,11 @@
 // that prints agentbox's error voice and chooses the exit status.
 package main
 
+// The man page and the installed completion scripts are made from the
+// command definitions by a test, never by the agentbox binary (see
+// docs_test.go); `make docs` runs the same.
+//go:generate go test -run ^TestDocs$ -update .
+
 import (
 	"errors"
 	"fmt"
@@ -74,6 +79,9 @@ func (h *hinted) Unwrap() error   { return h.err }
 func (h *hinted) Hints() []string { return h.hints }
 
 func withHints(err error, hints ...string) error { return &hinted{err: err, hints: hints} }
+
+// usageError is a mistake on the command line: msg, then the hints.
+func usageError(msg string, hints ...string) error { return withHints(errors.New(msg), hints...) }
 
 // printError writes err in agentbox's voice: "agentbox: error: …" and one
 // "agentbox: hint: …" line per hint any error in its chain carries.

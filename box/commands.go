@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/doctor"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/provider"
@@ -94,16 +95,35 @@ func Trust(file string, revoke bool, w io.Writer) error {
 	return nil
 }
 
-// Doctor tells what this machine can enforce, as text or JSON.
-func Doctor(asJSON bool, w io.Writer) error {
-	r := doctor.Probe(Backends())
+// ErrNoBackend is returned by Doctor, after the report, when no backend
+// can confine commands on this machine (the CLI exits 1 for it).
+var ErrNoBackend = errors.New("no backend can confine commands here")
+
+// Doctor tells what this machine can enforce, as text or JSON, and returns
+// ErrNoBackend when nothing can confine here.
+func Doctor(asJSON bool, w io.Writer) error { return doctorOf(Backends(), asJSON, w) }
+
+// doctorOf is Doctor for the backends all.
+func doctorOf(all []backend.Backend, asJSON bool, w io.Writer) error {
+	r := doctor.Probe(all)
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if err := writeJSON(w, r); err != nil {
+			return err
+		}
+	} else {
+		r.Text(w)
 	}
-	r.Text(w)
+	if r.Auto.Backend == doctor.NoBackend {
+		return ErrNoBackend
+	}
 	return nil
+}
+
+// writeJSON writes v as indented JSON, as every --json output is.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // installed reports the first command of p found on PATH.
@@ -116,21 +136,32 @@ func installed(p provider.Provider) string {
 	return ""
 }
 
+// ProvidersSchema is the version of the JSON `agentbox providers --json`
+// prints.
+const ProvidersSchema = 1
+
+// ProvidersJSON is what `agentbox providers --json` prints.
+type ProvidersJSON struct {
+	Schema    int                 `json:"schema"`
+	Providers []InstalledProvider `json:"providers"`
+}
+
+// InstalledProvider is a provider and where its command is installed here.
+type InstalledProvider struct {
+	provider.Provider
+	// Installed is the first of its commands found on PATH, "" for none.
+	Installed string `json:"installed,omitempty"`
+}
+
 // Providers lists the agent CLIs agentbox knows, as a table or JSON.
 func Providers(asJSON bool, w io.Writer) error {
 	list := provider.Builtin()
 	if asJSON {
-		type row struct {
-			provider.Provider
-			Installed string `json:"installed,omitempty"`
-		}
-		var rows []row
+		out := ProvidersJSON{Schema: ProvidersSchema, Providers: []InstalledProvider{}}
 		for _, p := range list {
-			rows = append(rows, row{p, installed(p)})
+			out.Providers = append(out.Providers, InstalledProvider{p, installed(p)})
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(w, out)
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "name\tsupported\tinstalled\tcommands\twritable")
@@ -149,8 +180,15 @@ func Providers(asJSON bool, w io.Writer) error {
 }
 
 // ShellInit prints aliases that put every installed, supported agent CLI
-// behind agentbox, and completion for agentbox itself.
+// behind agentbox. (The CLI adds agentbox's completion after them.)
 func ShellInit(shell string, w io.Writer) error {
+	switch shell {
+	case "bash", "zsh", "fish":
+	case "":
+		return hint(errors.New("shell-init: which shell? bash, zsh or fish"), `e.g. eval "$(agentbox shell-init bash)" in ~/.bashrc`)
+	default:
+		return hint(fmt.Errorf("shell-init: %q is not a shell agentbox knows", shell), `use bash, zsh or fish, e.g. eval "$(agentbox shell-init bash)"`)
+	}
 	self, err := SelfPath()
 	if err != nil {
 		return err
@@ -162,27 +200,13 @@ func ShellInit(shell string, w io.Writer) error {
 		}
 	}
 	q := ShellQuote(self)
-	switch shell {
-	case "bash", "zsh":
-		fmt.Fprintf(w, "# agentbox: agent CLIs run confined; `command NAME` runs one unconfined\n")
-		for _, n := range names {
+	fmt.Fprintf(w, "# agentbox: agent CLIs run confined; `command NAME` runs one unconfined\n")
+	for _, n := range names {
+		if shell == "fish" {
+			fmt.Fprintf(w, "function %s --wraps %s; %s run -- %s $argv; end\n", n, n, q, n)
+		} else {
 			fmt.Fprintf(w, "alias %s='%s run -- %s'\n", n, strings.ReplaceAll(q, "'", `'\''`), n)
 		}
-		if shell == "bash" {
-			fmt.Fprintf(w, "_agentbox_complete() { COMPREPLY=( $(compgen -W \"$(%s --generate-bash-completion)\" -- \"${COMP_WORDS[COMP_CWORD]}\") ); }\n", q)
-			fmt.Fprintln(w, "complete -o default -F _agentbox_complete agentbox")
-		} else {
-			fmt.Fprintf(w, "_agentbox() { compadd -- $(%s --generate-bash-completion) }\n", q)
-			fmt.Fprintln(w, "(( $+functions[compdef] )) && compdef _agentbox agentbox")
-		}
-	case "fish":
-		fmt.Fprintf(w, "# agentbox: agent CLIs run confined; `command NAME` runs one unconfined\n")
-		for _, n := range names {
-			fmt.Fprintf(w, "function %s --wraps %s; %s run -- %s $argv; end\n", n, n, q, n)
-		}
-		fmt.Fprintf(w, "complete -c agentbox -f -a '(%s --generate-bash-completion)'\n", self)
-	default:
-		return hint(fmt.Errorf("shell-init: %q is not a shell agentbox knows", shell), "use bash, zsh or fish, e.g. eval \"$(agentbox shell-init bash)\"")
 	}
 	return nil
 }

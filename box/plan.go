@@ -1,7 +1,6 @@
 package box
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,9 +55,7 @@ func Plan(req Request, f PlanFormat, w io.Writer) error {
 	}
 	switch f {
 	case PlanJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(PlanJSONOutput{Schema: PlanSchema, Digest: p.Digest(), Plan: p})
+		return writeJSON(w, PlanJSONOutput{Schema: PlanSchema, Digest: p.Digest(), Plan: p})
 	case PlanArgv:
 		d, derr := mount.DetailOf(p)
 		if derr != nil {

@@ -1,12 +1,15 @@
 package box
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/landlock"
+	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/supervise"
@@ -24,7 +27,8 @@ func Run(req Request) (int, error) {
 		supervise.Recover(policy.StateDir(env), rec)
 		rec.Close()
 	}
-	p, b, err := Resolve(req, Backends())
+	all := Backends()
+	p, b, err := Resolve(req, all)
 	if err != nil {
 		return 0, err
 	}
@@ -32,8 +36,8 @@ func Run(req Request) (int, error) {
 		logUnconfined(p, os.Stderr)
 		return supervise.RunUnconfined(p)
 	}
-	if n := countWeaker(p); n > 0 {
-		fmt.Fprintf(os.Stderr, "agentbox: warning: %s: %d rules are enforced weaker than the policy asks (agentbox plan shows how)\n", b.Name(), n)
+	if line := weakerLine(p, b.Name(), bwrapFallback(p, all)); line != "" {
+		fmt.Fprintln(os.Stderr, line)
 	}
 	self, err := SelfPath()
 	if err != nil {
@@ -46,6 +50,43 @@ func Run(req Request) (int, error) {
 	defer events.Close()
 	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+}
+
+// bwrapFallback is why bwrap, when it is missing or broken, did not get a
+// run that auto gave to Landlock instead, with the fix; nil when the run is
+// not such a fallback (bwrap chosen, a backend forced, or bwrap passed over
+// only because it cannot enforce one of the plan's rules).
+func bwrapFallback(p *plan.Plan, all []backend.Backend) *backend.Unavailable {
+	if p.Box.Backend != landlock.Backend || len(p.Box.Passed) == 0 {
+		return nil
+	}
+	bw, ok := backend.Find(all, mount.Backend)
+	if !ok {
+		return nil
+	}
+	var u *backend.Unavailable
+	if errors.As(bw.Available(), &u) {
+		return u
+	}
+	return nil
+}
+
+// weakerLine is the one warning a confined run prints before CMD starts:
+// a bwrap that is missing or broken and its fix (the run falls back to a
+// weaker backend), and how many rules are enforced weaker. "" when there
+// is nothing to say.
+func weakerLine(p *plan.Plan, backendName string, fallback *backend.Unavailable) string {
+	n := countWeaker(p)
+	weaker := fmt.Sprintf("%d rules are enforced weaker than the policy asks (agentbox plan shows how)", n)
+	switch {
+	case fallback != nil && n > 0:
+		return fmt.Sprintf("agentbox: warning: %s, so %s confines this run and %s; %s", fallback.Reason, backendName, weaker, fallback.Fix)
+	case fallback != nil:
+		return fmt.Sprintf("agentbox: warning: %s, so %s confines this run; %s", fallback.Reason, backendName, fallback.Fix)
+	case n > 0:
+		return fmt.Sprintf("agentbox: warning: %s: %s", backendName, weaker)
+	}
+	return ""
 }
 
 // countWeaker counts the backend's weaker rules, limits aside: how a limit

@@ -1,7 +1,6 @@
 package box
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -66,9 +65,7 @@ var ErrNotConfined = fmt.Errorf("not in a working agentbox sandbox")
 func WriteStatus(st Status, asJSON bool, w io.Writer) error {
 	confined := st.Active && st.Consistent
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+		if err := writeJSON(w, st); err != nil {
 			return err
 		}
 	} else {

@@ -343,9 +343,17 @@ func TestEnterRollsBack(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	var wrap []string
 	if os.Geteuid() == 0 {
-		u, err := user.Lookup("abtest")
-		if err != nil {
-			skipUnless(t, false, "no user abtest to run unprivileged as")
+		// The user scripts/test.sh creates (and names in
+		// AGENTBOX_TEST_USER), or one this machine has.
+		var u *user.User
+		for _, name := range []string{os.Getenv("AGENTBOX_TEST_USER"), "agentbox-test", "abtest"} {
+			if found, err := user.Lookup(name); name != "" && err == nil && found.Uid != "0" {
+				u = found
+				break
+			}
+		}
+		if u == nil {
+			skipUnless(t, false, "no unprivileged user to run as (scripts/test.sh creates agentbox-test)")
 		}
 		// abtest must be able to run the test binary.
 		dir := t.TempDir()

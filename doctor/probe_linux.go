@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 )
@@ -28,7 +29,7 @@ const probeTimeout = 2 * time.Second
 // the backends all. It starts bwrap and a user namespace for real (a few
 // milliseconds) and refreshes the bwrap probe's cache.
 func Probe(all []backend.Backend) Report {
-	r := Report{OS: runtime.GOOS, UID: os.Getuid()}
+	r := Report{Schema: Schema, OS: runtime.GOOS, UID: os.Getuid()}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		r.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -40,6 +41,8 @@ func Probe(all []backend.Backend) Report {
 	r.Landlock.ABI, r.Landlock.Error = landlockABI()
 	r.Seccomp = probeSeccomp()
 	r.Cgroup = probeCgroup()
+	limits := cgroup.Probe()
+	r.Cgroup.Pids, r.Cgroup.Memory = limits.Pids.String(), limits.Memory.String()
 	r.Container = probeContainer()
 	r.Auto = auto(all)
 	r.Problems = diagnose(r)

@@ -14,7 +14,7 @@ const notLinux = "bubblewrap and Landlock are Linux features"
 // Probe reports that neither Linux backend exists on this OS, and what
 // auto picks among all.
 func Probe(all []backend.Backend) Report {
-	r := Report{OS: runtime.GOOS, UID: os.Getuid()}
+	r := Report{Schema: Schema, OS: runtime.GOOS, UID: os.Getuid()}
 	r.Bwrap.Error = notLinux
 	r.Landlock.Error = notLinux
 	r.Seccomp.Error = notLinux

@@ -10,8 +10,15 @@ import (
 	"strings"
 )
 
+// Schema is the version of the JSON `agentbox doctor --json` prints.
+const Schema = 1
+
+// NoBackend is Auto.Backend when no backend can confine commands here.
+const NoBackend = "none"
+
 // Report is what `agentbox doctor` shows; its JSON form is `doctor --json`.
 type Report struct {
+	Schema    int       `json:"schema"`
 	OS        string    `json:"os"`
 	Kernel    string    `json:"kernel,omitempty"`
 	UID       int       `json:"uid"`
@@ -83,6 +90,11 @@ type Cgroup struct {
 	Path        string   `json:"path,omitempty"`
 	Controllers []string `json:"controllers,omitempty"` // available in our cgroup
 	Delegated   bool     `json:"delegated"`             // our cgroup is writable by us
+	// Pids and Memory say where a run's cgroup for the processes and
+	// memory limits would be made, or why it cannot be (then those limits
+	// are per-process rlimits). Nothing needs them without [limits].
+	Pids   string `json:"pids"`
+	Memory string `json:"memory"`
 }
 
 // Container says whether agentbox runs inside a container, and why it thinks so.
@@ -113,7 +125,7 @@ type Problem struct {
 func auto(all []backend.Backend) Auto {
 	b, passed := backend.FirstAvailable(all)
 	if b == nil {
-		return Auto{Backend: "none", Reason: "no backend works here: under enforce = \"require\" agentbox run refuses (exit 125); under \"best-effort\" it warns and runs unconfined", Passed: passed}
+		return Auto{Backend: NoBackend, Reason: "no backend works here: under enforce = \"require\" agentbox run refuses (exit 125); under \"best-effort\" it warns and runs unconfined", Passed: passed}
 	}
 	return Auto{Backend: b.Name(), Reason: "the first backend that is available here", Passed: passed}
 }
@@ -200,6 +212,10 @@ func (r Report) Text(w io.Writer) {
 		cg += ", delegated to us"
 	}
 	p("cgroup", "%s", cg)
+	if r.Cgroup.Pids != "" || r.Cgroup.Memory != "" {
+		cont("for [limits] processes: %s", r.Cgroup.Pids)
+		cont("for [limits] memory: %s", r.Cgroup.Memory)
+	}
 	if r.Container.Detected {
 		p("container", "%s (%s)", r.Container.Kind, strings.Join(r.Container.Evidence, "; "))
 	} else {
@@ -305,11 +321,10 @@ func diagnose(r Report) []Problem {
 	if !r.Seccomp.Available {
 		add("seccomp is not available: "+r.Seccomp.Error, "use a kernel built with CONFIG_SECCOMP_FILTER", "")
 	}
-	if !r.Cgroup.V2 {
-		add("cgroup v2 is not mounted at /sys/fs/cgroup (layout: "+r.Cgroup.Layout+")",
-			"boot with systemd.unified_cgroup_hierarchy=1; in a container, run it with a cgroup v2 host", "")
-	}
-	if r.Auto.Backend == "none" {
+	// No cgroup for limits is not a problem of the machine: only a policy
+	// with [limits] needs one, and plan and run say what that policy gets
+	// (the cgroup line above shows it for every policy).
+	if r.Auto.Backend == NoBackend {
 		add("no backend can confine commands here",
 			"fix one of the problems above; until then `agentbox run --best-effort` runs commands unconfined and says so", "")
 	}

@@ -2,6 +2,10 @@ package doctor
 
 import (
 	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,7 +68,10 @@ func TestDiagnose(t *testing.T) {
 			r.Seccomp = Seccomp{Error: "EINVAL"}
 			r.Cgroup = Cgroup{Layout: "legacy"}
 			r.Auto.Backend = "none"
-		}, []string{"not installed", "Landlock is not available", "seccomp", "cgroup v2", "no backend"}, []string{"bubblewrap"}},
+		}, []string{"not installed", "Landlock is not available", "seccomp", "no backend"}, []string{"bubblewrap"}},
+		// A machine without cgroup v2 runs every policy without [limits]
+		// as well as any other: no problem to fix.
+		{"cgroup v1 only", func(r *Report) { r.Cgroup = Cgroup{Layout: "legacy"} }, nil, nil},
 		{"landlock without TCP", func(r *Report) { r.Landlock.ABI = 3 }, []string{"cannot restrict TCP"}, []string{"6.7"}},
 	}
 	for _, tc := range tests {
@@ -114,5 +121,43 @@ func TestText(t *testing.T) {
 	}
 	if diff := cmp.Diff(len(r.Problems), strings.Count(out, "\n- ")); diff != "" {
 		t.Errorf("problems printed (-want +got):\n%s", diff)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// TestGolden pins what `agentbox doctor` and `doctor --json` print for a
+// fixed machine: the JSON is a contract (its "schema" changes when a field
+// changes meaning or goes).
+func TestGolden(t *testing.T) {
+	r := base()
+	r.Schema = Schema
+	r.Kernel = "6.1.0"
+	r.Bwrap = Bwrap{}
+	r.UserNS.Sysctls[sysctlUsernsClone] = "1"
+	r.Cgroup = Cgroup{Layout: "legacy", Pids: "cgroup v1 under /sys/fs/cgroup/pids", Memory: "unavailable: no memory controller"}
+	r.Auto = Auto{Backend: "landlock", Reason: "the first backend that is available here", Passed: []string{"bwrap: bubblewrap (bwrap) is not installed or not on PATH"}}
+	r.Problems = diagnose(r)
+	var text, js bytes.Buffer
+	r.Text(&text)
+	enc := json.NewEncoder(&js)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]string{"report.txt.golden": text.String(), "report.json.golden": js.String()} {
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
 	}
 }

@@ -58,6 +58,17 @@ func need(t *testing.T, ok bool, why string) {
 
 func isRoot() bool { return os.Getuid() == 0 }
 
+// rootOnly skips, even under AGENTBOX_MUST_WORK=1, a test that only root
+// can run on any machine: scripts/test.sh runs every test as root first, so
+// the unprivileged pass skipping it hides nothing (as the cgroup package's
+// tests do).
+func rootOnly(t *testing.T, why string) {
+	t.Helper()
+	if !isRoot() {
+		t.Skipf("skipped as uid %d: %s (the root pass runs it)", os.Getuid(), why)
+	}
+}
+
 // world is an isolated home and project for one test, outside /tmp (the box
 // replaces /tmp, so paths there would not be what the test means).
 type world struct {
@@ -119,7 +130,21 @@ func (r result) String() string {
 
 // cmd prepares agentbox with args in the world.
 func (w *world) cmd(args ...string) *exec.Cmd {
-	c := exec.Command(bin, args...)
+	return w.command(context.Background(), args...)
+}
+
+// command is agentbox with args in the world. For a test that asked for the
+// network tests' names (netNames), it starts in a mount namespace of its
+// own whose /etc/hosts has them, so the host's file is never edited;
+// unshare and sh exec, so the process is agentbox itself.
+func (w *world) command(ctx context.Context, args ...string) *exec.Cmd {
+	var c *exec.Cmd
+	if hosts := hostsFileFor(w.t); hosts != "" {
+		c = exec.CommandContext(ctx, "unshare", append([]string{"--mount", "--propagation", "private", "--",
+			"sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts, bin}, args...)...)
+	} else {
+		c = exec.CommandContext(ctx, bin, args...)
+	}
 	c.Dir = w.cwd
 	c.Env = w.env
 	return c
@@ -135,9 +160,7 @@ func (w *world) runIn(stdin string, args ...string) result {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, bin, args...)
-	c.Dir = w.cwd
-	c.Env = w.env
+	c := w.command(ctx, args...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb

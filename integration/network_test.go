@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,41 +29,54 @@ import (
 // names on the host with Go's resolver, which reads /etc/hosts first (the
 // "files" source of nsswitch.conf). That is the real mechanism a user's
 // intranet names go through, so the tests use it rather than a resolver
-// only tests could reach: as root, netNames adds what is missing and puts
-// the file back afterwards; for an unprivileged run scripts/test.sh adds
-// them (as root) before and removes them after.
+// only tests could reach; but they never edit the host's /etc/hosts, which
+// other programs (and other test runs) share. scripts/test.sh runs the
+// unprivileged pass with a copy that has the names bound over /etc/hosts in
+// a mount namespace of its own; as root, netNames does the same for each
+// agentbox the test starts (world.command).
 var testNames = []string{"example.test", "other.test", "wild.test", "api.wild.test", "evil.wild.test"}
 
-// hostsMarker ends every line the tests add to /etc/hosts.
-const hostsMarker = "# agentbox network tests"
+// hostsFiles maps a test's name to the /etc/hosts with testNames that the
+// agentbox it and its subtests start sees.
+var hostsFiles sync.Map
 
-// netNames makes testNames resolve to 127.0.0.1 on the host, or skips.
-// It reads /etc/hosts rather than resolving: this process's resolver caches
-// the file for a few seconds, while each agentbox reads it afresh.
+// netNames makes testNames resolve to 127.0.0.1 for the agentbox this test
+// starts, or skips.
 func netNames(t *testing.T) {
 	t.Helper()
-	if hostsMaps(testNames) {
+	// As root, always a file of the test's own: what the host's file
+	// says can change while the test runs.
+	if !isRoot() && hostsMaps(testNames) {
 		return
 	}
-	need(t, isRoot(), "the names "+strings.Join(testNames, " ")+" do not resolve: add `127.0.0.1 "+
-		strings.Join(testNames, " ")+"` to /etc/hosts (scripts/test.sh does this for the unprivileged run)")
+	need(t, isRoot(), "the names "+strings.Join(testNames, " ")+" do not resolve to 127.0.0.1: "+
+		"run the tests as root, or through scripts/test.sh, which gives the unprivileged run an /etc/hosts that has them")
 	orig, err := os.ReadFile("/etc/hosts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := fmt.Sprintf("127.0.0.1 %s %s\n", strings.Join(testNames, " "), hostsMarker)
-	if len(orig) > 0 && orig[len(orig)-1] != '\n' {
-		add = "\n" + add
-	}
-	// Rewritten in place, not replaced: /etc/hosts is often a bind mount.
-	if err := os.WriteFile("/etc/hosts", append(append([]byte(nil), orig...), add...), 0o644); err != nil {
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	add := fmt.Sprintf("\n127.0.0.1 %s\n", strings.Join(testNames, " "))
+	if err := os.WriteFile(hosts, append(orig, add...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := os.WriteFile("/etc/hosts", orig, 0o644); err != nil {
-			t.Errorf("restoring /etc/hosts: %v", err)
+	hostsFiles.Store(t.Name(), hosts)
+	t.Cleanup(func() { hostsFiles.Delete(t.Name()) })
+}
+
+// hostsFileFor is the /etc/hosts that netNames made for t or a test above
+// it, "" for none.
+func hostsFileFor(t *testing.T) string {
+	for name := t.Name(); ; {
+		if f, ok := hostsFiles.Load(name); ok {
+			return f.(string)
 		}
-	})
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return ""
+		}
+		name = name[:i]
+	}
 }
 
 // hostsMaps reports whether /etc/hosts maps every name to 127.0.0.1.

@@ -75,7 +75,7 @@ func TestStaleBwrapProbeForgotten(t *testing.T) {
 // leaves it as soon as the box's first process exists: the supervisor never
 // counts against the box's limits and cannot be the OOM victim.
 func TestSupervisorOutsideBoxCgroup(t *testing.T) {
-	need(t, isRoot(), "creating cgroups needs root here (the root pass runs this)")
+	rootOnly(t, "creating cgroups needs root here")
 	w := newWorld(t)
 	pol := policyFile(t, w, "[limits]\nmemory = \"512MiB\"\nprocesses = 300\n")
 	c := w.cmd("run", "--policy", pol, "--", "sh", "-c", "cat /proc/self/cgroup; echo done; read x")

@@ -69,6 +69,13 @@ var choices = map[string][]string{
 	"log.enabled":     {"true", "false"},
 }
 
+// Choices returns the values the scalar key accepts ("network.mode"), nil
+// when any value goes. The command line's help and completion list the
+// same values the policy checks.
+func Choices(key string) []string {
+	return append([]string(nil), choices[key]...)
+}
+
 // ErrPolicy marks an error in a policy's content (as opposed to I/O).
 var ErrPolicy = errors.New("bad policy")
 

@@ -2,26 +2,37 @@
 # The whole test suite, as the README says: checks, unit tests, and the
 # integration tests that run the real agentbox under real bubblewrap, once as
 # root and once as an unprivileged user (root and user namespaces behave
-# differently; both are real deployments).
+# differently; both are real deployments); then the release check
+# (goreleaser check and a snapshot build) and the Windows code under Wine.
 #
 #   scripts/test.sh            everything (installs what it needs when root)
 #   AGENTBOX_MUST_WORK=1 ...   a test that would skip for a missing
 #                              capability fails instead (CI sets this)
+#
+# Run as root it creates the user agentbox-test for the unprivileged pass
+# and removes it again when it ends, however it ends. It edits no shared
+# file: the network tests' names resolve through a private /etc/hosts in a
+# mount namespace of the tests' own. Two runs at once would share that
+# user: run it under flock /var/tmp/agentbox-fullsuite.lock when others may.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 root=$(pwd)
+start=$SECONDS
 
-say() { printf '\n== %s\n' "$*"; }
+say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*"; }
 
 # What the tests need. As root, install what is missing; otherwise say what.
 missing=()
-for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux python3:python3 curl:curl npm:npm; do
+for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshare:util-linux \
+	python3:python3 curl:curl npm:npm make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg; do
 	command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
+# The completion tests load bash's completion the way a login shell does.
+[ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
-		say "installing ${missing[*]}"
+		say "installing ${missing[*]} with apt-get (a minute or two)"
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 	else
@@ -34,12 +45,12 @@ fi
 # provider/VERIFIED.md).
 if ! command -v claude >/dev/null 2>&1 || ! command -v codex >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ]; then
-		say "installing the agent CLIs from npm"
+		say "installing the agent CLIs claude and codex from npm (a minute or two)"
 		npm install -g --no-fund --no-audit @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 >/dev/null
 	fi
 fi
 
-say "static checks"
+say "static checks: gofmt, go vet (linux, windows), builds for windows and darwin"
 bad=$(gofmt -l . | grep -v '^vendor/' || true)
 if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 go vet ./...
@@ -50,31 +61,61 @@ GOOS=darwin go build -o /dev/null ./...
 # Binaries and test binaries live outside /tmp (the box replaces /tmp) in a
 # folder every user can read.
 work=$(mktemp -d /var/tmp/agentbox-test-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+user=agentbox-test
+made_user=
+cleanup() {
+	rm -rf "$work"
+	if [ -n "$made_user" ] && id "$user" >/dev/null 2>&1; then
+		# Its home goes with it; a process a test left running would stop
+		# a plain userdel.
+		userdel --remove "$user" 2>/dev/null || userdel --force --remove "$user" 2>/dev/null ||
+			echo "warning: could not remove the user $user" >&2
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 chmod 755 "$work"
+
+if [ "$(id -u)" = 0 ]; then
+	# A user of our own for this run, made before the root pass (whose
+	# tests drop to it where they need an ordinary user) and used by the
+	# unprivileged pass; a user left by a run that was killed is reused,
+	# and removed at the end.
+	id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+	made_user=1
+	export AGENTBOX_TEST_USER=$user
+fi
+
+say "building agentbox"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$work/agentbox" .
 export AGENTBOX_BIN="$work/agentbox"
 
-say "tests as $(id -un)"
+say "tests as $(id -un): every package (the integration tests run the real binary)"
 go test -count=1 ./...
 
 if [ "$(id -u)" = 0 ]; then
-	user=agentbox-test
-	id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
 	uhome=$(getent passwd "$user" | cut -d: -f6)
-	say "tests as the unprivileged user $user"
-	# The network tests reach their test names through /etc/hosts, where the
-	# proxy resolves any name on the host. As root they add the names
-	# themselves; for this run add them here (the list in
-	# integration/network_test.go's testNames) and put the file back after.
-	cp /etc/hosts "$work/hosts"
-	trap 'cat "$work/hosts" > /etc/hosts; rm -rf "$work"' EXIT
-	[ -z "$(tail -c1 /etc/hosts)" ] || echo >> /etc/hosts
-	echo "127.0.0.1 example.test other.test wild.test api.wild.test evil.wild.test # agentbox network tests" >> /etc/hosts
+	# Go's build and module caches outlive the user, so that each run does
+	# not rebuild the standard library and download modules again.
+	cache=/var/cache/agentbox-test
+	install -d -m 755 "$cache"
+	chown -R "$user:" "$cache"
+	# The network tests need names (integration/network_test.go's
+	# testNames) that resolve to 127.0.0.1 on the host, where the proxy
+	# resolves them through /etc/hosts. They get a copy of /etc/hosts with
+	# the names, bound over it in a mount namespace of their own, so the
+	# shared file is never touched.
+	hosts="$work/hosts"
+	{ cat /etc/hosts; echo; echo "127.0.0.1 example.test other.test wild.test api.wild.test evil.wild.test"; } > "$hosts"
+	chmod 644 "$hosts"
 	# A copy of the tree the user can read (the checkout may be under /root).
+	say "copying the tree for $user"
 	cp -a "$root" "$work/src"
+	rm -rf "$work/src/dist"
 	chmod -R a+rX "$work"
 	pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+	say "tests as the unprivileged user $user: each package's test binary"
 	status=0
 	for pkg in $pkgs; do
 		rel=${pkg#$(go list -m)}
@@ -84,20 +125,24 @@ if [ "$(id -u)" = 0 ]; then
 		[ -f "$work/$name.test" ] || continue
 		chmod 755 "$work/$name.test"
 		echo "--- $pkg"
-		if ! (cd "$work/src/$rel" && setpriv --reuid="$user" --regid="$user" --init-groups \
+		if ! (cd "$work/src/$rel" && unshare --mount --propagation private -- \
+			sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" \
+			setpriv --reuid="$user" --regid="$user" --init-groups \
 			env -i PATH="/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin" HOME="$uhome" \
-			AGENTBOX_BIN="$AGENTBOX_BIN" AGENTBOX_MUST_WORK="${AGENTBOX_MUST_WORK:-}" GOFLAGS=-mod=mod \
-			GOCACHE="$uhome/.cache/go-build" GOPATH="$uhome/go" \
+			AGENTBOX_BIN="$AGENTBOX_BIN" AGENTBOX_MUST_WORK="${AGENTBOX_MUST_WORK:-}" AGENTBOX_TEST_USER="$user" GOFLAGS=-mod=mod \
+			GOCACHE="$cache/go-build" GOMODCACHE="$cache/mod" GOPATH="$uhome/go" \
 			"$work/$name.test" -test.count=1); then
 			status=1
 		fi
 	done
-	cat "$work/hosts" > /etc/hosts
 	[ $status = 0 ] || { echo "tests failed as $user" >&2; exit 1; }
 fi
 
+say "release: goreleaser check and a snapshot build (scripts/release-check.sh)"
+scripts/release-check.sh
+
 if [ -x scripts/test-windows.sh ]; then
-	say "windows"
+	say "windows: the Windows code paths under Wine (scripts/test-windows.sh)"
 	scripts/test-windows.sh
 fi
 say "all tests passed"
