@@ -20,6 +20,9 @@ func Run(req Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if b == nil && p.Box.Outer != "" {
+		return runInOuter(p)
+	}
 	if b == nil {
 		return supervise.RunUnconfined(p)
 	}

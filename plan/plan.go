@@ -121,6 +121,7 @@ type Layer struct {
 	Name   string `json:"name"`           // "defaults", "user", "project", "env", "flags", "policy"
 	File   string `json:"file,omitempty"` // the policy file, if the layer is a file
 	Status string `json:"status"`         // "loaded", "absent", "trusted", "set"
+	Note   string `json:"note,omitempty"` // what was left out of the layer, and why
 }
 
 // Skip is a rule that could not be applied and was left out, with the reason.
@@ -166,6 +167,9 @@ type Network struct {
 	Mode  string   `json:"mode"`
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+	// Implied says why the mode is allowlist when no layer chose a mode:
+	// an allow entry turns it on.
+	Implied string `json:"implied,omitempty"`
 }
 
 // Env is the environment CMD receives.
@@ -309,6 +313,9 @@ type Plan struct {
 	GitDirs  []string `json:"git_dirs,omitempty"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Depth is how many boxes CMD runs in: 1 for a box started outside
+	// any box, 2 for a box started inside one, and so on.
+	Depth int `json:"depth,omitempty"`
 	// Box is what the chosen backend makes of all of the above.
 	Box Box `json:"box"`
 }

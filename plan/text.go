@@ -18,10 +18,16 @@ func (p *Plan) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, l := range p.Layers {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Name, l.Status, l.File)
+		if l.Note != "" {
+			fmt.Fprintf(tw, "  \t(%s)\t\n", l.Note)
+		}
 	}
 	tw.Flush()
 	backend := p.Box.Backend
-	if !p.Confined() {
+	switch {
+	case p.Box.Outer != "":
+		backend = "the outer box (" + p.Box.Outer + "): no box of its own can be made here: " + p.Box.Degraded
+	case !p.Confined():
 		backend = "none, UNCONFINED: " + p.Box.Degraded
 	}
 	fmt.Fprintf(w, "backend:   %s (requested %s), enforce %s\n", backend, p.Backend, p.Enforce)
@@ -85,6 +91,9 @@ func (p *Plan) WriteText(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "network:   %s\n", net)
+	if p.Network.Implied != "" {
+		fmt.Fprintf(w, "  mode:    %s\n", p.Network.Implied)
+	}
 	if p.Network.Mode == NetAllowlist {
 		if len(p.Network.Allow) == 0 {
 			fmt.Fprintln(w, "  allow:   (nothing: every connection is denied)")

@@ -41,6 +41,8 @@ type Layer struct {
 	File   string // the policy file, if any
 	Status string // "loaded", "absent", "trusted", "set"
 	Hash   string // SHA-256 of a policy file's bytes, hex
+	// Note says what was left out of the layer and why.
+	Note string
 
 	Scalars   map[string]Entry
 	Lists     map[string][]Entry

@@ -87,9 +87,10 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 		Identity: plan.Identity{UID: env.UID, GID: env.GID, Home: env.Home},
 		Args:     append([]string(nil), command...),
 		Command:  append([]string(nil), command...),
+		Depth:    depth(env),
 	}}
 	for _, l := range layers {
-		r.p.Layers = append(r.p.Layers, plan.Layer{Name: l.Name, File: l.File, Status: l.Status})
+		r.p.Layers = append(r.p.Layers, plan.Layer{Name: l.Name, File: l.File, Status: l.Status, Note: l.Note})
 	}
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
@@ -125,6 +126,9 @@ func (r *resolver) modes() error {
 				r.p.Network.Deny = appendNew(r.p.Network.Deny, e.Value)
 			}
 		}
+	}
+	if err := r.allowMode(); err != nil {
+		return err
 	}
 	for _, f := range r.p.Network.Forwards() {
 		if strings.HasSuffix(f, ":"+strconv.Itoa(plan.ProxyPort)) {
@@ -933,7 +937,21 @@ func (r *resolver) denyStage() error {
 
 // truthful are the variables only agentbox sets, and only when confinement
 // is in force; inherited copies are never passed on.
-var truthful = []string{"AGENTBOX", "AGENTBOX_BACKEND", "AGENTBOX_WRITABLE", "AGENTBOX_DENY", "AGENTBOX_NETWORK", "AGENTBOX_DEGRADED"}
+var truthful = plan.TruthfulVars
+
+// depth is how many boxes a command started from env runs in: one more
+// than the box env is in, as that box's AGENTBOX_DEPTH says (a box of an
+// agentbox that did not count says AGENTBOX=1 alone: one box).
+func depth(env Env) int {
+	if env.Getenv(plan.VarActive) != "1" {
+		return 1
+	}
+	n, err := strconv.Atoi(env.Getenv(plan.VarDepth))
+	if err != nil || n < 1 || n > 1000 {
+		n = 1
+	}
+	return n + 1
+}
 
 // cleanBaseline is kept in clean mode besides env.pass: none of it is a
 // secret and without it most tools cannot start.
@@ -1052,4 +1070,40 @@ func (r *resolver) confinedCommand() error {
 		r.p.Provider.Confined = argv
 	}
 	return nil
+}
+
+// allowMode applies the rule that ties network.allow to the network mode:
+// an allow entry only means something in allowlist mode, so entries with
+// no mode chosen anywhere (only the default "open") turn allowlist on, and
+// entries with a mode a layer chose as "open" or "none" are an error naming
+// both. Silently ignoring them would leave the network open while the user
+// believes it filtered.
+func (r *resolver) allowMode() error {
+	allow := r.m.lists["network.allow"]
+	if len(allow) == 0 {
+		return nil
+	}
+	mode := r.m.scalars["network.mode"]
+	if mode.Origin.Key == "default" {
+		r.p.Network.Mode = plan.NetAllowlist
+		r.p.Network.Implied = "allowlist because " + allow[0].Origin.String() + " allows " + allow[0].Value
+		return nil
+	}
+	if mode.Value == plan.NetAllowlist {
+		return nil
+	}
+	return originError(allow[0].Origin, fmt.Sprintf("%q: allowing a host needs network mode allowlist, but %s sets the network to %q; drop one of them, or use allowlist",
+		allow[0].Value, modeSource(mode.Origin), mode.Value))
+}
+
+// modeSource names where network.mode was set, in the words the user wrote
+// it: "--network", "AGENTBOX_NETWORK", or "file:line network.mode".
+func modeSource(o plan.Origin) string {
+	switch {
+	case strings.HasPrefix(o.Key, "flag "):
+		return strings.TrimPrefix(o.Key, "flag ")
+	case strings.HasPrefix(o.Key, "env "):
+		return strings.TrimPrefix(o.Key, "env ")
+	}
+	return o.String()
 }
