@@ -313,6 +313,10 @@ type Plan struct {
 	GitDirs  []string `json:"git_dirs,omitempty"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Caches are the package and build caches the box uses, per tool;
+	// CacheDir is the folder holding the workspace's private ones.
+	Caches   []Cache `json:"caches,omitempty"`
+	CacheDir string  `json:"cache_dir,omitempty"`
 	// Depth is how many boxes CMD runs in: 1 for a box started outside
 	// any box, 2 for a box started inside one, and so on.
 	Depth int `json:"depth,omitempty"`

@@ -130,6 +130,7 @@ func (p *Plan) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "; set: %s", strings.Join(keys, ", "))
 	}
 	fmt.Fprintln(w)
+	p.writeCaches(w)
 	if l := p.Limits; l != (Limits{}) {
 		fmt.Fprintf(w, "limits:    processes %d, open files %d, memory %d bytes, cpu %ds, file size %d bytes (0 = unlimited)\n",
 			l.Processes, l.OpenFiles, l.Memory, l.CPUTime, l.FileSize)

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -154,5 +156,214 @@ func TestResolveInsideABox(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// withoutCacheVars is the plan's environment without the variables the
+// caches set (TestResolveCaches checks those).
+func withoutCacheVars(p *plan.Plan) []string {
+	set := map[string]bool{}
+	for _, c := range p.Caches {
+		for _, d := range c.Dirs {
+			set[d.Var] = true
+		}
+	}
+	var out []string
+	for _, kv := range p.Environ {
+		if !set[kv] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// caches shows the plan's caches, one line per folder: "tool mode
+// VAR=value (origin)", with the world's root as $ROOT.
+func (w *world) caches(p *plan.Plan) []string {
+	var out []string
+	for _, c := range p.Caches {
+		if len(c.Dirs) == 0 {
+			out = append(out, w.norm(c.Tool+" "+c.Mode+" ("+c.Origin.String()+")"))
+		}
+		for _, d := range c.Dirs {
+			out = append(out, w.norm(c.Tool+" "+c.Mode+" "+d.Var+" ("+c.Origin.String()+")"))
+		}
+	}
+	return out
+}
+
+// cacheMounts are the plan's mounts for the caches.
+func (w *world) cacheMounts(p *plan.Plan) []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if isCache(m.Origin) {
+			out = append(out, w.norm(m.Stage.String()+" "+string(m.Op)+" "+m.Path+" ("+m.Origin.String()+")"))
+		}
+	}
+	return out
+}
+
+// By default every tool gets a cache of its own, private to the workspace
+// and never the host's: one writable folder under agentbox's state folder,
+// created 0700, and each tool pointed at its part by its own variable,
+// replacing what the host set.
+func TestResolveCachesDefault(t *testing.T) {
+	w := newWorld(t)
+	w.setenv("GOCACHE=/host/go-build", "MAVEN_OPTS=-Xmx1g", "GOPATH=/gopath:/other")
+	p := w.mustResolve(Flags{}, Options{}, "true")
+	key := strings.TrimPrefix(p.CacheDir, w.path("state/agentbox/caches")+"/")
+	if !regexpMatch(`^proj-[0-9a-f]{8}$`, key) {
+		t.Fatalf("cache folder %s: want state/agentbox/caches/proj-HASH", p.CacheDir)
+	}
+	dir := "$ROOT/state/agentbox/caches/proj-HASH"
+	d := "(default caches)"
+	want := []string{
+		"npm private npm_config_cache=" + dir + "/npm " + d,
+		"pnpm private PNPM_HOME=" + dir + "/pnpm " + d,
+		"yarn private YARN_CACHE_FOLDER=" + dir + "/yarn " + d,
+		"yarn private YARN_GLOBAL_FOLDER=" + dir + "/yarn-berry " + d,
+		"pip private PIP_CACHE_DIR=" + dir + "/pip " + d,
+		"uv private UV_CACHE_DIR=" + dir + "/uv " + d,
+		"go private GOMODCACHE=" + dir + "/go-mod " + d,
+		"go private GOCACHE=" + dir + "/go-build " + d,
+		"cargo private CARGO_HOME=" + dir + "/cargo " + d,
+		"maven private MAVEN_OPTS=-Xmx1g -Dmaven.repo.local=" + dir + "/maven " + d,
+		"gradle private GRADLE_USER_HOME=" + dir + "/gradle " + d,
+		"cache private XDG_CACHE_HOME=" + dir + "/cache " + d,
+	}
+	if diff := cmp.Diff(want, w.caches(p)); diff != "" {
+		t.Errorf("caches (-want +got):\n%s", diff)
+	}
+	wantHosts := map[string]string{"npm": "$ROOT/home/u/.npm", "go": "/gopath/pkg/mod", "pip": "$ROOT/home/u/.cache/pip", "cargo": "$ROOT/home/u/.cargo"}
+	for _, c := range p.Caches {
+		if h, ok := wantHosts[c.Tool]; ok && w.norm(c.Dirs[0].Host) != h {
+			t.Errorf("%s: host cache %s, want %s", c.Tool, w.norm(c.Dirs[0].Host), h)
+		}
+	}
+	if diff := cmp.Diff([]string{"writable bind " + dir + " (caches: private to workspace proj-HASH)"}, w.cacheMounts(p)); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	var prep []string
+	for _, d := range p.Prepare {
+		if isCache(d.Origin) {
+			prep = append(prep, w.norm(d.Path)+" "+strconvOctal(d.Mode))
+		}
+	}
+	wantPrep := []string{"$ROOT/state/agentbox 700", "$ROOT/state/agentbox/caches 700", dir + " 700"}
+	if diff := cmp.Diff(wantPrep, prep); diff != "" {
+		t.Errorf("prepare (-want +got):\n%s", diff)
+	}
+	env := strings.Join(p.Environ, "\n")
+	for _, v := range []string{"GOCACHE=/host/go-build", "MAVEN_OPTS=-Xmx1g\n"} {
+		if strings.Contains(env+"\n", v) {
+			t.Errorf("the host's %q reaches the box", v)
+		}
+	}
+	// The host's own caches are not writable: no mount names them.
+	for _, m := range p.Writable() {
+		if plan.Within(m, w.path("home/u/.npm")) || plan.Within(m, w.path("home/u/.cache")) || plan.Within(m, "/gopath") {
+			t.Errorf("host cache %s is writable", m)
+		}
+	}
+	// A workspace has one folder, named after it.
+	p = w.mustResolve(Flags{Workspace: "web", WorkspaceRoot: w.path("work")}, Options{}, "true")
+	if p.CacheDir != w.path("state/agentbox/caches/web") {
+		t.Errorf("workspace web: cache folder %s", p.CacheDir)
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// [caches] chooses per tool, with default for the rest; host-writable is
+// warned; env.set wins over a cache variable.
+func TestResolveCachesModes(t *testing.T) {
+	w := newWorld(t)
+	w.write("etc/p.toml", `[caches]
+default = "off"
+npm = "host-writable"
+go = "host-read-only"
+pip = "private"
+[env.set]
+PIP_CACHE_DIR = "/mine"
+`)
+	p := w.mustResolve(Flags{Policy: []string{w.path("etc/p.toml")}}, Options{}, "true")
+	o := func(line int, key string) string {
+		return "($ROOT/etc/p.toml:" + strconv.Itoa(line) + " caches." + key + ")"
+	}
+	want := []string{
+		"npm host-writable npm_config_cache=$ROOT/home/u/.npm " + o(3, "npm"),
+		"pnpm off " + o(2, "default"),
+		"yarn off " + o(2, "default"),
+		"pip private PIP_CACHE_DIR=$ROOT/state/agentbox/caches/proj-HASH/pip " + o(5, "pip"),
+		"uv off " + o(2, "default"),
+		"go host-read-only GOMODCACHE=$ROOT/home/u/go/pkg/mod " + o(4, "go"),
+		"go host-read-only GOCACHE=$ROOT/home/u/.cache/go-build " + o(4, "go"),
+		"cargo off " + o(2, "default"),
+		"maven off " + o(2, "default"),
+		"gradle off " + o(2, "default"),
+		"cache off " + o(2, "default"),
+	}
+	if diff := cmp.Diff(want, w.caches(p)); diff != "" {
+		t.Errorf("caches (-want +got):\n%s", diff)
+	}
+	wantMounts := []string{
+		"writable bind $ROOT/home/u/.npm " + o(3, "npm"),
+		"writable bind $ROOT/state/agentbox/caches/proj-HASH (caches: private to workspace proj-HASH)",
+	}
+	if diff := cmp.Diff(wantMounts, w.cacheMounts(p)); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	// ~/.npm does not exist: it is created, as npm would.
+	found := false
+	for _, d := range p.Prepare {
+		found = found || d.Path == w.path("home/u/.npm")
+	}
+	if !found {
+		t.Error("the host-writable ~/.npm is not created")
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "CACHE npm is host-writable") {
+		t.Errorf("warnings: %q", p.Warnings)
+	}
+	env := strings.Join(p.Environ, "\n")
+	if !strings.Contains(env, "PIP_CACHE_DIR=/mine") || strings.Contains(env, "PIP_CACHE_DIR=$") || strings.Count(env, "PIP_CACHE_DIR=") != 1 {
+		t.Errorf("env.set must win over the cache variable:\n%s", env)
+	}
+	for _, name := range []string{"YARN_CACHE_FOLDER", "CARGO_HOME", "XDG_CACHE_HOME"} {
+		if strings.Contains(env, name+"=") {
+			t.Errorf("%s is set for a tool whose cache is off", name)
+		}
+	}
+}
+
+// A bad [caches] entry is one line naming the file, line and key.
+func TestCachesBadInput(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"[caches]\nnpm = \"shared\"\n", `$ROOT/p.toml:2: caches.npm: "shared" is not one of private, host-read-only, host-writable, off`},
+		{"[caches]\nbower = \"off\"\n", "$ROOT/p.toml:2: caches.bower: unknown tool (known: npm, pnpm, yarn, pip, uv, go, cargo, maven, gradle, cache, and default for the others)"},
+		{"[caches]\nnpm = true\n", "$ROOT/p.toml:2: caches.npm: wrong type: "},
+		{"caches = [\"npm\"]\n", "$ROOT/p.toml:1: caches: wrong type"},
+	}
+	for _, tc := range tests {
+		w := newWorld(t)
+		w.write("p.toml", tc.body)
+		_, err := w.resolve(Flags{Policy: []string{w.path("p.toml")}}, Options{}, "true")
+		if err == nil || !strings.HasPrefix(w.norm(err.Error()), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// Where agentbox's state folder is writable (a writable home folder) it
+// stays read-only in the box, so no private caches are made, and the plan
+// says so. Windows plans have none yet.
+func TestResolveCachesNotMade(t *testing.T) {
+	w := newWorld(t)
+	w.env.Environ = []string{"HOME=" + w.path("home/u"), "PATH=/usr/bin"}
+	p := w.mustResolve(Flags{Writable: []string{"~"}}, Options{AllowBroad: true}, "true")
+	if p.CacheDir != "" || len(w.cacheMounts(p)) != 0 {
+		t.Errorf("private caches made inside a writable home: %s %v", p.CacheDir, w.cacheMounts(p))
+	}
+	if !strings.Contains(strings.Join(w.skips(p), "\n"), "private caches not made: agentbox's state folder lies in a writable root") {
+		t.Errorf("skips: %v", w.skips(p))
 	}
 }

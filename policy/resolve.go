@@ -405,12 +405,7 @@ func (r *resolver) tmpStage() error {
 	case plan.TmpHost:
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "the host's /tmp, shared with everything"})
 	default:
-		id := r.p.Workspace.ID
-		if id == "" {
-			root, _ := r.projectRoot()
-			sum := sha256.Sum256([]byte(root))
-			id = sanitize(filepath.Base(root)) + "-" + hex.EncodeToString(sum[:4])
-		}
+		id := r.workspaceKey()
 		tmp := r.env.TempDir
 		if tmp == "" {
 			tmp = "/tmp"
@@ -424,6 +419,18 @@ func (r *resolver) tmpStage() error {
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: r.p.Tmp.HostDir, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "shared by workspace " + id})
 	}
 	return nil
+}
+
+// workspaceKey names the workspace a run belongs to, for its /tmp and its
+// private caches: the workspace id, else the project's folder name and a
+// hash of its path.
+func (r *resolver) workspaceKey() string {
+	if id := r.p.Workspace.ID; id != "" {
+		return id
+	}
+	root, _ := r.projectRoot()
+	sum := sha256.Sum256([]byte(root))
+	return sanitize(filepath.Base(root)) + "-" + hex.EncodeToString(sum[:4])
 }
 
 func sanitize(s string) string {
@@ -558,7 +565,7 @@ func (r *resolver) writableStage() error {
 	for _, w := range list {
 		r.add(plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Path: w.path, Access: plan.ReadWrite, Origin: w.origin, Note: w.note})
 	}
-	return nil
+	return r.cacheStage()
 }
 
 // writableRegions are the folders the sandbox can write: writable roots and
@@ -998,13 +1005,14 @@ func (r *resolver) environment() error {
 	if pr, ok := r.providerInfo(); ok {
 		keys = pr.Keys
 	}
+	caches := r.cacheVars()
 	var out []string
 	for _, kv := range r.env.Environ {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
 			continue
 		}
-		keep := true
+		keep := caches[name] == ""
 		switch {
 		case contains(truthful, name):
 			keep = false
@@ -1026,6 +1034,11 @@ func (r *resolver) environment() error {
 	}
 	for _, k := range sortedKeys(e.Set) {
 		out = append(out, k+"="+e.Set[k])
+	}
+	for _, k := range sortedKeys(caches) {
+		if _, set := e.Set[k]; !set {
+			out = append(out, caches[k])
+		}
 	}
 	if r.homeVar != "" {
 		if _, set := e.Set[r.homeVar]; !set {

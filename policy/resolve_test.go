@@ -35,10 +35,14 @@ func checkOrder(t *testing.T, p *plan.Plan) {
 	}
 }
 
-// prepares shows the plan's Prepare list as "path mode (origin)".
+// prepares shows the plan's Prepare list as "path mode (origin)", but the
+// caches' folders.
 func (w *world) prepares(p *plan.Plan) []string {
 	var out []string
 	for _, d := range p.Prepare {
+		if isCache(d.Origin) {
+			continue
+		}
 		out = append(out, w.norm(d.Path)+" "+strconvOctal(d.Mode)+" ("+d.Origin.String()+")")
 	}
 	return out
@@ -236,7 +240,7 @@ func TestResolveWritable(t *testing.T) {
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{w.path("data"), w.path("real/target"), w.path("data/file.txt"), w.path("home/u/proj"), w.path("data/a/b")}, p.Writable()); diff != "" {
+	if diff := cmp.Diff([]string{w.path("data"), w.path("real/target"), w.path("data/file.txt"), w.path("home/u/proj"), w.path("data/a/b"), p.CacheDir}, p.Writable()); diff != "" {
 		t.Errorf("Writable (-want +got):\n%s", diff)
 	}
 }
@@ -432,7 +436,8 @@ func TestResolveDeny(t *testing.T) {
 func TestResolveDenyWritableRoot(t *testing.T) {
 	w := newWorld(t)
 	p := w.mustResolve(Flags{Tmp: "private", Deny: []string{"~/proj"}}, Options{}, "true")
-	last := w.mounts(p)[len(p.Mounts)-1]
+	ms := w.mounts(p)
+	last := ms[len(ms)-1]
 	if diff := cmp.Diff("deny hide-dir $ROOT/home/u/proj (flag --deny) deny wins over writable $ROOT/home/u/proj", last); diff != "" {
 		t.Errorf("last mount (-want +got):\n%s", diff)
 	}
@@ -813,7 +818,7 @@ func TestResolveEnvironment(t *testing.T) {
 				flags.Policy = []string{w.path("etc/p.toml")}
 			}
 			p := w.mustResolve(flags, Options{}, "true")
-			if diff := cmp.Diff(tc.wantEnviron, p.Environ); diff != "" {
+			if diff := cmp.Diff(tc.wantEnviron, withoutCacheVars(p)); diff != "" {
 				t.Errorf("environ (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantRemoved, p.Env.Removed); diff != "" {
