@@ -65,7 +65,9 @@ type Dir struct {
 // default.
 func (d Dir) Host(home string, getenv Getenv) string {
 	if d.Append == "" {
-		if v := getenv(d.Var); filepath.IsAbs(v) {
+		// GOPATH is a list; its first entry is where go writes.
+		v, _, _ := strings.Cut(getenv(d.Var), string(filepath.ListSeparator))
+		if filepath.IsAbs(v) {
 			return filepath.Clean(v)
 		}
 	}
@@ -122,14 +124,18 @@ func xdgData(rel string) func(string, Getenv) string {
 	}
 }
 
-// goModCache is go's default module cache: the first GOPATH entry's
-// pkg/mod, GOPATH being ~/go by default.
-func goModCache(home string, getenv Getenv) string {
-	gopath, _, _ := strings.Cut(getenv("GOPATH"), ":")
+// goPath is where go writes in GOPATH: its first entry, ~/go by default.
+func goPath(home string, getenv Getenv) string {
+	gopath, _, _ := strings.Cut(getenv("GOPATH"), string(filepath.ListSeparator))
 	if !filepath.IsAbs(gopath) {
 		gopath = filepath.Join(home, "go")
 	}
-	return filepath.Join(gopath, "pkg", "mod")
+	return filepath.Clean(gopath)
+}
+
+// goModCache is go's default module cache: $GOPATH/pkg/mod.
+func goModCache(home string, getenv Getenv) string {
+	return filepath.Join(goPath(home, getenv), "pkg", "mod")
 }
 
 // cargoHome is cargo's home: $CARGO_HOME, ~/.cargo by default.
@@ -172,7 +178,10 @@ var tools = []Tool{
 	{Name: "uv", Title: "uv", Dirs: []Dir{
 		{Name: "uv", Var: "UV_CACHE_DIR", host: xdgCache("uv")},
 	}},
-	{Name: "go", Title: "go modules and build cache", Dirs: []Dir{
+	// go also writes the checksum database's signed tree head to
+	// $GOPATH/pkg/sumdb when it verifies a new module, so GOPATH moves too.
+	{Name: "go", Title: "go modules, checksum database state and build cache", Dirs: []Dir{
+		{Name: "go-path", Var: "GOPATH", Also: "where go install puts programs ($GOPATH/bin)", host: goPath},
 		{Name: "go-mod", Var: "GOMODCACHE", host: goModCache},
 		{Name: "go-build", Var: "GOCACHE", host: xdgCache("go-build")},
 	}},

@@ -56,7 +56,7 @@ func (r *resolver) caches(add func(p string, o plan.Origin, note string)) error 
 		return nil
 	}
 	key := r.workspaceKey()
-	folder := cache.Folder(StateDir(r.env), key)
+	folder := r.realMaybe(cache.Folder(StateDir(r.env), key))
 	private := false
 	for _, t := range cache.Tools() {
 		mode, origin := r.cacheMode(t.Name)
@@ -104,8 +104,42 @@ func (r *resolver) caches(add func(p string, o plan.Origin, note string)) error 
 	origin := plan.Origin{Key: "caches: private to workspace " + key}
 	r.prepareChain(folder, origin)
 	r.p.CacheDir = folder
-	add(folder, origin, "the workspace's own package and build caches")
+	if !r.cachesMasked {
+		add(folder, origin, "the workspace's own package and build caches")
+	}
 	return nil
+}
+
+// maskCaches hides every other workspace's private caches when the
+// workspace masking hides their folders, in the same way: the caches
+// folder is an empty read-only tmpfs but for this workspace's own caches,
+// bound back writable. A cache holds what a workspace's agent fetched and
+// built; another workspace's agent must not see it either.
+func (r *resolver) maskCaches() {
+	if r.env.GOOS == "windows" || r.opts.AllowBroad {
+		return
+	}
+	private := false
+	for _, t := range cache.Tools() {
+		if mode, _ := r.cacheMode(t.Name); mode == cache.Private {
+			private = true
+		}
+	}
+	if !private {
+		return
+	}
+	key := r.workspaceKey()
+	folder := r.realMaybe(cache.Folder(StateDir(r.env), key))
+	root := filepath.Dir(folder)
+	if plan.Within(root, r.p.Workspace.Root) || plan.Within(r.p.Workspace.Root, root) {
+		return // a caches folder in (or around) the workspace root: the masking there decides
+	}
+	origin := plan.Origin{Key: "caches: private to workspace " + key}
+	r.prepareChain(folder, origin)
+	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Tmpfs, Path: root, Access: plan.Hidden, Origin: origin, Note: "every other workspace's caches are hidden"})
+	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Bind, Path: folder, Access: plan.ReadWrite, Origin: origin, Note: "the workspace's own package and build caches"})
+	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.RemountRO, Path: root, Access: plan.Hidden, Origin: origin, Note: "nothing can be written beside the workspace's caches"})
+	r.cachesMasked = true
 }
 
 // prepareChain creates dir and every missing folder above it (0700),

@@ -224,6 +224,7 @@ func TestResolveCachesDefault(t *testing.T) {
 		"yarn private YARN_GLOBAL_FOLDER=" + dir + "/yarn-berry " + d,
 		"pip private PIP_CACHE_DIR=" + dir + "/pip " + d,
 		"uv private UV_CACHE_DIR=" + dir + "/uv " + d,
+		"go private GOPATH=" + dir + "/go-path " + d,
 		"go private GOMODCACHE=" + dir + "/go-mod " + d,
 		"go private GOCACHE=" + dir + "/go-build " + d,
 		"cargo private CARGO_HOME=" + dir + "/cargo " + d,
@@ -234,7 +235,7 @@ func TestResolveCachesDefault(t *testing.T) {
 	if diff := cmp.Diff(want, w.caches(p)); diff != "" {
 		t.Errorf("caches (-want +got):\n%s", diff)
 	}
-	wantHosts := map[string]string{"npm": "$ROOT/home/u/.npm", "go": "/gopath/pkg/mod", "pip": "$ROOT/home/u/.cache/pip", "cargo": "$ROOT/home/u/.cargo"}
+	wantHosts := map[string]string{"npm": "$ROOT/home/u/.npm", "go": "/gopath", "pip": "$ROOT/home/u/.cache/pip", "cargo": "$ROOT/home/u/.cargo"}
 	for _, c := range p.Caches {
 		if h, ok := wantHosts[c.Tool]; ok && w.norm(c.Dirs[0].Host) != h {
 			t.Errorf("%s: host cache %s, want %s", c.Tool, w.norm(c.Dirs[0].Host), h)
@@ -265,10 +266,20 @@ func TestResolveCachesDefault(t *testing.T) {
 			t.Errorf("host cache %s is writable", m)
 		}
 	}
-	// A workspace has one folder, named after it.
+	// A workspace has one folder, named after it, and the other
+	// workspaces' caches are hidden as their folders are.
 	p = w.mustResolve(Flags{Workspace: "web", WorkspaceRoot: w.path("work")}, Options{}, "true")
 	if p.CacheDir != w.path("state/agentbox/caches/web") {
 		t.Errorf("workspace web: cache folder %s", p.CacheDir)
+	}
+	o := " (caches: private to workspace web)"
+	wantMounts := []string{
+		"workspace tmpfs $ROOT/state/agentbox/caches" + o,
+		"workspace bind $ROOT/state/agentbox/caches/web" + o,
+		"workspace remount-ro $ROOT/state/agentbox/caches" + o,
+	}
+	if diff := cmp.Diff(wantMounts, w.cacheMounts(p)); diff != "" {
+		t.Errorf("workspace mounts (-want +got):\n%s", diff)
 	}
 }
 
@@ -296,6 +307,7 @@ PIP_CACHE_DIR = "/mine"
 		"yarn off " + o(2, "default"),
 		"pip private PIP_CACHE_DIR=$ROOT/state/agentbox/caches/proj-HASH/pip " + o(5, "pip"),
 		"uv off " + o(2, "default"),
+		"go host-read-only GOPATH=$ROOT/home/u/go " + o(4, "go"),
 		"go host-read-only GOMODCACHE=$ROOT/home/u/go/pkg/mod " + o(4, "go"),
 		"go host-read-only GOCACHE=$ROOT/home/u/.cache/go-build " + o(4, "go"),
 		"cargo off " + o(2, "default"),

@@ -71,6 +71,7 @@ type resolver struct {
 	homeVar      string // a variable to set to homeVarValue inside the box
 	homeVarValue string
 	declared     map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
+	cachesMasked bool               // the workspace stage bound the private caches already
 	env          Env
 	m            merged
 	opts         Options
@@ -458,6 +459,7 @@ func (r *resolver) workspaceStage() error {
 	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Bind, Path: ws.Dir, Access: plan.ReadWrite, Origin: id})
 	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Bind, Path: ws.RepoDir, Access: plan.ReadWrite, Origin: id})
 	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.RemountRO, Path: ws.Root, Access: plan.Hidden, Origin: id, Note: "nothing can be written beside the workspace folders"})
+	r.maskCaches()
 	return nil
 }
 

@@ -750,7 +750,7 @@ func TestResolveErrors(t *testing.T) {
 func TestResolveEnvironment(t *testing.T) {
 	base := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm",
-		"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOPATH=/go", "EDITOR=vi",
+		"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOROOT=/go", "EDITOR=vi",
 		"AGENTBOX=1", "AGENTBOX_BACKEND=bwrap", "AGENTBOX_WRITABLE=/x", "AGENTBOX_DEGRADED=why",
 		"FOO=old",
 	}
@@ -766,35 +766,35 @@ func TestResolveEnvironment(t *testing.T) {
 			name: "inherit drops only the truthful variables",
 			wantEnviron: []string{
 				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm",
-				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOPATH=/go", "EDITOR=vi", "FOO=old",
+				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOROOT=/go", "EDITOR=vi", "FOO=old",
 			},
 		},
 		{
 			name:  "deny globs",
 			flags: Flags{DenyEnv: []string{"*_TOKEN", "AWS_*"}},
 			wantEnviron: []string{
-				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOPATH=/go", "EDITOR=vi", "FOO=old",
+				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOROOT=/go", "EDITOR=vi", "FOO=old",
 			},
 			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"},
 		},
 		{
 			name:        "clean keeps the baseline and pass",
 			flags:       Flags{EnvMode: "clean", PassEnv: []string{"GO*"}},
-			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOPATH=/go"},
+			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOROOT=/go"},
 			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN"},
 		},
 		{
 			name:        "deny wins over pass in clean mode",
 			flags:       Flags{EnvMode: "clean", PassEnv: []string{"GITHUB_TOKEN"}, DenyEnv: []string{"GITHUB_*"}},
 			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm"},
-			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOPATH"},
+			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOROOT"},
 		},
 		{
 			name:   "set replaces and adds",
 			policy: "[env.set]\nFOO = \"new\"\nBAR = \"x=y\"\n",
 			wantEnviron: []string{
 				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm",
-				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOPATH=/go", "EDITOR=vi",
+				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOROOT=/go", "EDITOR=vi",
 				"BAR=x=y", "FOO=new",
 			},
 			wantSet: map[string]string{"FOO": "new", "BAR": "x=y"},
@@ -803,7 +803,7 @@ func TestResolveEnvironment(t *testing.T) {
 			name:        "set survives clean mode",
 			policy:      "[env]\nmode = \"clean\"\nset = { FOO = \"new\" }\n",
 			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "FOO=new"},
-			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOPATH"},
+			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOROOT"},
 			wantSet:     map[string]string{"FOO": "new"},
 		},
 	}
