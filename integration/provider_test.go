@@ -50,8 +50,14 @@ func TestRealProviders(t *testing.T) {
 						if path == "" || strings.Contains(before, path+" ") {
 							continue
 						}
-						// agentbox's own probe cache is agentbox's, not the CLI's.
-						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache")) {
+						// agentbox's own probe cache and state folder (the
+						// workspace's private caches, and the folders above
+						// it that it creates) are agentbox's, not the CLI's.
+						state := filepath.Join(w.home, ".local", "state")
+						if path == filepath.Dir(state) || path == state {
+							continue
+						}
+						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), filepath.Join(state, "agentbox")) {
 							t.Errorf("written outside the declared paths: %s", path)
 						}
 					}
