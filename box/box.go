@@ -123,13 +123,17 @@ func Complete(p *plan.Plan, all []backend.Backend, outer Outer) (backend.Backend
 	}
 	if choice.Backend == nil {
 		p.Box = plan.Box{Degraded: choice.Degraded, Passed: choice.Passed}
-		// Never when unconfined: the provider's own sandbox stays on.
+		// Never when unconfined: the provider's own sandbox stays on,
+		// nothing tells it it runs in a sandbox, and it keeps its usual
+		// configuration.
 		p.Provider.Adjusted, p.Provider.Confined = "", nil
+		p.Provider.ConfinedEnv, p.Provider.State = nil, nil
 		return nil, plan.Validate(p)
 	}
 	if p.Provider.Confined != nil {
 		p.Command = append([]string(nil), p.Provider.Confined...)
 	}
+	confinedEnv(p)
 	p.Box.Passed = choice.Passed
 	if err := choice.Backend.Complete(p); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package box
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/plan"
@@ -53,6 +54,7 @@ func inOuter(p *plan.Plan, outer Outer, why string) {
 	if p.Provider.Confined != nil {
 		p.Command = append([]string(nil), p.Provider.Confined...)
 	}
+	confinedEnv(p)
 	if p.Depth > 1 {
 		p.Depth--
 	}
@@ -97,4 +99,25 @@ func innerBackends(all []backend.Backend, outer Outer) []backend.Backend {
 		}
 	}
 	return out
+}
+
+// confinedEnv gives the command the provider's variables for a confined
+// run (its own folder, IS_SANDBOX=1), replacing inherited copies: only
+// when a box really confines it is the CLI told so.
+func confinedEnv(p *plan.Plan) {
+	if len(p.Provider.ConfinedEnv) == 0 {
+		return
+	}
+	set := map[string]bool{}
+	for _, kv := range p.Provider.ConfinedEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		set[name] = true
+	}
+	var out []string
+	for _, kv := range p.Environ {
+		if name, _, _ := strings.Cut(kv, "="); !set[name] {
+			out = append(out, kv)
+		}
+	}
+	p.Environ = append(out, p.Provider.ConfinedEnv...)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -21,10 +22,18 @@ func Run(req Request) (int, error) {
 		return 0, err
 	}
 	if b == nil && p.Box.Outer != "" {
+		syncState(p)
 		return runInOuter(p)
 	}
 	if b == nil {
 		return supervise.RunUnconfined(p)
+	}
+	if p.Provider.State != nil {
+		// The CLI's folder must exist for its copy of the state.
+		if err := supervise.Prepare(p); err != nil {
+			return 0, err
+		}
+		syncState(p)
 	}
 	if n := countWeaker(p); n > 0 {
 		fmt.Fprintf(os.Stderr, "agentbox: warning: %s: %d rules are enforced weaker than the policy asks (agentbox plan shows how)\n", b.Name(), n)
@@ -62,4 +71,20 @@ func SelfPath() (string, error) {
 		self = real
 	}
 	return self, nil
+}
+
+// syncState brings the host's configuration of the agent CLI into the
+// box's copy (provider.Sync) before the run. A failure costs the CLI the
+// user's state, not the run: one warning line says so.
+func syncState(p *plan.Plan) {
+	s := p.Provider.State
+	if s == nil {
+		return
+	}
+	if _, err := os.Stat(filepath.Dir(s.Box)); err != nil {
+		return
+	}
+	if _, err := provider.Sync(provider.StateSync{Host: s.Host, Box: s.Box, Base: s.Base}); err != nil {
+		fmt.Fprintf(os.Stderr, "agentbox: warning: %s starts without your settings from %s: %v\n", p.Provider.Name, s.Host, err)
+	}
 }

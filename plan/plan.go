@@ -247,6 +247,22 @@ type Provider struct {
 	// confined Codex gets its own sandbox turned off); nil when it runs as
 	// given. It is Command once the plan is completed for a backend.
 	Confined []string `json:"confined_command,omitempty"`
+	// ConfinedEnv are variables the CLI gets only when a box confines it
+	// (its own folder's variable, IS_SANDBOX=1), NAME=value.
+	ConfinedEnv []string `json:"confined_env,omitempty"`
+	// State is the CLI's configuration the box keeps a copy of, refreshed
+	// from the host's file before every confined run; nil when none.
+	State *ProviderState `json:"state,omitempty"`
+}
+
+// ProviderState is how a CLI's user configuration reaches the box: Host is
+// the host's file (only ever read), Box the copy the CLI uses in the box,
+// Base the host's file at the last refresh (the merge's base), kept where
+// the box cannot write.
+type ProviderState struct {
+	Host string `json:"host"`
+	Box  string `json:"box"`
+	Base string `json:"base"`
 }
 
 // Enforcement levels.

@@ -55,6 +55,12 @@ func (p *Plan) WriteText(w io.Writer) {
 	if p.Provider.Adjusted != "" {
 		fmt.Fprintf(w, "  %s\n", p.Provider.Adjusted)
 	}
+	if len(p.Provider.ConfinedEnv) > 0 {
+		fmt.Fprintf(w, "  confined, it gets %s\n", strings.Join(p.Provider.ConfinedEnv, " "))
+	}
+	if s := p.Provider.State; s != nil {
+		fmt.Fprintf(w, "  its settings: %s is merged into its copy %s before every run (the box never writes %s)\n", s.Host, s.Box, s.Host)
+	}
 	if p.Workspace.Root != "" {
 		fmt.Fprintf(w, "workspace: %s in %s", p.Workspace.ID, p.Workspace.Root)
 		if p.Workspace.Task != "" {
@@ -112,9 +118,6 @@ func (p *Plan) WriteText(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "env:       %s", p.Env.Mode)
-	if p.Env.Provider != "" {
-		fmt.Fprintf(w, "; provider sets %s", p.Env.Provider)
-	}
 	if len(p.Env.Kept) > 0 {
 		fmt.Fprintf(w, "; kept (the provider's own key): %s", strings.Join(p.Env.Kept, ", "))
 	}

@@ -1,11 +1,14 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 
 	"github.com/agentbox/agentbox/cache"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/provider"
 )
 
 // StateDir returns agentbox's state folder: $XDG_STATE_HOME/agentbox.
@@ -189,4 +192,41 @@ func cutEq(kv string) (string, string, bool) {
 		}
 	}
 	return kv, "", false
+}
+
+// providerState works out how the provider's user configuration reaches the
+// box. With the folder variable agentbox sets (CLAUDE_CONFIG_DIR=~/.claude)
+// the CLI reads a copy in its folder, which agentbox refreshes from the
+// host's file before every confined run (provider.Sync, three-way, the
+// base kept in agentbox's state folder); the host's file is never written.
+// With a folder variable the user set, the configuration in that folder is
+// the one used outside the box as well: it names the MCP servers the CLI
+// starts and the projects it trusts, so it stays read-only (providerInfo),
+// and the plan says that the box's changes to it are not kept.
+func (r *resolver) providerState(pr provider.Provider) {
+	if pr.Config == "" || r.providerHome == "" {
+		return
+	}
+	if r.userHomeVar {
+		r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("%s is set: %s's configuration %s is also the one used outside the box, so it stays read-only inside; what %s changes in it there is not kept",
+			pr.HomeVar, pr.Title, filepath.Join(r.providerHome, filepath.Base(pr.Config)), pr.Title))
+		return
+	}
+	if r.homeVar == "" {
+		return
+	}
+	host, err := r.expand(Entry{Value: pr.Config, Origin: plan.Origin{Key: "provider " + pr.Name}})
+	if err != nil {
+		return
+	}
+	home := r.providerHome
+	if real, err := r.real(home); err == nil {
+		home = real
+	}
+	sum := sha256.Sum256([]byte(host))
+	r.p.Provider.State = &plan.ProviderState{
+		Host: host,
+		Box:  filepath.Join(home, filepath.Base(pr.Config)),
+		Base: filepath.Join(StateDir(r.env), "providers", pr.Name+"-"+hex.EncodeToString(sum[:4])+".json"),
+	}
 }

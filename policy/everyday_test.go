@@ -379,3 +379,64 @@ func TestResolveCachesNotMade(t *testing.T) {
 		t.Errorf("skips: %v", w.skips(p))
 	}
 }
+
+// Claude Code's state reaches the box as a merged copy of ~/.claude.json
+// in ~/.claude; its own folder's variable and IS_SANDBOX=1 are set only
+// for a confined run (box.Complete applies them). With CLAUDE_CONFIG_DIR
+// set by the user, the configuration in that folder is also the host's:
+// read-only, and the plan says so.
+func TestResolveProviderState(t *testing.T) {
+	w := newWorld(t)
+	w.mkdir("home/u/.claude")
+	p := w.mustResolve(Flags{}, Options{}, "claude", "-p", "hi")
+	want := &plan.ProviderState{
+		Host: w.path("home/u/.claude.json"),
+		Box:  w.path("home/u/.claude/.claude.json"),
+	}
+	if p.Provider.State == nil {
+		t.Fatal("no state")
+	}
+	want.Base = p.Provider.State.Base
+	if diff := cmp.Diff(want, p.Provider.State); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	if !plan.Within(want.Base, w.path("state/agentbox/providers")) {
+		t.Errorf("the merge base %s is not in agentbox's state folder", want.Base)
+	}
+	if diff := cmp.Diff([]string{"CLAUDE_CONFIG_DIR=" + w.path("home/u/.claude"), "IS_SANDBOX=1"}, p.Provider.ConfinedEnv); diff != "" {
+		t.Errorf("confined env (-want +got):\n%s", diff)
+	}
+	for _, kv := range p.Environ {
+		if strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") || strings.HasPrefix(kv, "IS_SANDBOX=") {
+			t.Errorf("%s is in the environment of every run, confined or not", kv)
+		}
+	}
+	for _, m := range p.Mounts {
+		if m.Path == want.Box && m.Access == plan.ReadOnly {
+			t.Error("the box's copy is read-only")
+		}
+	}
+
+	// CLAUDE_CONFIG_DIR of the user's: that folder's .claude.json is the
+	// host's configuration.
+	w.mkdir("cfg")
+	w.write("cfg/.claude.json", "{}")
+	w.setenv("CLAUDE_CONFIG_DIR=" + w.path("cfg"))
+	p = w.mustResolve(Flags{}, Options{}, "claude")
+	if p.Provider.State != nil {
+		t.Errorf("a state copy with the user's own CLAUDE_CONFIG_DIR: %+v", p.Provider.State)
+	}
+	ro := false
+	for _, m := range p.Mounts {
+		ro = ro || (m.Path == w.path("cfg/.claude.json") && m.Access == plan.ReadOnly)
+	}
+	if !ro {
+		t.Errorf("the user's %s is not read-only:\n%s", w.path("cfg/.claude.json"), strings.Join(w.mounts(p), "\n"))
+	}
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "CLAUDE_CONFIG_DIR is set: Claude Code's configuration") {
+		t.Errorf("warnings: %q", p.Warnings)
+	}
+	if diff := cmp.Diff([]string{"IS_SANDBOX=1"}, p.Provider.ConfinedEnv); diff != "" {
+		t.Errorf("confined env (-want +got):\n%s", diff)
+	}
+}

@@ -70,6 +70,7 @@ type resolver struct {
 	providerHome string // the provider's own folder, if any
 	homeVar      string // a variable to set to homeVarValue inside the box
 	homeVarValue string
+	userHomeVar  bool               // the user set the provider's folder variable (CLAUDE_CONFIG_DIR)
 	declared     map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
 	cachesMasked bool               // the workspace stage bound the private caches already
 	env          Env
@@ -308,7 +309,13 @@ func (r *resolver) providerInfo() (provider.Provider, bool) {
 	if r.registry == nil || r.p.Provider.Name == "" {
 		return provider.Provider{}, false
 	}
-	return r.registry.Lookup(r.p.Provider.Name)
+	pr, ok := r.registry.Lookup(r.p.Provider.Name)
+	if ok && r.userHomeVar && pr.Config != "" {
+		// The user's own folder variable: the CLI's configuration in it is
+		// the one used outside the box too (see providerState).
+		pr.ReadOnly = append(pr.ReadOnly, filepath.Base(pr.Config))
+	}
+	return pr, ok
 }
 
 func (r *resolver) workspace() error {
@@ -516,6 +523,7 @@ func (r *resolver) writableStage() error {
 			if i == 0 && pr.HomeVar != "" {
 				if v := r.env.Getenv(pr.HomeVar); v != "" {
 					e = Entry{Value: v, Origin: plan.Origin{Key: "provider " + pr.Name + " (" + pr.HomeVar + ")"}}
+					r.userHomeVar = true
 				} else if pr.SetHomeVar {
 					r.homeVar = pr.HomeVar
 				}
@@ -542,6 +550,7 @@ func (r *resolver) writableStage() error {
 			}
 			addPath(real, e.Origin, "")
 		}
+		r.providerState(pr)
 	}
 	for _, w := range list {
 		if w.path == "/" || plan.Within(r.env.Home, w.path) {
@@ -1042,10 +1051,19 @@ func (r *resolver) environment() error {
 			out = append(out, caches[k])
 		}
 	}
+	// The provider's own variables are set only when a box confines it
+	// (box.Complete): run unconfined, it keeps its usual configuration.
 	if r.homeVar != "" {
 		if _, set := e.Set[r.homeVar]; !set {
-			out = append(out, r.homeVar+"="+r.homeVarValue)
 			e.Provider = r.homeVar + "=" + r.homeVarValue
+			r.p.Provider.ConfinedEnv = append(r.p.Provider.ConfinedEnv, e.Provider)
+		}
+	}
+	if pr, ok := r.providerInfo(); ok && pr.Supported {
+		for _, kv := range pr.SandboxEnv {
+			if name, _, _ := strings.Cut(kv, "="); e.Set[name] == "" {
+				r.p.Provider.ConfinedEnv = append(r.p.Provider.ConfinedEnv, kv)
+			}
 		}
 	}
 	sort.Strings(e.Removed)
