@@ -98,9 +98,10 @@ agentbox plan -- true | grep -A1 '^  env'
 		})
 	}
 
-	// Where no inner box can be made (Landlock cannot filter by host), the
-	// command runs in the outer box, which still confines it, with one line.
-	r := w.sh(nil, `agentbox run --network allowlist -- sh -c 'echo in=$AGENTBOX_BACKEND depth=$AGENTBOX_DEPTH; touch `+outside+`/y 2>/dev/null || echo refused; exit 3'; echo status=$?`)
+	// Where no inner box can be made (here: the inner plan must create
+	// ~/.codex, which the outer box keeps read-only), the command runs in
+	// the outer box, which still confines it, with one line.
+	r := w.sh(nil, `agentbox run --provider codex -- sh -c 'echo in=$AGENTBOX_BACKEND depth=$AGENTBOX_DEPTH; touch `+outside+`/y 2>/dev/null || echo refused; exit 3'; echo status=$?`)
 	expectCode(t, r, 0)
 	expectContains(t, "outer run", r.stdout, "in=bwrap depth=1\nrefused\nstatus=3\n")
 	expectContains(t, "one line", r.stderr, "agentbox: running sh in the outer box (bwrap) without a box of its own: ")
@@ -396,5 +397,57 @@ echo cache=$PIP_CACHE_DIR`)
 	}
 	if after := hostCacheSnapshot(t, w); after != before {
 		t.Fatalf("the host caches changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// Network mode allowlist under Landlock (where bwrap cannot run, as in a
+// Kubernetes pod): the box reaches allowed hosts through agentbox's proxy
+// on the host's loopback, other hosts are refused by the proxy, and a
+// direct connection anywhere else is refused by Landlock. Before, Landlock
+// refused allowlist altogether.
+func TestLandlockAllowlist(t *testing.T) {
+	needCurl(t)
+	netNames(t)
+	srv := startWeb(t)
+	w := newWorld(t)
+	log := filepath.Join(w.base, "net.log")
+	r := w.sh([]string{"--backend", "landlock", "--allow", "example.test", "--net-log", log}, `
+curl -sS http://example.test:`+srv.port+`/allowed
+curl -sS http://other.test:`+srv.port+`/denied; echo
+curl -sS --noproxy '*' http://127.0.0.1:`+srv.port+`/direct 2>&1 | grep -q "Couldn't connect\|Permission denied" && echo direct=refused
+echo net=$AGENTBOX_NETWORK`)
+	expectCode(t, r, 0)
+	expectContains(t, "allowed", r.stdout, "hello example.test:"+srv.port+" /allowed")
+	expectContains(t, "denied", r.stdout, "agentbox: other.test:"+srv.port+" denied: no allow rule matches")
+	expectContains(t, "direct", r.stdout, "direct=refused")
+	expectContains(t, "mode", r.stdout, "net=allowlist")
+	expectNotContains(t, "direct", r.stdout, "/direct")
+	data, _ := os.ReadFile(log)
+	logHas(t, string(data), "deny", "other.test:"+srv.port)
+	p := w.run("plan", "--backend", "landlock", "--allow", "example.test", "--", "true")
+	expectContains(t, "plan", p.stdout, "enforced-weaker")
+	expectContains(t, "plan", p.stdout, "Landlock filters TCP by port, not by address")
+
+	// The proxy listens on the host's loopback: a process of another user
+	// that finds its port is not served.
+	if !isRoot() {
+		return
+	}
+	portFile := filepath.Join(w.project, "proxy")
+	c := w.cmd("run", "--backend", "landlock", "--allow", "example.test", "--", "sh", "-c", `echo $HTTP_PROXY > `+portFile+`; sleep 30`)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	var proxy string
+	waitFor(t, "the box's proxy address", func() bool {
+		b, _ := os.ReadFile(portFile)
+		proxy = strings.TrimSpace(string(b))
+		return strings.HasPrefix(proxy, "http://127.0.0.1:")
+	})
+	other := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "curl", "-sS", "-m", "10", "-x", proxy, "http://example.test:"+srv.port+"/stranger")
+	out, err := other.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "hello") {
+		t.Fatalf("another user was served by the box's proxy: %v\n%s", err, out)
 	}
 }

@@ -61,10 +61,20 @@ func Apply(a Assessment) error {
 	for _, r := range rules {
 		lrules = append(lrules, ll.PathAccess(ll.AccessFSSet(r.Rights), r.Path))
 	}
-	// No port rules: with the TCP (and UDP) rights handled and nothing
-	// granted, every connect and bind is refused.
+	// With the TCP (and UDP) rights handled and nothing granted, every
+	// connect and bind is refused; in allowlist mode, connecting to the
+	// proxy's port and to the allowed host services' ports is granted.
 	if a.BlockTCP {
 		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindTCP | accessNetConnectTCP)
+	}
+	if a.Proxy {
+		if a.ProxyPort < 1 || a.ProxyPort > 65535 {
+			return errors.New("network allowlist: no proxy port to allow")
+		}
+		lrules = append(lrules, ll.ConnectTCP(uint16(a.ProxyPort)))
+		for _, port := range a.ConnectPorts {
+			lrules = append(lrules, ll.ConnectTCP(uint16(port)))
+		}
 	}
 	if a.BlockUDP {
 		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindUDP | accessNetConnectSendUDP)
