@@ -440,3 +440,31 @@ func TestResolveProviderState(t *testing.T) {
 		t.Errorf("confined env (-want +got):\n%s", diff)
 	}
 }
+
+// Clean mode keeps the agent CLI's own key (the agent cannot work without
+// it) and says so; only an exact deny removes it; other secrets go.
+func TestResolveCleanKeepsProviderKey(t *testing.T) {
+	w := newWorld(t)
+	w.setenv("ANTHROPIC_API_KEY=sk-x", "OPENAI_API_KEY=sk-o", "GITHUB_TOKEN=ghp")
+	p := w.mustResolve(Flags{EnvMode: "clean"}, Options{}, "claude", "-p", "hi")
+	env := strings.Join(p.Environ, "\n")
+	if !strings.Contains(env, "ANTHROPIC_API_KEY=sk-x") {
+		t.Errorf("clean mode removed claude's own key:\n%s", env)
+	}
+	for _, gone := range []string{"OPENAI_API_KEY", "GITHUB_TOKEN"} {
+		if strings.Contains(env, gone+"=") {
+			t.Errorf("clean mode kept %s", gone)
+		}
+	}
+	if diff := cmp.Diff([]string{"ANTHROPIC_API_KEY"}, p.Env.Kept); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	p = w.mustResolve(Flags{EnvMode: "clean", DenyEnv: []string{"ANTHROPIC_API_KEY"}}, Options{}, "claude")
+	if strings.Contains(strings.Join(p.Environ, "\n"), "ANTHROPIC_API_KEY") {
+		t.Error("an exact deny did not remove the key")
+	}
+	p = w.mustResolve(Flags{EnvMode: "clean"}, Options{}, "make")
+	if strings.Contains(strings.Join(p.Environ, "\n"), "ANTHROPIC_API_KEY") {
+		t.Error("a command that is no agent CLI kept an agent's key")
+	}
+}

@@ -1032,6 +1032,11 @@ func (r *resolver) environment() error {
 		case matchAny(e.Deny, name):
 			keep = false
 			e.Removed = appendNew(e.Removed, name)
+		case e.Mode == "clean" && contains(keys, name) && !matchAny(e.Pass, name):
+			// The agent CLI cannot work without its own key: clean mode
+			// keeps it, as deny globs do (a CI job runs the agent in a
+			// clean environment).
+			e.Kept = appendNew(e.Kept, name)
 		case e.Mode == "clean" && !matchAny(e.Pass, name) && !matchAny(cleanBaseline, name):
 			keep = false
 			e.Removed = appendNew(e.Removed, name)
