@@ -50,14 +50,12 @@ func TestRealProviders(t *testing.T) {
 						if path == "" || strings.Contains(before, path+" ") {
 							continue
 						}
-						// agentbox's own probe cache and state folder (the
-						// workspace's private caches, and the folders above
-						// it that it creates) are agentbox's, not the CLI's.
-						state := filepath.Join(w.home, ".local", "state")
-						if path == filepath.Dir(state) || path == state {
-							continue
-						}
-						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), filepath.Join(state, "agentbox")) {
+						// agentbox's own probe cache, audit log and state
+						// folder (the workspace's private caches), with the
+						// folders made for them, are agentbox's, not the CLI's.
+						state := filepath.Join(w.home, ".local", "state", "agentbox")
+						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), w.logDir(), state) &&
+							!strings.HasPrefix(w.logDir(), path+"/") && !strings.HasPrefix(state, path+"/") {
 							t.Errorf("written outside the declared paths: %s", path)
 						}
 					}

@@ -265,6 +265,15 @@ type ProviderState struct {
 	Base string `json:"base"`
 }
 
+// Log is the audit log of a run: its events (start, network decisions,
+// items neutralised after the run, limits hit, end) are appended to a file
+// in Dir, which lies in agentbox's own state folder.
+type Log struct {
+	Enabled bool   `json:"enabled"`
+	Dir     string `json:"dir,omitempty"`
+	Origin  Origin `json:"origin"`
+}
+
 // Enforcement levels.
 const (
 	Require    = "require"
@@ -329,6 +338,8 @@ type Plan struct {
 	GitDirs  []string `json:"git_dirs,omitempty"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Log is whether the run is recorded in the audit log, and where.
+	Log Log `json:"log"`
 	// Caches are the package and build caches the box uses, per tool;
 	// CacheDir is the folder holding the workspace's private ones.
 	Caches   []Cache `json:"caches,omitempty"`

@@ -1,0 +1,144 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// claudeWarnings are what Claude Code prints when it starts without the
+// configuration it expected.
+var claudeWarnings = []string{"configuration file not found", "A backup file exists", "cp \""}
+
+// Claude Code for a user who already used it: the confined CLI starts with
+// the user's state (a user-scope MCP server, settings from
+// ~/.claude/settings.json) and without warnings, under both backends; the
+// host's ~/.claude.json is never written; what the box changes stays in
+// its copy across runs, and what the user changes outside reaches the box
+// at the next run. Before, the box pointed CLAUDE_CONFIG_DIR at ~/.claude,
+// Claude Code warned three times that ~/.claude/.claude.json was missing
+// and started without the user's state.
+func TestClaudeStateInBox(t *testing.T) {
+	needCLI(t, "claude")
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t)
+			api := fakeClaude(t)
+			// A user who used Claude Code before agentbox: a turn, a
+			// user-scope MCP server, a setting.
+			runUnconfinedTurn(t, w, api, "echo unconfined-ran")
+			c := exec.Command("claude", "mcp", "add", "--scope", "user", "docs", "--", "/bin/true")
+			c.Dir, c.Env = w.cwd, w.env
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("claude mcp add: %v\n%s", err, out)
+			}
+			write(t, filepath.Join(w.home, ".claude", "settings.json"), `{"env":{"FROM_USER_SETTINGS":"yes"}}`+"\n")
+			hostConfig := filepath.Join(w.home, ".claude.json")
+			hostBefore, err := os.ReadFile(hostConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, _ := filepath.Glob(filepath.Join(w.home, ".claude", "backups", ".claude.json.backup.*")); len(m) == 0 {
+				t.Fatal("the unconfined runs left no backup of ~/.claude.json; the warning this test is about needs one")
+			}
+
+			tr := runTurnResult(t, w, api, []string{"--backend", backend}, `echo "settings=$FROM_USER_SETTINGS"`)
+			expectContains(t, "tool output", tr.toolOutput, "settings=yes")
+			for _, bad := range claudeWarnings {
+				expectNotContains(t, "stderr", tr.stderr, bad)
+			}
+			r := w.run("run", "--backend", backend, "--", "claude", "mcp", "get", "docs")
+			expectContains(t, "the user's MCP server", r.stdout, "Scope: User config")
+			for _, bad := range claudeWarnings {
+				expectNotContains(t, "stderr", r.stderr, bad)
+			}
+			if after, _ := os.ReadFile(hostConfig); string(after) != string(hostBefore) {
+				t.Fatalf("the box changed the host's ~/.claude.json:\nbefore %s\nafter %s", hostBefore, after)
+			}
+
+			// The box's own change (a user MCP server added inside) stays in
+			// its copy, and a change outside reaches the box.
+			r = w.run("run", "--backend", backend, "--", "claude", "mcp", "add", "--scope", "user", "boxed", "--", "/bin/true")
+			expectCode(t, r, 0)
+			c = exec.Command("claude", "mcp", "add", "--scope", "user", "later", "--", "/bin/true")
+			c.Dir, c.Env = w.cwd, w.env
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("claude mcp add: %v\n%s", err, out)
+			}
+			r = w.run("run", "--backend", backend, "--", "claude", "mcp", "list")
+			expectContains(t, "mcp list", r.stdout, "docs:")
+			expectContains(t, "mcp list", r.stdout, "boxed:")
+			expectContains(t, "mcp list", r.stdout, "later:")
+			host, _ := os.ReadFile(hostConfig)
+			if strings.Contains(string(host), "boxed") {
+				t.Error("the server added in the box reached the host's ~/.claude.json")
+			}
+		})
+	}
+}
+
+// A fresh home: no warnings either, and the state Claude Code makes in the
+// box is there at the next run (no repeated onboarding).
+func TestClaudeFreshHome(t *testing.T) {
+	needCLI(t, "claude")
+	w := newWorld(t)
+	api := fakeClaude(t)
+	var ids []string
+	for i := 0; i < 2; i++ {
+		tr := runTurnResult(t, w, api, nil, `echo turn`)
+		for _, bad := range claudeWarnings {
+			expectNotContains(t, "stderr", tr.stderr, bad)
+		}
+		var state struct {
+			UserID string `json:"userID"`
+		}
+		data, err := os.ReadFile(filepath.Join(w.home, ".claude", ".claude.json"))
+		if err != nil || json.Unmarshal(data, &state) != nil || state.UserID == "" {
+			t.Fatalf("no state in the box's copy after run %d (%v):\n%s", i+1, err, data)
+		}
+		ids = append(ids, state.UserID)
+	}
+	if ids[0] != ids[1] {
+		t.Errorf("the box's state was not kept across runs: user id %s, then %s", ids[0], ids[1])
+	}
+	if exists(filepath.Join(w.home, ".claude.json")) {
+		t.Error("the box made a ~/.claude.json on the host")
+	}
+}
+
+// As root (a CI container), Claude Code's skip-permissions mode needs to be
+// told it runs in a sandbox: agentbox says so (IS_SANDBOX=1) when it
+// confines it, under both backends, and never when it does not.
+func TestClaudeSkipPermissionsAsRoot(t *testing.T) {
+	needCLI(t, "claude")
+	w := newWorld(t)
+	api := fakeClaude(t)
+	argv := []string{"claude", "-p", "do it", "--dangerously-skip-permissions", "--output-format", "json"}
+	if isRoot() {
+		// Unconfined, Claude Code refuses (the check this is about).
+		api.newTurn("echo never")
+		r := runCLI(t, w, api, argv)
+		expectCode(t, r, 1)
+		expectContains(t, "unconfined root", r.stderr, "cannot be used with root/sudo privileges")
+	}
+	for _, backend := range []string{"bwrap", "landlock"} {
+		n := api.newTurn(`echo "sandbox=$IS_SANDBOX"; touch made-by-root-agent`)
+		r := runCLI(t, w, api, append([]string{bin, "run", "--backend", backend, "--"}, argv...))
+		expectCode(t, r, 0)
+		expectContains(t, backend+" tool output", api.Results()[n], "sandbox=1")
+		if !exists(filepath.Join(w.project, "made-by-root-agent")) {
+			t.Fatalf("%s: the tool call did not run:\n%s", backend, r)
+		}
+		os.Remove(filepath.Join(w.project, "made-by-root-agent"))
+	}
+	// Unconfined (best-effort, no backend): nothing claims a sandbox.
+	p := w.run("plan", "--json", "--backend", "windows", "--best-effort", "--", "claude")
+	expectCode(t, p, 0)
+	expectNotContains(t, "unconfined plan", p.stdout, "IS_SANDBOX")
+	expectNotContains(t, "unconfined plan", p.stdout, `"confined_env"`)
+}
