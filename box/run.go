@@ -29,9 +29,18 @@ func Run(req Request) (int, error) {
 		logUnconfined(p, os.Stderr)
 		return supervise.RunUnconfined(p)
 	}
-	if p.Provider.State != nil {
-		// The CLI's folder must exist for its copy of the state.
-		if err := supervise.Prepare(p); err != nil {
+	if s := p.Provider.State; s != nil {
+		// The CLI's folder must exist for its copy of the state: the
+		// plan's folders up to it are made now (the backend makes the
+		// others, and checks these again).
+		q := *p
+		q.Prepare = nil
+		for _, d := range p.Prepare {
+			if !d.Fresh && plan.Within(filepath.Dir(s.Box), d.Path) {
+				q.Prepare = append(q.Prepare, d)
+			}
+		}
+		if err := supervise.Prepare(&q); err != nil {
 			return 0, err
 		}
 		syncState(p)

@@ -142,3 +142,112 @@ func TestClaudeSkipPermissionsAsRoot(t *testing.T) {
 	expectNotContains(t, "unconfined plan", p.stdout, "IS_SANDBOX")
 	expectNotContains(t, "unconfined plan", p.stdout, `"confined_env"`)
 }
+
+// podArgs is bwrap's command line for a stand-in of the example's
+// Kubernetes pod: a root file system of its own (the image: the host's
+// /usr, /etc and the agentbox binary in /opt/agentbox/bin), the pod's uid
+// 1000 in a user namespace, every capability dropped, and its own PID
+// namespace with a /proc masked the way container runtimes mask it
+// (read-only /proc/sys, /proc/bus, /proc/irq, /proc/sysrq-trigger, a tmpfs
+// over /proc/acpi, /dev/null over /proc/timer_list), so a fresh /proc
+// cannot be mounted inside. The example's volumes are bound where it
+// mounts them: the policy ConfigMap at /etc/agentbox, emptyDirs at /work,
+// /home/agent and /tmp. The command runs with no_new_privs
+// (allowPrivilegeEscalation: false). The runtime's seccomp profile is not
+// reproduced: it would refuse user namespaces, and bwrap fails on the
+// masked /proc before that matters.
+func podArgs(t *testing.T, w *world, policy, work, home string, env []string, argv ...string) []string {
+	t.Helper()
+	args := []string{"--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--die-with-parent", "--cap-drop", "ALL",
+		"--ro-bind", "/usr", "/usr", "--dev", "/dev", "--ro-bind", "/sys", "/sys",
+		"--proc", "/proc"}
+	for _, m := range []string{"/proc/sys", "/proc/bus", "/proc/irq", "/proc/sysrq-trigger"} {
+		args = append(args, "--ro-bind-try", m, m)
+	}
+	args = append(args, "--tmpfs", "/proc/acpi", "--ro-bind", "/dev/null", "/proc/timer_list")
+	for _, l := range []string{"bin", "lib", "lib64", "sbin"} {
+		if target, err := os.Readlink("/" + l); err == nil {
+			args = append(args, "--symlink", target, "/"+l)
+		} else if exists("/" + l) {
+			args = append(args, "--ro-bind", "/"+l, "/"+l)
+		}
+	}
+	entries, err := os.ReadDir("/etc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		p := filepath.Join("/etc", e.Name())
+		if target, err := os.Readlink(p); err == nil {
+			args = append(args, "--symlink", target, p)
+			continue
+		}
+		args = append(args, "--ro-bind-try", p, p)
+	}
+	args = append(args, "--ro-bind", policy, "/etc/agentbox/ci.toml",
+		"--ro-bind", bin, "/opt/agentbox/bin/agentbox",
+		"--bind", work, "/work", "--bind", home, "/home/agent", "--tmpfs", "/tmp", "--chdir", "/work",
+		"--clearenv")
+	for _, kv := range append([]string{"PATH=/opt/agentbox/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/home/agent", "LANG=C"}, env...) {
+		k, v, _ := strings.Cut(kv, "=")
+		args = append(args, "--setenv", k, v)
+	}
+	args = append(args, "--", "setpriv", "--no-new-privs")
+	return append(args, argv...)
+}
+
+// The example's Kubernetes Job, as written: in a stand-in of its pod
+// (podArgs), doctor recognises the masked /proc and names the real fix,
+// and the example's exact command line runs Claude Code through a whole
+// turn under Landlock, reaching the provider (a stand-in on 127.0.0.1)
+// through the allowlist with the key from the secret. Before, bwrap could
+// not start there, doctor advised what the pod already had, and the
+// example's policy removed the key and cut the network.
+func TestKubernetesPodExample(t *testing.T) {
+	needCLI(t, "claude")
+	_, err := exec.LookPath("bwrap")
+	need(t, err == nil, "bwrap is not installed")
+	w := newWorld(t)
+	api := fakeClaude(t)
+	work, home := filepath.Join(w.base, "work"), filepath.Join(w.base, "agent-home")
+	mkdir(t, work)
+	mkdir(t, home)
+	os.Chmod(work, 0o777)
+	os.Chmod(home, 0o777)
+	write(t, filepath.Join(work, "test.sh"), "#!/bin/sh\nexit 1\n")
+	policy, err := filepath.Abs("../examples/ci.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test's own additions, in the environment rather than on the
+	// command line: reach the stand-in instead of api.anthropic.com.
+	extra := filepath.Join(work, ".test-policy.toml")
+	write(t, extra, "version = 1\n[network]\nallow = [\"localhost:"+api.Port()+"\"]\n[env]\npass = [\"ANTHROPIC_BASE_URL\", \"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\"]\n")
+	env := append(api.Env(), "AGENTBOX_POLICY=/work/.test-policy.toml")
+
+	doctor := exec.Command("bwrap", podArgs(t, w, policy, work, home, env, "agentbox", "doctor")...)
+	out, _ := doctor.CombinedOutput()
+	for _, want := range []string{"auto         landlock", "proc         masked:", "/proc is masked", "procMount: Unmasked", "hostUsers: false"} {
+		expectContains(t, "doctor in the pod", string(out), want)
+	}
+	expectNotContains(t, "doctor in the pod", string(out), "which forbids namespaces")
+
+	n := api.newTurn(`echo "box=$AGENTBOX_BACKEND net=$AGENTBOX_NETWORK key=${ANTHROPIC_API_KEY:+set}"; echo fixed > test.sh; touch /etc/agentbox/x 2>&1; echo uid=$(id -u)`)
+	argv := []string{"bwrap"}
+	argv = append(argv, podArgs(t, w, policy, work, home, env,
+		"agentbox", "run", "--policy", "/etc/agentbox/ci.toml", "--", "claude", "-p", "fix the failing test", "--allowedTools", "Bash", "--output-format", "json")...)
+	r := runCLI(t, w, api, argv)
+	expectCode(t, r, 0)
+	if turnAnswer(api, r.stdout) != "done" {
+		t.Fatalf("the turn did not complete:\n%s\nrequests: %v", r, api.Requests())
+	}
+	got := api.Results()[n]
+	expectContains(t, "tool output", got, "box=landlock net=allowlist key=set")
+	expectContains(t, "tool output", got, "uid=1000")
+	expectContains(t, "tool output", got, "/etc/agentbox/x")
+	if data, _ := os.ReadFile(filepath.Join(work, "test.sh")); string(data) != "fixed\n" {
+		t.Errorf("the agent's fix is not in the checkout: %q", data)
+	}
+	expectContains(t, "stderr", r.stderr, "landlock:")
+}
