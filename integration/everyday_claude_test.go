@@ -251,3 +251,113 @@ func TestKubernetesPodExample(t *testing.T) {
 	}
 	expectContains(t, "stderr", r.stderr, "landlock:")
 }
+
+// examplePolicy is the absolute path of an example policy.
+func examplePolicy(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "examples", name))
+	if err != nil || !exists(p) {
+		t.Fatalf("examples/%s: %v", name, err)
+	}
+	return p
+}
+
+// Every example policy runs as its comment says, with the real agent CLI
+// through a whole turn: claude.toml and codex.toml with their CLI,
+// workspace.toml in its workspace and task folder, ci.toml under both
+// backends (its allowlist through the proxy, the key kept in its clean
+// environment). The stand-in's address reaches the box through an extra
+// policy in AGENTBOX_POLICY, so the command lines are the examples' own.
+func TestExamplePoliciesRun(t *testing.T) {
+	for _, cli := range []string{"claude", "codex"} {
+		needCLI(t, cli)
+	}
+	t.Run("claude.toml", func(t *testing.T) {
+		w := newWorld(t)
+		api := fakeClaude(t)
+		_, out := runClaudeTurn(t, w, api, []string{"--policy", examplePolicy(t, "claude.toml")}, `echo made > made.txt; echo "box=$AGENTBOX_BACKEND"`)
+		expectContains(t, "tool output", out, "box=bwrap")
+		if !exists(filepath.Join(w.project, "made.txt")) {
+			t.Fatal("the project write is not on the host")
+		}
+	})
+	t.Run("codex.toml", func(t *testing.T) {
+		w := newWorld(t)
+		api := fakeCodex(t)
+		_, out := runCodexTurn(t, w, api, []string{"--policy", examplePolicy(t, "codex.toml")}, `echo made > made.txt; echo "box=$AGENTBOX_BACKEND"`)
+		expectContains(t, "tool output", out, "box=bwrap")
+	})
+	t.Run("workspace.toml", func(t *testing.T) {
+		w := newWorld(t)
+		api := fakeClaude(t)
+		_, out := runClaudeTurn(t, w, api, []string{"--policy", examplePolicy(t, "workspace.toml"), "--workspace", "finance", "--task", "q3"}, `pwd; echo q3 > notes.txt`)
+		task := filepath.Join(w.home, "agent-work", "finance", "q3")
+		expectContains(t, "tool output", out, task)
+		if !exists(filepath.Join(task, "notes.txt")) {
+			t.Fatal("the task folder's write is not on the host")
+		}
+	})
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run("ci.toml/"+backend, func(t *testing.T) {
+			w := newWorld(t)
+			api := fakeClaude(t)
+			extra := filepath.Join(w.base, "reach-the-stand-in.toml")
+			write(t, extra, "version = 1\n[network]\nallow = [\"localhost:"+api.Port()+"\"]\n[env]\npass = [\"ANTHROPIC_BASE_URL\", \"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\"]\n")
+			w.env = append(w.env, "AGENTBOX_POLICY="+extra, "SECRET_TOKEN=do-not-pass", "CI=true")
+			tr := runTurnResult(t, w, api, []string{"--backend", backend, "--policy", examplePolicy(t, "ci.toml")},
+				`echo "net=$AGENTBOX_NETWORK ci=$CI secret=$SECRET_TOKEN tmp=$TMPDIR"; echo made > made.txt`)
+			expectContains(t, "tool output", tr.toolOutput, "net=allowlist ci=true secret= tmp=")
+			if !exists(filepath.Join(w.project, "made.txt")) {
+				t.Fatal("the project write is not on the host")
+			}
+		})
+	}
+}
+
+// The README's "Using it" lines run as written (the agent CLIs through a
+// whole turn, make in a project): what each promises is what happens.
+func TestReadmeUsingIt(t *testing.T) {
+	for _, cli := range []string{"claude", "codex"} {
+		needCLI(t, cli)
+	}
+	_, err := exec.LookPath("make")
+	need(t, err == nil, "make is not installed")
+	w := newWorld(t)
+	claude, codex := fakeClaude(t), fakeCodex(t)
+
+	// agentbox run -- claude
+	_, out := runClaudeTurn(t, w, claude, nil, `echo "box=$AGENTBOX_BACKEND"; pwd`)
+	expectContains(t, "run -- claude", out, "box=bwrap")
+	expectContains(t, "run -- claude", out, w.project)
+
+	// agentbox run --network none -- make test
+	write(t, filepath.Join(w.project, "Makefile"), "test:\n\t@echo tests-ran net=$$AGENTBOX_NETWORK\n")
+	r := w.run("run", "--network", "none", "--", "make", "test")
+	expectCode(t, r, 0)
+	expectContains(t, "make test", r.stdout, "tests-ran net=none")
+
+	// agentbox run --deny ~/.ssh -- codex
+	write(t, filepath.Join(w.home, ".ssh", "id_ed25519"), "PRIVATE KEY\n")
+	_, out = runCodexTurn(t, w, codex, []string{"--deny", filepath.Join(w.home, ".ssh")}, `cat ~/.ssh/id_ed25519; echo "cat=$?"`)
+	expectNotContains(t, "deny", out, "PRIVATE KEY")
+
+	// agentbox run --workspace web --task fix-42 -- claude: the agent
+	// starts in ~/agent-work/web/fix-42 (the default workspace root).
+	_, out = runClaudeTurn(t, w, claude, []string{"--workspace", "web", "--task", "fix-42"}, `pwd`)
+	expectContains(t, "workspace task", out, filepath.Join(w.home, "agent-work", "web", "fix-42"))
+
+	// agentbox plan -- claude; agentbox plan --argv -- claude
+	p := w.run("plan", "--", "claude")
+	expectCode(t, p, 0)
+	expectContains(t, "plan", p.stdout, "provider:  claude")
+	expectContains(t, "plan", p.stdout, "caches:")
+	a := w.run("plan", "--argv", "--", "claude")
+	expectCode(t, a, 0)
+	expectContains(t, "plan --argv", a.stdout, "--ro-bind / /")
+
+	// agentbox status, inside a box.
+	s := w.run("run", "--", bin, "status")
+	expectCode(t, s, 0)
+	expectContains(t, "status", s.stdout, "sandbox:  active (bwrap")
+	expectContains(t, "status", s.stdout, "nesting:  depth 1")
+}
