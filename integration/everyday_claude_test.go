@@ -361,3 +361,27 @@ func TestReadmeUsingIt(t *testing.T) {
 	expectContains(t, "status", s.stdout, "sandbox:  active (bwrap")
 	expectContains(t, "status", s.stdout, "nesting:  depth 1")
 }
+
+// The GitHub Actions job's command line, as the job runs it in a checkout
+// holding examples/ci.toml as .github/agentbox.toml: a whole Claude Code
+// turn confined.
+func TestGitHubActionsCommandLine(t *testing.T) {
+	needCLI(t, "claude")
+	w := newWorld(t)
+	api := fakeClaude(t)
+	data, err := os.ReadFile(examplePolicy(t, "ci.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.project, ".github", "agentbox.toml"), string(data))
+	extra := filepath.Join(w.base, "reach-the-stand-in.toml")
+	write(t, extra, "version = 1\n[network]\nallow = [\"localhost:"+api.Port()+"\"]\n[env]\npass = [\"ANTHROPIC_BASE_URL\", \"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\"]\n")
+	w.env = append(w.env, "AGENTBOX_POLICY="+extra, "CI=true", "GITHUB_ACTIONS=true")
+	api.newTurn("echo never")
+	r := runCLI(t, w, api, []string{bin, "run", "--policy", ".github/agentbox.toml", "--", "claude", "-p", "run the tests and fix what fails"})
+	expectCode(t, r, 0)
+	expectContains(t, "the turn's answer", r.stdout, "done")
+	if n := len(api.Requests()); n == 0 {
+		t.Fatal("Claude Code never reached the provider")
+	}
+}
