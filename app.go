@@ -156,6 +156,19 @@ func newApp() *cli.App {
 				},
 			},
 			{
+				Name:      "caches",
+				Usage:     "list the private package and build caches agentbox keeps for each workspace, or clear them",
+				ArgsUsage: "[TOOL...]",
+				Flags: append(policyFlags(),
+					&cli.BoolFlag{Name: "clear", Usage: "remove the caches of the workspace a run here uses (of TOOL only, if given)"},
+					&cli.BoolFlag{Name: "all", Usage: "with --clear: every workspace's caches"},
+					&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+				),
+				Action: func(c *cli.Context) error {
+					return box.Caches(box.Request{Flags: flagsFrom(c)}, box.CachesOptions{Tools: c.Args().Slice(), Clear: c.Bool("clear"), All: c.Bool("all"), JSON: c.Bool("json")}, c.App.Writer)
+				},
+			},
+			{
 				Name:  "providers",
 				Usage: "the agent CLIs agentbox knows, whether each is supported inside the sandbox, its writable paths",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},

@@ -95,30 +95,53 @@ func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, e
 		return nil, nil, err
 	}
 	p.RunID = newRunID()
-	b, err := Complete(p, all)
+	outer := OuterBox(env, all)
+	b, err := Complete(p, innerBackends(all, outer), outer)
 	return p, b, err
 }
 
 // Complete chooses the backend for a resolved plan and completes the plan
 // for it; then the plan is frozen. It returns the backend, nil for an
-// unconfined (best-effort) run.
-func Complete(p *plan.Plan, all []backend.Backend) (backend.Backend, error) {
+// unconfined (best-effort) run or one in the outer box. outer is the
+// box agentbox itself runs in (OuterBox), if any.
+func Complete(p *plan.Plan, all []backend.Backend, outer Outer) (backend.Backend, error) {
 	choice, err := backend.Select(p, all)
+	if choice.Backend == nil && outer.Backend != "" && (p.Backend == "auto" || p.Backend == "") {
+		// Inside a box no backend can add a box of its own (bwrap cannot
+		// make namespaces there, Landlock cannot enforce the plan): the
+		// command runs in the box it is already in, which confines it,
+		// and says so in one line rather than failing. A backend the
+		// user named is not second-guessed.
+		why := choice.Degraded
+		if err != nil {
+			why = firstLine(err)
+		}
+		inOuter(p, outer, why)
+		return nil, plan.Validate(p)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if choice.Backend == nil {
 		p.Box = plan.Box{Degraded: choice.Degraded, Passed: choice.Passed}
-		// Never when unconfined: the provider's own sandbox stays on.
+		// Never when unconfined: the provider's own sandbox stays on,
+		// nothing tells it it runs in a sandbox, and it keeps its usual
+		// configuration.
 		p.Provider.Adjusted, p.Provider.Confined = "", nil
+		p.Provider.ConfinedEnv, p.Provider.State = nil, nil
 		return nil, plan.Validate(p)
 	}
 	if p.Provider.Confined != nil {
 		p.Command = append([]string(nil), p.Provider.Confined...)
 	}
+	confinedEnv(p)
 	p.Box.Passed = choice.Passed
 	if err := choice.Backend.Complete(p); err != nil {
 		return nil, err
+	}
+	if why := unpreparable(p); why != "" && outer.Backend != "" && (p.Backend == "auto" || p.Backend == "") {
+		inOuter(p, outer, why)
+		return nil, plan.Validate(p)
 	}
 	// Rules that no backend choice can fix, such as a process limit for
 	// root where no cgroup can be made.

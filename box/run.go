@@ -12,6 +12,7 @@ import (
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -32,9 +33,29 @@ func Run(req Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if b == nil && p.Box.Outer != "" {
+		syncState(p)
+		return runInOuter(p)
+	}
 	if b == nil {
 		logUnconfined(p, os.Stderr)
 		return supervise.RunUnconfined(p)
+	}
+	if s := p.Provider.State; s != nil {
+		// The CLI's folder must exist for its copy of the state: the
+		// plan's folders up to it are made now (the backend makes the
+		// others, and checks these again).
+		q := *p
+		q.Prepare = nil
+		for _, d := range p.Prepare {
+			if !d.Fresh && plan.Within(filepath.Dir(s.Box), d.Path) {
+				q.Prepare = append(q.Prepare, d)
+			}
+		}
+		if err := supervise.Prepare(&q); err != nil {
+			return 0, err
+		}
+		syncState(p)
 	}
 	if line := weakerLine(p, b.Name(), bwrapFallback(p, all)); line != "" {
 		fmt.Fprintln(os.Stderr, line)
@@ -112,4 +133,20 @@ func SelfPath() (string, error) {
 		self = real
 	}
 	return self, nil
+}
+
+// syncState brings the host's configuration of the agent CLI into the
+// box's copy (provider.Sync) before the run. A failure costs the CLI the
+// user's state, not the run: one warning line says so.
+func syncState(p *plan.Plan) {
+	s := p.Provider.State
+	if s == nil {
+		return
+	}
+	if _, err := os.Stat(filepath.Dir(s.Box)); err != nil {
+		return
+	}
+	if _, err := provider.Sync(provider.StateSync{Host: s.Host, Box: s.Box, Base: s.Base}); err != nil {
+		fmt.Fprintf(os.Stderr, "agentbox: warning: %s starts without your settings from %s: %v\n", p.Provider.Name, s.Host, err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/backend"
@@ -24,6 +25,9 @@ type Status struct {
 	Network  string   `json:"network,omitempty"`
 	Tmp      string   `json:"tmpdir,omitempty"`
 	Degraded string   `json:"degraded,omitempty"`
+	// Depth is how many boxes the caller runs in (AGENTBOX_DEPTH): 1
+	// for a box started outside any box.
+	Depth int `json:"depth,omitempty"`
 	// Checked is what this process could verify for itself (the backend's
 	// SelfCheck): a variable can be inherited or forged, a read-only root
 	// cannot.
@@ -46,6 +50,10 @@ func ReadStatus(all []backend.Backend) Status {
 	}
 	if !st.Active {
 		return st
+	}
+	st.Depth = 1
+	if n, err := strconv.Atoi(os.Getenv(plan.VarDepth)); err == nil && n > 1 {
+		st.Depth = n
 	}
 	b, ok := backend.Find(all, st.Backend)
 	if !ok {
@@ -78,6 +86,7 @@ func WriteStatus(st Status, asJSON bool, w io.Writer) error {
 			fmt.Fprintf(w, "hidden:   %s\n", strings.Join(st.Deny, ", "))
 			fmt.Fprintf(w, "network:  %s\n", st.Network)
 			fmt.Fprintf(w, "tmp:      %s (private to this box's workspace or run)\n", st.Tmp)
+			fmt.Fprintf(w, "nesting:  %s\n", depthText(st.Depth))
 		case st.Degraded != "":
 			fmt.Fprintf(w, "sandbox:  NOT active: running unconfined (%s)\n", st.Degraded)
 		default:
@@ -100,10 +109,22 @@ func Prompt(req Request, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if p.Box.Outer != "" {
+		_, err := fmt.Fprintf(w, "You are running in an agentbox sandbox (%s) started around this one; run `agentbox status` inside it to see what it enforces.\n", p.Box.Outer)
+		return err
+	}
 	if !p.Confined() {
 		_, err := fmt.Fprintf(w, "You are NOT running in a sandbox: %s\n", p.Box.Degraded)
 		return err
 	}
 	_, err = fmt.Fprint(w, p.Prompt(p.Box.Backend))
 	return err
+}
+
+// depthText says how deep a box is nested, as status prints it.
+func depthText(n int) string {
+	if n <= 1 {
+		return "depth 1 (not nested: the box was started outside any box)"
+	}
+	return fmt.Sprintf("depth %d (this box runs inside %d other agentbox boxes)", n, n-1)
 }

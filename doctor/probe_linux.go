@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,7 @@ func Probe(all []backend.Backend) Report {
 	limits := cgroup.Probe()
 	r.Cgroup.Pids, r.Cgroup.Memory = limits.Pids.String(), limits.Memory.String()
 	r.Container = probeContainer()
+	r.Proc = probeProc()
 	r.Auto = auto(all)
 	r.Problems = diagnose(r)
 	return r
@@ -234,4 +236,59 @@ func probeContainer() Container {
 		}
 	}
 	return c
+}
+
+// probeProc lists the mounts below /proc (mountinfo's fifth field is the
+// mount point, the field after " - " the file system type).
+func probeProc() Proc {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return Proc{}
+	}
+	return Proc{Masked: procMounts(string(data))}
+}
+
+// procMounts returns the mount points below /proc in a mountinfo text, with
+// their file system type, but for the binfmt_misc automount (an empty
+// folder, which does not keep a fresh /proc from being mounted).
+func procMounts(mountinfo string) []string {
+	var out []string
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		point := unescapeMount(f[4])
+		if !strings.HasPrefix(point, "/proc/") || strings.HasPrefix(point, "/proc/sys/fs/binfmt_misc") {
+			continue
+		}
+		fstype := "?"
+		for i, x := range f {
+			if x == "-" && i+1 < len(f) {
+				fstype = f[i+1]
+				break
+			}
+		}
+		out = append(out, point+" ("+fstype+")")
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

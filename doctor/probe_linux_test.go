@@ -85,7 +85,7 @@ func TestReportJSONShape(t *testing.T) {
 	if err := json.Unmarshal(b, &top); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"apparmor", "auto", "bwrap", "cgroup", "container", "kernel", "landlock", "os", "problems", "schema", "seccomp", "uid", "user_namespaces"}
+	want := []string{"apparmor", "auto", "bwrap", "cgroup", "container", "kernel", "landlock", "os", "problems", "proc", "schema", "seccomp", "uid", "user_namespaces"}
 	if diff := cmp.Diff(want, keys(top)); diff != "" {
 		t.Errorf("top-level keys (-want +got):\n%s", diff)
 	}

@@ -29,6 +29,7 @@ type Report struct {
 	Seccomp   Seccomp   `json:"seccomp"`
 	Cgroup    Cgroup    `json:"cgroup"`
 	Container Container `json:"container"`
+	Proc      Proc      `json:"proc"`
 	Auto      Auto      `json:"auto"`
 	Problems  []Problem `json:"problems"`
 }
@@ -102,6 +103,18 @@ type Container struct {
 	Detected bool     `json:"detected"`
 	Kind     string   `json:"kind,omitempty"` // docker, podman, lxc, kubernetes, ...
 	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Proc is what covers parts of this process's /proc. Container runtimes
+// mask /proc (Kubernetes' default procMount, Docker's and Podman's default
+// paths): files and folders under it are covered by other mounts. The
+// kernel then refuses a fresh /proc mount in a new user namespace, as it
+// would show what the mask hides, and that is the /proc bwrap mounts.
+type Proc struct {
+	// Masked are the mount points below /proc, with the file system that
+	// covers each ("/proc/kcore (tmpfs)"); the empty automount point
+	// /proc/sys/fs/binfmt_misc does not count.
+	Masked []string `json:"masked,omitempty"`
 }
 
 // Auto is the backend `backend = "auto"` picks here, and why every better
@@ -221,6 +234,9 @@ func (r Report) Text(w io.Writer) {
 	} else {
 		p("container", "none detected")
 	}
+	if len(r.Proc.Masked) > 0 {
+		p("proc", "masked: %s", listShort(r.Proc.Masked))
+	}
 	p("auto", "%s: %s", r.Auto.Backend, r.Auto.Reason)
 	for _, s := range r.Auto.Passed {
 		cont("passed over %s", s)
@@ -295,6 +311,13 @@ func diagnose(r Report) []Problem {
 			add(problem+" (kernel.unprivileged_userns_clone is 0)",
 				"sudo sysctl -w kernel.unprivileged_userns_clone=1, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
 				usernsTradeOff)
+		case procMasked(r):
+			add(problem+" (this container's /proc is masked: "+listShort(r.Proc.Masked)+" are covered, and the kernel refuses a fresh /proc that would show them)",
+				"Kubernetes: give the pod its own user namespace and an unmasked /proc: spec.hostUsers: false and the container's securityContext.procMount: Unmasked "+
+					"(with seccompProfile and appArmorProfile Unconfined, so bwrap may make namespaces and mounts); "+
+					"Docker or Podman: --security-opt systempaths=unconfined; "+
+					"or keep the Landlock backend, which auto picks here and which needs neither (it cannot filter the network by host)",
+				"unmasked, the container can read what the runtime hid in /proc (the host's /proc/kcore, /proc/timer_list, …), inside its own user namespace")
 		case r.Container.Detected:
 			add(problem+" (inside a "+r.Container.Kind+" container, which forbids namespaces)",
 				"allow user namespaces in the container (docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or podman, which allows them), run agentbox on the host, or keep the Landlock backend",
@@ -329,4 +352,23 @@ func diagnose(r Report) []Problem {
 			"fix one of the problems above; until then `agentbox run --best-effort` runs commands unconfined and says so", "")
 	}
 	return out
+}
+
+// procMasked reports whether bwrap failed because /proc is masked: its own
+// message says it could not mount proc, or user namespaces work and /proc
+// has mounts over parts of it.
+func procMasked(r Report) bool {
+	if strings.Contains(r.Bwrap.Error, "Can't mount proc") {
+		return true
+	}
+	return r.UserNS.Works && len(r.Proc.Masked) > 0 && strings.Contains(r.Bwrap.Error, "proc")
+}
+
+// listShort lists the first few of a long list, and how many more.
+func listShort(list []string) string {
+	const max = 4
+	if len(list) > max {
+		return strings.Join(list[:max], ", ") + fmt.Sprintf(" and %d more", len(list)-max)
+	}
+	return strings.Join(list, ", ")
 }

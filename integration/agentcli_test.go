@@ -112,8 +112,9 @@ func toolCallConfined(t *testing.T, api *fakeAPI, backend string, usedHome bool)
 // In allowlist mode the box has its own network namespace; --allow
 // localhost:PORT forwards the stand-in's port into it, the turn completes,
 // and the proxy saw no other connection (the CLIs' telemetry, update and
-// plugin traffic is off). Landlock cannot confine by host and refuses
-// allowlist before the CLI starts.
+// plugin traffic is off). Under Landlock (no network namespace) the box may
+// connect only to the proxy's port and the allowed service's port, and the
+// turn completes as well.
 func TestAgentCLIAllowlistReachesOnlyTheAPI(t *testing.T) {
 	for _, cli := range agentCLIs {
 		t.Run(cli.name, func(t *testing.T) {
@@ -128,10 +129,14 @@ func TestAgentCLIAllowlistReachesOnlyTheAPI(t *testing.T) {
 			}
 			expectNotContains(t, "agentbox stderr", tr.stderr, "denied")
 
-			r := runCLI(t, w, api, append([]string{bin, "run", "--backend", "landlock", "--network", "allowlist",
-				"--allow", "localhost:" + api.Port(), "--"}, cliArgv(api, "do it")...))
-			expectCode(t, r, 125)
-			expectContains(t, "stderr", r.stderr, "landlock cannot enforce: network: allowlist")
+			os.Remove(filepath.Join(w.project, "made.txt"))
+			tr = runTurnResult(t, w, api, []string{"--backend", "landlock", "--network", "allowlist", "--allow", "localhost:" + api.Port()},
+				`echo "env AGENTBOX=$AGENTBOX $AGENTBOX_NETWORK"; echo made > made.txt`)
+			expectContains(t, "tool output", tr.toolOutput, "env AGENTBOX=1 allowlist")
+			if !exists(filepath.Join(w.project, "made.txt")) {
+				t.Fatalf("the project write is not on the host; tool output:\n%s", tr.toolOutput)
+			}
+			expectNotContains(t, "agentbox stderr", tr.stderr, "denied")
 		})
 	}
 }

@@ -78,6 +78,8 @@ type world struct {
 	project string
 	cwd     string
 	env     []string
+	// timeout bounds each agentbox run; 60 seconds when zero.
+	timeout time.Duration
 }
 
 func newWorld(t *testing.T) *world {
@@ -158,7 +160,11 @@ func (w *world) run(args ...string) result {
 
 func (w *world) runIn(stdin string, args ...string) result {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	limit := w.timeout
+	if limit == 0 {
+		limit = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	c := w.command(ctx, args...)
 	c.Stdin = strings.NewReader(stdin)

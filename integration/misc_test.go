@@ -48,7 +48,11 @@ func TestTruthfulVariables(t *testing.T) {
 	w.env = append(w.env, "AGENTBOX_WRITABLE=/forged", "AGENTBOX=1")
 	r := w.sh(nil, `echo "$AGENTBOX|$AGENTBOX_BACKEND|$AGENTBOX_WRITABLE|$AGENTBOX_NETWORK|$TMPDIR|$AGENTBOX_DEGRADED"`)
 	expectCode(t, r, 0)
-	want := fmt.Sprintf("1|bwrap|/tmp,%s|open|/tmp|\n", w.project)
+	caches, _ := filepath.Glob(filepath.Join(w.home, ".local", "state", "agentbox", "caches", "proj-*"))
+	if len(caches) != 1 {
+		t.Fatalf("the run's private caches: %v", caches)
+	}
+	want := fmt.Sprintf("1|bwrap|/tmp,%s,%s|open|/tmp|\n", w.project, caches[0])
 	if r.stdout != want {
 		t.Fatalf("confined: got %q, want %q", r.stdout, want)
 	}

@@ -32,7 +32,7 @@ func TestBwrapFailureMessages(t *testing.T) {
 	w := newWorld(t)
 	fakeBwrapFirst(t, w, `echo "bwrap: setting up uid map: Permission denied" >&2; exit 1`)
 	for _, args := range [][]string{
-		{"run", "--network", "allowlist", "--", "true"},
+		{"run", "--backend", "bwrap", "--network", "allowlist", "--", "true"},
 		{"run", "--backend", "bwrap", "--", "true"},
 	} {
 		r := w.run(args...)

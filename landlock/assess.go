@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/plan"
@@ -55,6 +56,17 @@ type Assessment struct {
 	BlockTCP bool `json:"block_tcp,omitempty"`
 	// BlockUDP refuses every UDP bind, connect and send (ABI 10+).
 	BlockUDP bool `json:"block_udp,omitempty"`
+	// Proxy is true in network mode allowlist: CMD reaches the network
+	// only through agentbox's proxy, which listens on the host's loopback
+	// at a port chosen when the run starts; TCP connect is allowed to that
+	// port and to ConnectPorts, and nowhere else (BlockTCP is set too).
+	Proxy bool `json:"proxy,omitempty"`
+	// ConnectPorts are the ports of the host services an allow entry names
+	// ("localhost:3000"), which CMD reaches directly.
+	ConnectPorts []int `json:"connect_ports,omitempty"`
+	// ProxyPort is the proxy's port; the supervisor knows it once the
+	// proxy listens and gives it to the child, which sets it before Apply.
+	ProxyPort int `json:"-"`
 	// ScopeSignal refuses signals to processes outside the sandbox (ABI 6+).
 	ScopeSignal bool `json:"scope_signal,omitempty"`
 	// ScopeAbstractUnix refuses connecting to abstract UNIX sockets outside
@@ -175,10 +187,14 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	}
 	a.DropCaps = p.Identity.Root()
 	a.ScopeSignal = abi >= 6
-	if p.Network.Mode == plan.NetNone {
+	if p.Network.Mode == plan.NetNone || (p.Network.Mode == plan.NetAllowlist && abi >= 4) {
 		a.BlockTCP = abi >= 4
 		a.BlockUDP = abi >= 10
 		a.ScopeAbstractUnix = abi >= 6
+	}
+	if p.Network.Mode == plan.NetAllowlist && abi >= 4 {
+		a.Proxy = true
+		a.ConnectPorts = forwardPorts(p.Network)
 	}
 	if dir := tmpDir(p); dir != "" {
 		a.Env = map[string]string{"TMPDIR": dir}
@@ -546,7 +562,23 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 			add("network", NotEnforced, fmt.Sprintf("none: Landlock ABI %d has no network rules (TCP needs ABI 4)", a.ABI))
 		}
 	case plan.NetAllowlist:
-		add("network", NotEnforced, "allowlist: Landlock filters TCP by port, not by host, and the plan names no proxy port to confine CMD to")
+		if !a.Proxy {
+			add("network", NotEnforced, fmt.Sprintf("allowlist: Landlock ABI %d has no network rules (TCP needs ABI 4)", a.ABI))
+			break
+		}
+		how := "allowlist: TCP may connect only to the port of agentbox's proxy on the host's loopback (chosen when the run starts; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name it), " +
+			"which checks every request against the rules and serves only this user's connections"
+		if len(a.ConnectPorts) > 0 {
+			how += fmt.Sprintf(", and to the allowed host services' ports %v", a.ConnectPorts)
+		}
+		how += "; but Landlock filters TCP by port, not by address, so a program that deliberately connects elsewhere on one of those ports " +
+			"gets through, and nothing can listen (binding TCP is refused); TCP Fast Open and MPTCP/SCTP sockets are refused by the seccomp filter"
+		if a.BlockUDP {
+			how += "; UDP is refused"
+		} else {
+			how += "; UDP is not blocked before ABI 10 (DNS still works and can carry data)"
+		}
+		add("network", Weaker, how)
 	default:
 		add("network", NotEnforced, "unknown network mode "+p.Network.Mode)
 	}
@@ -567,4 +599,17 @@ func unavailable(p *plan.Plan, abi int) []RuleStatus {
 		out = append(out, RuleStatus{Rule: m.Stage.String(), Path: m.Path, Origin: m.Origin.String(), Level: NotEnforced, How: why})
 	}
 	return append(out, RuleStatus{Rule: "network", Level: NotEnforced, How: why})
+}
+
+// forwardPorts are the ports of the allow entries that name a service on
+// the host's loopback, in order, once each.
+func forwardPorts(n plan.Network) []int {
+	var out []int
+	for _, f := range n.Forwards() {
+		port, err := strconv.Atoi(f[strings.LastIndex(f, ":")+1:])
+		if err == nil && !slices.Contains(out, port) {
+			out = append(out, port)
+		}
+	}
+	return out
 }

@@ -38,6 +38,7 @@ func goldenPlans() map[string]struct {
 		"network-none-abi3":   {f.plan(plan.NetNone), 3, Options{}},
 		"network-none-abi10":  {f.plan(plan.NetNone), 10, Options{}},
 		"allowlist":           {f.plan(plan.NetAllowlist), 7, Options{}},
+		"allowlist-abi3":      {f.plan(plan.NetAllowlist), 3, Options{}},
 		"abi1":                {f.plan(plan.NetOpen), 1, Options{}},
 		"abi0":                {f.plan(plan.NetOpen), 0, Options{}},
 		"root": {edit(f.plan(plan.NetOpen), func(p *plan.Plan) {
@@ -100,7 +101,8 @@ func TestAssessLevels(t *testing.T) {
 		{"keep-roots-writable", []string{"read-only", "read-only"}},
 		{"network-none", nil},
 		{"network-none-abi3", []string{"network"}},
-		{"allowlist", []string{"network"}},
+		{"allowlist", nil}, // enforced weaker: through the proxy's port
+		{"allowlist-abi3", []string{"network"}},
 		{"tmp-private", []string{"tmp"}},
 		{"tmp-private-hostdir", nil},
 		{"bind-elsewhere", []string{"writable"}},

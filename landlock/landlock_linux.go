@@ -61,10 +61,20 @@ func Apply(a Assessment) error {
 	for _, r := range rules {
 		lrules = append(lrules, ll.PathAccess(ll.AccessFSSet(r.Rights), r.Path))
 	}
-	// No port rules: with the TCP (and UDP) rights handled and nothing
-	// granted, every connect and bind is refused.
+	// With the TCP (and UDP) rights handled and nothing granted, every
+	// connect and bind is refused; in allowlist mode, connecting to the
+	// proxy's port and to the allowed host services' ports is granted.
 	if a.BlockTCP {
 		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindTCP | accessNetConnectTCP)
+	}
+	if a.Proxy {
+		if a.ProxyPort < 1 || a.ProxyPort > 65535 {
+			return errors.New("network allowlist: no proxy port to allow")
+		}
+		lrules = append(lrules, ll.ConnectTCP(uint16(a.ProxyPort)))
+		for _, port := range a.ConnectPorts {
+			lrules = append(lrules, ll.ConnectTCP(uint16(port)))
+		}
 	}
 	if a.BlockUDP {
 		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindUDP | accessNetConnectSendUDP)
@@ -122,7 +132,16 @@ func dropCaps() error {
 		}
 	}
 	for c := 0; c <= last; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if err == unix.EPERM {
+			// Without CAP_SETPCAP (root inside another box, a container
+			// that dropped every capability) the bounding set cannot be
+			// changed; it need not be: the permitted set is emptied below,
+			// and no_new_privs, which the Landlock restriction sets right
+			// after, keeps exec from granting anything beyond it.
+			break
+		}
+		if err != nil && err != unix.EINVAL {
 			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -49,6 +50,18 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	a, _ := AssessmentOf(p)
+	env := p.BoxEnviron()
+	args := []string{"agentbox", ChildCommand}
+	if a.Proxy {
+		px, err := startProxy(p, c)
+		if err != nil {
+			return 0, err
+		}
+		defer px.stop()
+		env = withVars(env, px.env)
+		args = append(args, strconv.Itoa(px.port))
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -56,7 +69,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	fg := supervise.Foreground()
 	attr := &syscall.ProcAttr{
 		// CMD's environment: the child execs CMD with its own.
-		Env:   p.BoxEnviron(),
+		Env:   env,
 		Files: []uintptr{0, 1, 2, r.Fd()},
 		// Its own process group, with the terminal's foreground when
 		// agentbox had it, so Ctrl-C reaches CMD and not agentbox; SIGKILL
@@ -69,12 +82,12 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	// Pdeathsig follows the thread that forked, so keep it alive.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	pid, err := syscall.ForkExec(c.Self, []string{"agentbox", ChildCommand}, attr)
+	pid, err := syscall.ForkExec(c.Self, args, attr)
 	if err != nil && fg {
 		// The terminal may refuse (stdin is not its controlling terminal
 		// after all): run without handing it over.
 		attr.Sys = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		pid, err = syscall.ForkExec(c.Self, []string{"agentbox", ChildCommand}, attr)
+		pid, err = syscall.ForkExec(c.Self, args, attr)
 	}
 	if c.Started != nil {
 		c.Started(pid)
@@ -113,6 +126,12 @@ func ChildMain() int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if a.Proxy {
+		// The proxy's port, which the supervisor learnt once it listened.
+		if len(os.Args) > 2 {
+			a.ProxyPort, _ = strconv.Atoi(os.Args[2])
+		}
+	}
 	if err := os.Chdir(p.Cwd); err != nil {
 		return fail("changing to %s: %v", p.Cwd, err)
 	}
@@ -130,7 +149,7 @@ func ChildMain() int {
 		return supervise.ExecError(p.Command[0], err)
 	}
 	var extra []seccomp.Group
-	if p.Network.Mode == plan.NetNone {
+	if p.Network.Mode == plan.NetNone || a.Proxy {
 		// Landlock checks connect(2) only: refuse the ways around it.
 		extra = append(extra, seccomp.NoNetBypass)
 	}

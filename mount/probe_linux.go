@@ -120,7 +120,7 @@ func fixFor(msg string) string {
 			"enable them, or let agentbox use its Landlock backend (--backend landlock; auto picks it)"
 	case strings.Contains(msg, "Can't mount proc"):
 		return "/proc cannot be mounted here (a container with a masked /proc): give the container an unmasked /proc " +
-			"(Kubernetes: securityContext.procMount: Unmasked), or let agentbox use its Landlock backend (--backend landlock)"
+			"(Kubernetes: spec.hostUsers: false and securityContext.procMount: Unmasked; Docker: --security-opt systempaths=unconfined), or let agentbox use its Landlock backend (--backend landlock)"
 	}
 	return "run `agentbox doctor` to see what this machine can enforce"
 }

@@ -38,8 +38,12 @@ type Box struct {
 	// Backend is the backend that confines CMD ("bwrap", "landlock",
 	// "windows"), or "" when CMD runs unconfined.
 	Backend string `json:"backend"`
-	// Degraded is, under enforce = "best-effort", why CMD runs unconfined.
+	// Degraded is, under enforce = "best-effort", why CMD runs unconfined;
+	// with Outer, why it gets no box of its own.
 	Degraded string `json:"degraded,omitempty"`
+	// Outer is the backend of the box agentbox itself runs in, when CMD
+	// runs in that box because no box of its own can be made there.
+	Outer string `json:"outer,omitempty"`
 	// Passed are the backends auto passed over, each with the reason.
 	Passed []string `json:"passed_over,omitempty"`
 	// Rules say how the backend enforces each rule of the plan.

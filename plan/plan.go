@@ -121,6 +121,7 @@ type Layer struct {
 	Name   string `json:"name"`           // "defaults", "user", "project", "env", "flags", "policy"
 	File   string `json:"file,omitempty"` // the policy file, if the layer is a file
 	Status string `json:"status"`         // "loaded", "absent", "trusted", "set"
+	Note   string `json:"note,omitempty"` // what was left out of the layer, and why
 }
 
 // Skip is a rule that could not be applied and was left out, with the reason.
@@ -166,6 +167,9 @@ type Network struct {
 	Mode  string   `json:"mode"`
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+	// Implied says why the mode is allowlist when no layer chose a mode:
+	// an allow entry turns it on.
+	Implied string `json:"implied,omitempty"`
 }
 
 // Env is the environment CMD receives.
@@ -243,6 +247,22 @@ type Provider struct {
 	// confined Codex gets its own sandbox turned off); nil when it runs as
 	// given. It is Command once the plan is completed for a backend.
 	Confined []string `json:"confined_command,omitempty"`
+	// ConfinedEnv are variables the CLI gets only when a box confines it
+	// (its own folder's variable, IS_SANDBOX=1), NAME=value.
+	ConfinedEnv []string `json:"confined_env,omitempty"`
+	// State is the CLI's configuration the box keeps a copy of, refreshed
+	// from the host's file before every confined run; nil when none.
+	State *ProviderState `json:"state,omitempty"`
+}
+
+// ProviderState is how a CLI's user configuration reaches the box: Host is
+// the host's file (only ever read), Box the copy the CLI uses in the box,
+// Base the host's file at the last refresh (the merge's base), kept where
+// the box cannot write.
+type ProviderState struct {
+	Host string `json:"host"`
+	Box  string `json:"box"`
+	Base string `json:"base"`
 }
 
 // Log is the audit log of a run: its events (start, network decisions,
@@ -325,6 +345,13 @@ type Plan struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Log is whether the run is recorded in the audit log, and where.
 	Log Log `json:"log"`
+	// Caches are the package and build caches the box uses, per tool;
+	// CacheDir is the folder holding the workspace's private ones.
+	Caches   []Cache `json:"caches,omitempty"`
+	CacheDir string  `json:"cache_dir,omitempty"`
+	// Depth is how many boxes CMD runs in: 1 for a box started outside
+	// any box, 2 for a box started inside one, and so on.
+	Depth int `json:"depth,omitempty"`
 	// Box is what the chosen backend makes of all of the above.
 	Box Box `json:"box"`
 }

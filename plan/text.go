@@ -18,10 +18,16 @@ func (p *Plan) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, l := range p.Layers {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Name, l.Status, l.File)
+		if l.Note != "" {
+			fmt.Fprintf(tw, "  \t(%s)\t\n", l.Note)
+		}
 	}
 	tw.Flush()
 	backend := p.Box.Backend
-	if !p.Confined() {
+	switch {
+	case p.Box.Outer != "":
+		backend = "the outer box (" + p.Box.Outer + "): no box of its own can be made here: " + p.Box.Degraded
+	case !p.Confined():
 		backend = "none, UNCONFINED: " + p.Box.Degraded
 	}
 	fmt.Fprintf(w, "backend:   %s (requested %s), enforce %s\n", backend, p.Backend, p.Enforce)
@@ -48,6 +54,12 @@ func (p *Plan) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "provider:  %s — %s\n", prov, p.Provider.Reason)
 	if p.Provider.Adjusted != "" {
 		fmt.Fprintf(w, "  %s\n", p.Provider.Adjusted)
+	}
+	if len(p.Provider.ConfinedEnv) > 0 {
+		fmt.Fprintf(w, "  confined, it gets %s\n", strings.Join(p.Provider.ConfinedEnv, " "))
+	}
+	if s := p.Provider.State; s != nil {
+		fmt.Fprintf(w, "  its settings: %s is merged into its copy %s before every run (the box never writes %s)\n", s.Host, s.Box, s.Host)
 	}
 	if p.Workspace.Root != "" {
 		fmt.Fprintf(w, "workspace: %s in %s", p.Workspace.ID, p.Workspace.Root)
@@ -85,6 +97,9 @@ func (p *Plan) WriteText(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "network:   %s\n", net)
+	if p.Network.Implied != "" {
+		fmt.Fprintf(w, "  mode:    %s\n", p.Network.Implied)
+	}
 	if p.Network.Mode == NetAllowlist {
 		if len(p.Network.Allow) == 0 {
 			fmt.Fprintln(w, "  allow:   (nothing: every connection is denied)")
@@ -103,9 +118,6 @@ func (p *Plan) WriteText(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "env:       %s", p.Env.Mode)
-	if p.Env.Provider != "" {
-		fmt.Fprintf(w, "; provider sets %s", p.Env.Provider)
-	}
 	if len(p.Env.Kept) > 0 {
 		fmt.Fprintf(w, "; kept (the provider's own key): %s", strings.Join(p.Env.Kept, ", "))
 	}
@@ -121,6 +133,7 @@ func (p *Plan) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "; set: %s", strings.Join(keys, ", "))
 	}
 	fmt.Fprintln(w)
+	p.writeCaches(w)
 	if l := p.Limits; l != (Limits{}) {
 		fmt.Fprintf(w, "limits:    processes %d, open files %d, memory %d bytes, cpu %ds, file size %d bytes (0 = unlimited)\n",
 			l.Processes, l.OpenFiles, l.Memory, l.CPUTime, l.FileSize)

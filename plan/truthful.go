@@ -1,6 +1,9 @@
 package plan
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // The variables agentbox sets inside a box to say what is in force, and only
 // then (see Truthful); inherited copies are always removed.
@@ -51,6 +54,9 @@ func (p *Plan) Truthful() []string {
 		VarDeny + "=" + strings.Join(p.Denied(), sep),
 		VarNetwork + "=" + p.Network.Mode,
 	}
+	if p.Depth > 0 {
+		out = append(out, VarDepth+"="+strconv.Itoa(p.Depth))
+	}
 	if p.Box.Tmpdir != "" {
 		out = append(out, "TMPDIR="+p.Box.Tmpdir)
 	}
@@ -63,11 +69,27 @@ func (p *Plan) Truthful() []string {
 func (p *Plan) BoxEnviron() []string {
 	out := append([]string(nil), p.Environ...)
 	if !p.Confined() {
-		if p.Box.Degraded != "" {
+		// In the outer box, the outer box's own variables (in Environ)
+		// stay true; nothing is degraded.
+		if p.Box.Degraded != "" && p.Box.Outer == "" {
 			out = append(out, VarDegraded+"="+p.Box.Degraded)
 		}
 		return out
 	}
-	out = append(out, p.Box.Env...)
-	return append(out, p.Truthful()...)
+	set := append(append([]string(nil), p.Box.Env...), p.Truthful()...)
+	// A name set here replaces an inherited copy (TMPDIR, the proxy
+	// variables): programs read the first copy of a name, so one left
+	// before it would win.
+	names := map[string]bool{}
+	for _, kv := range set {
+		name, _, _ := strings.Cut(kv, "=")
+		names[name] = true
+	}
+	kept := out[:0]
+	for _, kv := range out {
+		if name, _, _ := strings.Cut(kv, "="); !names[name] {
+			kept = append(kept, kv)
+		}
+	}
+	return append(kept, set...)
 }

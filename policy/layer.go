@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agentbox/agentbox/cache"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -41,6 +42,8 @@ type Layer struct {
 	File   string // the policy file, if any
 	Status string // "loaded", "absent", "trusted", "set"
 	Hash   string // SHA-256 of a policy file's bytes, hex
+	// Note says what was left out of the layer and why.
+	Note string
 
 	Scalars   map[string]Entry
 	Lists     map[string][]Entry
@@ -138,7 +141,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 		k := und[0].String()
 		return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line(k)), key: k, msg: "unknown key"}
 	}
-	for _, table := range [][]string{{"env", "set"}, {"providers"}} {
+	for _, table := range [][]string{{"env", "set"}, {"providers"}, {"caches"}} {
 		// The decoder turns a list into an empty table without a word.
 		if md.Type(table...) == "Array" {
 			k := strings.Join(table, ".")
@@ -191,6 +194,14 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	list("env.pass", s.Env.Pass)
 	list("env.deny", s.Env.Deny)
 	list("seccomp.allow", s.Seccomp.Allow)
+	for _, k := range sortedKeys(s.Caches) {
+		key := "caches." + k
+		if _, known := cache.Lookup(k); !known && k != "default" {
+			return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line(key)), key: key,
+				msg: fmt.Sprintf("unknown tool (known: %s, and default for the others)", strings.Join(cache.Names(), ", "))}
+		}
+		l.Scalars[key] = Entry{Value: s.Caches[k], Origin: origin(key), Base: base}
+	}
 	for _, k := range sortedKeys(s.Env.Set) {
 		key := "env.set." + k
 		l.EnvSet[k] = Entry{Value: s.Env.Set[k], Origin: origin(key)}
@@ -260,6 +271,11 @@ func (l *Layer) check() error {
 	for key, e := range l.Scalars {
 		if cs, ok := choices[key]; ok && !contains(cs, e.Value) {
 			return originError(e.Origin, fmt.Sprintf("%q is not one of %s", e.Value, strings.Join(cs, ", ")))
+		}
+	}
+	for key, e := range l.Scalars {
+		if strings.HasPrefix(key, "caches.") && !contains(cache.Modes, e.Value) {
+			return originError(e.Origin, fmt.Sprintf("%q is not one of %s", e.Value, strings.Join(cache.Modes, ", ")))
 		}
 	}
 	if e, ok := l.Scalars["filesystem.scan_limit"]; ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -144,11 +145,29 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 	return l, nil
 }
 
+// informational are the setting variables that share their names with
+// what agentbox sets inside a box to say what is in force (plan.Truthful).
+// Inside a box (AGENTBOX=1) their values are the outer box's description,
+// not the user's wishes, so an agentbox started there does not read them
+// as settings: an inner run would otherwise insist on the outer box's
+// backend (which cannot start inside it) or copy its rules by accident.
+var informational = []string{plan.VarBackend, plan.VarNetwork, plan.VarDeny}
+
 // envLayer turns the AGENTBOX_* variables into a layer.
 func envLayer(env Env) (*Layer, error) {
 	l := newLayer("env", "", "absent")
+	inBox := env.Getenv(plan.VarActive) == "1"
+	var ignored []string
+	read := func(name string) string {
+		v := env.Getenv(name)
+		if v != "" && inBox && contains(informational, name) {
+			ignored = append(ignored, name)
+			return ""
+		}
+		return v
+	}
 	scalar := func(name, key string) {
-		if v := env.Getenv(name); v != "" {
+		if v := read(name); v != "" {
 			l.Scalars[key] = Entry{Value: v, Origin: plan.Origin{Key: "env " + name}}
 			l.Status = "set"
 		}
@@ -157,13 +176,17 @@ func envLayer(env Env) (*Layer, error) {
 	scalar("AGENTBOX_WORKSPACE", "workspace.id")
 	scalar("AGENTBOX_ENFORCE", "sandbox.enforce")
 	scalar("AGENTBOX_BACKEND", "sandbox.backend")
-	if v := env.Getenv("AGENTBOX_DENY"); v != "" {
+	if v := read("AGENTBOX_DENY"); v != "" {
 		for _, p := range strings.Split(v, ",") {
 			if p = strings.TrimSpace(p); p != "" {
 				l.Lists["filesystem.deny"] = append(l.Lists["filesystem.deny"], Entry{Value: p, Origin: plan.Origin{Key: "env AGENTBOX_DENY"}})
 			}
 		}
 		l.Status = "set"
+	}
+	if len(ignored) > 0 {
+		sort.Strings(ignored)
+		l.Note = "inside a box: " + strings.Join(ignored, ", ") + " describe the outer box and are not read as settings"
 	}
 	return l, l.check()
 }

@@ -67,7 +67,9 @@ type resolver struct {
 	providerHome string             // the provider's own folder, if any
 	homeVar      string             // a variable to set to homeVarValue inside the box
 	homeVarValue string
+	userHomeVar  bool               // the user set the provider's folder variable (CLAUDE_CONFIG_DIR)
 	declared     map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
+	cachesMasked bool               // the workspace stage bound the private caches already
 	env          Env
 	m            merged
 	opts         Options
@@ -84,9 +86,10 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 		Identity: plan.Identity{UID: env.UID, GID: env.GID, Home: env.Home},
 		Args:     append([]string(nil), command...),
 		Command:  append([]string(nil), command...),
+		Depth:    depth(env),
 	}}
 	for _, l := range layers {
-		r.p.Layers = append(r.p.Layers, plan.Layer{Name: l.Name, File: l.File, Status: l.Status})
+		r.p.Layers = append(r.p.Layers, plan.Layer{Name: l.Name, File: l.File, Status: l.Status, Note: l.Note})
 	}
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
@@ -122,6 +125,9 @@ func (r *resolver) modes() error {
 				r.p.Network.Deny = appendNew(r.p.Network.Deny, e.Value)
 			}
 		}
+	}
+	if err := r.allowMode(); err != nil {
+		return err
 	}
 	for _, f := range r.p.Network.Forwards() {
 		if strings.HasSuffix(f, ":"+strconv.Itoa(plan.ProxyPort)) {
@@ -301,7 +307,13 @@ func (r *resolver) providerInfo() (provider.Provider, bool) {
 	if r.registry == nil || r.p.Provider.Name == "" {
 		return provider.Provider{}, false
 	}
-	return r.registry.Lookup(r.p.Provider.Name)
+	pr, ok := r.registry.Lookup(r.p.Provider.Name)
+	if ok && r.userHomeVar && pr.Config != "" {
+		// The user's own folder variable: the CLI's configuration in it is
+		// the one used outside the box too (see providerState).
+		pr.ReadOnly = append(pr.ReadOnly, filepath.Base(pr.Config))
+	}
+	return pr, ok
 }
 
 func (r *resolver) workspace() error {
@@ -399,12 +411,7 @@ func (r *resolver) tmpStage() error {
 	case plan.TmpHost:
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "the host's /tmp, shared with everything"})
 	default:
-		id := r.p.Workspace.ID
-		if id == "" {
-			root, _ := r.projectRoot()
-			sum := sha256.Sum256([]byte(root))
-			id = sanitize(filepath.Base(root)) + "-" + hex.EncodeToString(sum[:4])
-		}
+		id := r.workspaceKey()
 		tmp := r.env.TempDir
 		if tmp == "" {
 			tmp = "/tmp"
@@ -422,6 +429,18 @@ func (r *resolver) tmpStage() error {
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: r.p.Tmp.HostDir, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "shared by workspace " + id})
 	}
 	return nil
+}
+
+// workspaceKey names the workspace a run belongs to, for its /tmp and its
+// private caches: the workspace id, else the project's folder name and a
+// hash of its path.
+func (r *resolver) workspaceKey() string {
+	if id := r.p.Workspace.ID; id != "" {
+		return id
+	}
+	root, _ := r.projectRoot()
+	sum := sha256.Sum256([]byte(root))
+	return sanitize(filepath.Base(root)) + "-" + hex.EncodeToString(sum[:4])
 }
 
 func sanitize(s string) string {
@@ -449,6 +468,7 @@ func (r *resolver) workspaceStage() error {
 	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Bind, Path: ws.Dir, Access: plan.ReadWrite, Origin: id})
 	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.Bind, Path: ws.RepoDir, Access: plan.ReadWrite, Origin: id})
 	r.add(plan.Mount{Stage: plan.StageWorkspace, Op: plan.RemountRO, Path: ws.Root, Access: plan.Hidden, Origin: id, Note: "nothing can be written beside the workspace folders"})
+	r.maskCaches()
 	return nil
 }
 
@@ -505,6 +525,7 @@ func (r *resolver) writableStage() error {
 			if i == 0 && pr.HomeVar != "" {
 				if v := r.env.Getenv(pr.HomeVar); v != "" {
 					e = Entry{Value: v, Origin: plan.Origin{Key: "provider " + pr.Name + " (" + pr.HomeVar + ")"}}
+					r.userHomeVar = true
 				} else if pr.SetHomeVar {
 					r.homeVar = pr.HomeVar
 				}
@@ -531,6 +552,7 @@ func (r *resolver) writableStage() error {
 			}
 			addPath(real, e.Origin, "")
 		}
+		r.providerState(pr)
 	}
 	for _, w := range list {
 		if w.path == "/" || plan.Within(r.env.Home, w.path) {
@@ -556,7 +578,7 @@ func (r *resolver) writableStage() error {
 	for _, w := range list {
 		r.add(plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Path: w.path, Access: plan.ReadWrite, Origin: w.origin, Note: w.note})
 	}
-	return nil
+	return r.cacheStage()
 }
 
 // writableRegions are the folders the sandbox can write: writable roots and
@@ -752,8 +774,17 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) 
 				}
 			}
 		}
-		if pr, ok := r.providerInfo(); ok && r.providerHome != "" {
-			homes[pr.Name] = r.realMaybe(r.providerHome)
+		if pr, ok := r.providerInfo(); ok {
+			// The detected provider as this run sees it (with the user's
+			// configuration file when they moved its folder).
+			for i := range providers {
+				if providers[i].Name == pr.Name {
+					providers[i] = pr
+				}
+			}
+			if r.providerHome != "" {
+				homes[pr.Name] = r.realMaybe(r.providerHome)
+			}
 		}
 	}
 	limit, _ := strconv.Atoi(r.scalar("filesystem.scan_limit"))
@@ -869,7 +900,21 @@ func (r *resolver) denyStage() error {
 
 // truthful are the variables only agentbox sets, and only when confinement
 // is in force; inherited copies are never passed on.
-var truthful = []string{"AGENTBOX", "AGENTBOX_BACKEND", "AGENTBOX_WRITABLE", "AGENTBOX_DENY", "AGENTBOX_NETWORK", "AGENTBOX_DEGRADED"}
+var truthful = plan.TruthfulVars
+
+// depth is how many boxes a command started from env runs in: one more
+// than the box env is in, as that box's AGENTBOX_DEPTH says (a box of an
+// agentbox that did not count says AGENTBOX=1 alone: one box).
+func depth(env Env) int {
+	if env.Getenv(plan.VarActive) != "1" {
+		return 1
+	}
+	n, err := strconv.Atoi(env.Getenv(plan.VarDepth))
+	if err != nil || n < 1 || n > 1000 {
+		n = 1
+	}
+	return n + 1
+}
 
 // cleanBaseline is kept in clean mode besides env.pass: none of it is a
 // secret and without it most tools cannot start.
@@ -929,6 +974,7 @@ func (r *resolver) environment() error {
 	if pr, ok := r.providerInfo(); ok {
 		keys = pr.Keys
 	}
+	caches := r.cacheVars()
 	// Windows variable names are case-insensitive (Path is PATH), so
 	// there every name and pattern is compared in upper case, and clean
 	// mode keeps what Windows programs cannot start without.
@@ -944,7 +990,7 @@ func (r *resolver) environment() error {
 		if !ok || name == "" {
 			continue
 		}
-		keep := true
+		keep := caches[name] == ""
 		switch {
 		case is(truthful, name):
 			keep = false
@@ -953,6 +999,11 @@ func (r *resolver) environment() error {
 		case match(e.Deny, name):
 			keep = false
 			e.Removed = appendNew(e.Removed, name)
+		case e.Mode == "clean" && is(keys, name) && !match(e.Pass, name):
+			// The agent CLI cannot work without its own key: clean mode
+			// keeps it, as deny globs do (a CI job runs the agent in a
+			// clean environment).
+			e.Kept = appendNew(e.Kept, name)
 		case e.Mode == "clean" && !match(e.Pass, name) && !match(baseline, name):
 			keep = false
 			e.Removed = appendNew(e.Removed, name)
@@ -967,10 +1018,24 @@ func (r *resolver) environment() error {
 	for _, k := range sortedKeys(e.Set) {
 		out = append(out, k+"="+e.Set[k])
 	}
+	for _, k := range sortedKeys(caches) {
+		if _, set := e.Set[k]; !set {
+			out = append(out, caches[k])
+		}
+	}
+	// The provider's own variables are set only when a box confines it
+	// (box.Complete): run unconfined, it keeps its usual configuration.
 	if r.homeVar != "" {
 		if _, set := e.Set[r.homeVar]; !set {
-			out = append(out, r.homeVar+"="+r.homeVarValue)
 			e.Provider = r.homeVar + "=" + r.homeVarValue
+			r.p.Provider.ConfinedEnv = append(r.p.Provider.ConfinedEnv, e.Provider)
+		}
+	}
+	if pr, ok := r.providerInfo(); ok && pr.Supported {
+		for _, kv := range pr.SandboxEnv {
+			if name, _, _ := strings.Cut(kv, "="); e.Set[name] == "" {
+				r.p.Provider.ConfinedEnv = append(r.p.Provider.ConfinedEnv, kv)
+			}
 		}
 	}
 	sort.Strings(e.Removed)
@@ -1028,4 +1093,40 @@ func (r *resolver) confinedCommand() error {
 		r.p.Provider.Confined = argv
 	}
 	return nil
+}
+
+// allowMode applies the rule that ties network.allow to the network mode:
+// an allow entry only means something in allowlist mode, so entries with
+// no mode chosen anywhere (only the default "open") turn allowlist on, and
+// entries with a mode a layer chose as "open" or "none" are an error naming
+// both. Silently ignoring them would leave the network open while the user
+// believes it filtered.
+func (r *resolver) allowMode() error {
+	allow := r.m.lists["network.allow"]
+	if len(allow) == 0 {
+		return nil
+	}
+	mode := r.m.scalars["network.mode"]
+	if mode.Origin.Key == "default" {
+		r.p.Network.Mode = plan.NetAllowlist
+		r.p.Network.Implied = "allowlist because " + allow[0].Origin.String() + " allows " + allow[0].Value
+		return nil
+	}
+	if mode.Value == plan.NetAllowlist {
+		return nil
+	}
+	return originError(allow[0].Origin, fmt.Sprintf("%q: allowing a host needs network mode allowlist, but %s sets the network to %q; drop one of them, or use allowlist",
+		allow[0].Value, modeSource(mode.Origin), mode.Value))
+}
+
+// modeSource names where network.mode was set, in the words the user wrote
+// it: "--network", "AGENTBOX_NETWORK", or "file:line network.mode".
+func modeSource(o plan.Origin) string {
+	switch {
+	case strings.HasPrefix(o.Key, "flag "):
+		return strings.TrimPrefix(o.Key, "flag ")
+	case strings.HasPrefix(o.Key, "env "):
+		return strings.TrimPrefix(o.Key, "env ")
+	}
+	return o.String()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
@@ -39,10 +40,14 @@ func checkOrder(t *testing.T, p *plan.Plan) {
 	}
 }
 
-// prepares shows the plan's Prepare list as "path mode (origin)".
+// prepares shows the plan's Prepare list as "path mode (origin)", but the
+// caches' folders.
 func (w *world) prepares(p *plan.Plan) []string {
 	var out []string
 	for _, d := range p.Prepare {
+		if isCache(d.Origin) {
+			continue
+		}
 		if d.Placeholder != "" && !w.showBlocked {
 			continue
 		}
@@ -247,7 +252,7 @@ func TestResolveWritable(t *testing.T) {
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{w.path("data"), w.path("real/target"), w.path("data/file.txt"), w.path("home/u/proj"), w.path("data/a/b")}, p.Writable()); diff != "" {
+	if diff := cmp.Diff([]string{w.path("data"), w.path("real/target"), w.path("data/file.txt"), w.path("home/u/proj"), w.path("data/a/b"), p.CacheDir}, p.Writable()); diff != "" {
 		t.Errorf("Writable (-want +got):\n%s", diff)
 	}
 }
@@ -805,7 +810,7 @@ func TestResolveErrors(t *testing.T) {
 func TestResolveEnvironment(t *testing.T) {
 	base := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm",
-		"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOPATH=/go", "EDITOR=vi",
+		"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOROOT=/go", "EDITOR=vi",
 		"AGENTBOX=1", "AGENTBOX_BACKEND=bwrap", "AGENTBOX_WRITABLE=/x", "AGENTBOX_DEGRADED=why",
 		"FOO=old",
 	}
@@ -821,35 +826,35 @@ func TestResolveEnvironment(t *testing.T) {
 			name: "inherit drops only the truthful variables",
 			wantEnviron: []string{
 				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm",
-				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOPATH=/go", "EDITOR=vi", "FOO=old",
+				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOROOT=/go", "EDITOR=vi", "FOO=old",
 			},
 		},
 		{
 			name:  "deny globs",
 			flags: Flags{DenyEnv: []string{"*_TOKEN", "AWS_*"}},
 			wantEnviron: []string{
-				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOPATH=/go", "EDITOR=vi", "FOO=old",
+				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOROOT=/go", "EDITOR=vi", "FOO=old",
 			},
 			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"},
 		},
 		{
 			name:        "clean keeps the baseline and pass",
 			flags:       Flags{EnvMode: "clean", PassEnv: []string{"GO*"}},
-			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOPATH=/go"},
+			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOROOT=/go"},
 			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN"},
 		},
 		{
 			name:        "deny wins over pass in clean mode",
 			flags:       Flags{EnvMode: "clean", PassEnv: []string{"GITHUB_TOKEN"}, DenyEnv: []string{"GITHUB_*"}},
 			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm"},
-			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOPATH"},
+			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOROOT"},
 		},
 		{
 			name:   "set replaces and adds",
 			policy: "[env.set]\nFOO = \"new\"\nBAR = \"x=y\"\n",
 			wantEnviron: []string{
 				"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm",
-				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOPATH=/go", "EDITOR=vi",
+				"GITHUB_TOKEN=ghp_secret", "AWS_SECRET_ACCESS_KEY=aws_secret", "GOROOT=/go", "EDITOR=vi",
 				"BAR=x=y", "FOO=new",
 			},
 			wantSet: map[string]string{"FOO": "new", "BAR": "x=y"},
@@ -858,7 +863,7 @@ func TestResolveEnvironment(t *testing.T) {
 			name:        "set survives clean mode",
 			policy:      "[env]\nmode = \"clean\"\nset = { FOO = \"new\" }\n",
 			wantEnviron: []string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "FOO=new"},
-			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOPATH"},
+			wantRemoved: []string{"AWS_SECRET_ACCESS_KEY", "EDITOR", "FOO", "GITHUB_TOKEN", "GOROOT"},
 			wantSet:     map[string]string{"FOO": "new"},
 		},
 	}
@@ -873,7 +878,7 @@ func TestResolveEnvironment(t *testing.T) {
 				flags.Policy = []string{w.path("etc/p.toml")}
 			}
 			p := w.mustResolve(flags, Options{}, "true")
-			if diff := cmp.Diff(tc.wantEnviron, p.Environ); diff != "" {
+			if diff := cmp.Diff(tc.wantEnviron, withoutCacheVars(p)); diff != "" {
 				t.Errorf("environ (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantRemoved, p.Env.Removed); diff != "" {
@@ -939,7 +944,8 @@ func TestResolveProvider(t *testing.T) {
 			w := newWorld(t)
 			tc.flags.Tmp = "private"
 			p := w.mustResolve(tc.flags, Options{}, tc.command...)
-			if diff := cmp.Diff(tc.want, p.Provider); diff != "" {
+			// TestResolveProviderState checks the state and variables.
+			if diff := cmp.Diff(tc.want, p.Provider, cmpopts.IgnoreFields(plan.Provider{}, "ConfinedEnv", "State")); diff != "" {
 				t.Errorf("provider (-want +got):\n%s", diff)
 			}
 		})

@@ -13,7 +13,9 @@ import (
 // case-insensitive, so resolution for GOOS=windows compares names and
 // patterns in any case; clean mode keeps what Windows programs need to
 // start; inherited truthful variables go whatever their case; and the
-// agent CLI's own key survives a deny glob there as on Linux.
+// agent CLI's own key survives a deny glob and clean mode there as on
+// Linux. (Its CLAUDE_CONFIG_DIR is set only when a box confines it:
+// plan.Provider.ConfinedEnv.)
 func TestResolveEnvironmentWindows(t *testing.T) {
 	base := []string{
 		`Path=C:\Windows\system32`, `SystemRoot=C:\Windows`, `ComSpec=C:\Windows\system32\cmd.exe`, `PATHEXT=.COM;.EXE`,
@@ -31,16 +33,18 @@ func TestResolveEnvironmentWindows(t *testing.T) {
 			name:  "inherit: deny globs match any case, truthful names go in any case, the provider key stays",
 			flags: Flags{DenyEnv: []string{"*_TOKEN", "*_KEY"}},
 			wantEnviron: []string{`Path=C:\Windows\system32`, `SystemRoot=C:\Windows`, `ComSpec=C:\Windows\system32\cmd.exe`, `PATHEXT=.COM;.EXE`,
-				`USERPROFILE=C:\Users\u`, `windir=C:\Windows`, "Anthropic_Api_Key=sk-x", "EDITOR=vi", "CLAUDE_CONFIG_DIR=$HOME\\.claude"},
+				`USERPROFILE=C:\Users\u`, `windir=C:\Windows`, "Anthropic_Api_Key=sk-x", "EDITOR=vi"},
 			wantRemoved: []string{"github_token"},
 			wantKept:    []string{"Anthropic_Api_Key"},
 		},
 		{
+			// The agent CLI's own key stays in clean mode too.
 			name:  "clean keeps Path and what Windows needs",
 			flags: Flags{EnvMode: "clean"},
 			wantEnviron: []string{`Path=C:\Windows\system32`, `SystemRoot=C:\Windows`, `ComSpec=C:\Windows\system32\cmd.exe`, `PATHEXT=.COM;.EXE`,
-				`USERPROFILE=C:\Users\u`, `windir=C:\Windows`, "CLAUDE_CONFIG_DIR=$HOME\\.claude"},
-			wantRemoved: []string{"Anthropic_Api_Key", "EDITOR", "github_token"},
+				`USERPROFILE=C:\Users\u`, `windir=C:\Windows`, "Anthropic_Api_Key=sk-x"},
+			wantRemoved: []string{"EDITOR", "github_token"},
+			wantKept:    []string{"Anthropic_Api_Key"},
 		},
 	}
 	for _, tc := range tests {

@@ -15,6 +15,10 @@ type Schema struct {
 	Provider   ProviderSchema                `toml:"provider"`
 	Providers  map[string]ProviderDeclSchema `toml:"providers"`
 	Log        LogSchema                     `toml:"log"`
+	// Caches chooses, per tool ("npm", "go", …, or "default" for every
+	// tool not named), how the box gets its package and build caches:
+	// "private", "host-read-only", "host-writable" or "off".
+	Caches map[string]string `toml:"caches"`
 }
 
 // SandboxSchema is the [sandbox] table.

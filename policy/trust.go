@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentbox/agentbox/cache"
 )
 
 // A project policy comes with the repository, so a stranger may have written
@@ -165,7 +167,11 @@ func (e *UntrustedError) Grants() []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		out = append(out, fmt.Sprintf("%s = %s", k, printable(e.Layer.Scalars[k].Value)))
+		line := fmt.Sprintf("%s = %s", k, printable(e.Layer.Scalars[k].Value))
+		if strings.HasPrefix(k, "caches.") && e.Layer.Scalars[k].Value == cache.HostWritable {
+			line += " (WARNING: the box could change your own cache, which the tool uses outside the box later)"
+		}
+		out = append(out, line)
 	}
 	for _, k := range sortedKeys(e.Layer.EnvSet) {
 		out = append(out, fmt.Sprintf("env.set.%s = (a value)", printable(k)))

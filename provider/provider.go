@@ -51,6 +51,14 @@ type Provider struct {
 	// SetHomeVar sets HomeVar to Writable[0] inside the box when the user
 	// has not set it.
 	SetHomeVar bool `json:"set_home_var,omitempty"`
+	// Config is the file in the home folder where the CLI keeps its user
+	// configuration and state when HomeVar is not set (~/.claude.json).
+	// Inside the box the CLI uses a copy in its own folder, refreshed from
+	// this file before every confined run (Sync); the box never writes it.
+	Config string `json:"config,omitempty"`
+	// SandboxEnv are variables that tell the CLI it runs in a sandbox,
+	// NAME=value, set only when agentbox really confines it.
+	SandboxEnv []string `json:"sandbox_env,omitempty"`
 	// Keys are the environment variables that hold its own credentials:
 	// a deny glob (such as "*_API_KEY") does not remove them, only a deny
 	// that names them exactly does.
@@ -92,6 +100,7 @@ func Builtin() []Provider {
 		p.Managed = append([]string(nil), p.Managed...)
 		p.CommandFiles = append([]CommandFile(nil), p.CommandFiles...)
 		p.Keys = append([]string(nil), p.Keys...)
+		p.SandboxEnv = append([]string(nil), p.SandboxEnv...)
 		out[i] = p
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

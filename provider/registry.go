@@ -45,6 +45,16 @@ func init() {
 			HomeVar:    "CLAUDE_CONFIG_DIR",
 			Keys:       []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 			SetHomeVar: true,
+			// The user's state (login, onboarding, trusted projects, MCP
+			// servers) is in ~/.claude.json; with CLAUDE_CONFIG_DIR set,
+			// Claude Code reads ~/.claude/.claude.json instead, which the
+			// box keeps as a merged copy (provider.Sync).
+			Config: "~/.claude.json",
+			// Claude Code 2.1.197 refuses --dangerously-skip-permissions as
+			// root unless IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP) says it
+			// runs in a sandbox (its isRootOutsideDeliberateSandbox check);
+			// IS_SANDBOX=1 also keeps it from forcing its own sandbox.
+			SandboxEnv: []string{"IS_SANDBOX=1"},
 			// Hooks in settings.json, the scripts in hooks/ and plugins run
 			// when Claude Code starts, also outside the box; agents, skills,
 			// commands, rules and output styles steer every session.

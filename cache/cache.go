@@ -1,0 +1,233 @@
+// Package cache knows the package and build caches of everyday tools (npm,
+// pnpm, yarn, pip, uv, go, cargo, maven, gradle and the ~/.cache folder
+// itself): where each tool keeps them, which variable moves them, and how
+// a box gets its own. It also lists and clears the private caches agentbox
+// keeps for each workspace (`agentbox caches`).
+//
+// A box must not write the host's caches: a build or module cache is code
+// or data that the same tool runs or trusts later, outside the box, so a
+// poisoned one escapes it. By default each workspace gets caches of its
+// own, private to the user (0700) under agentbox's state folder, and the
+// tools are pointed at them through their own variables — the same way
+// under every backend, since no backend has to remap a folder for it.
+//
+// What does not belong here: policy files (package policy reads the
+// [caches] table and puts the result in the plan), mounts (the backends).
+package cache
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// The modes a [caches] entry chooses.
+const (
+	// Private gives the workspace a cache of its own, persistent across
+	// its runs and never used outside the box. The default.
+	Private = "private"
+	// HostReadOnly points the tool at the host's own cache, read-only:
+	// what is cached can be used, nothing can be added.
+	HostReadOnly = "host-read-only"
+	// HostWritable lets the box write the host's own cache: fastest, and
+	// what the box leaves there is used by the tool outside the box later.
+	HostWritable = "host-writable"
+	// Off leaves the tool alone: no folder, no variable; its usual cache
+	// gets whatever the rest of the policy says (read-only, as a rule).
+	Off = "off"
+)
+
+// Modes are the modes in the order help texts list them.
+var Modes = []string{Private, HostReadOnly, HostWritable, Off}
+
+// Getenv looks up a variable of the environment resolution runs in.
+type Getenv func(string) string
+
+// Dir is one cache folder of a tool.
+type Dir struct {
+	// Name is its folder in a workspace's private caches.
+	Name string `json:"name"`
+	// Var is the variable that points the tool at the folder.
+	Var string `json:"var"`
+	// Append is the option added to Var's existing value, "{}" standing
+	// for the folder (maven reads -Dmaven.repo.local from MAVEN_OPTS); ""
+	// means Var is the folder.
+	Append string `json:"append,omitempty"`
+	// Also says what else Var moves besides the cache, for the plan
+	// (CARGO_HOME holds cargo's config and installed programs too).
+	Also string `json:"also,omitempty"`
+	// host returns where the tool keeps the folder on the host, given the
+	// home folder and the environment.
+	host func(home string, getenv Getenv) string
+}
+
+// Host returns where the tool keeps the folder outside the box: Var's
+// value when the user set it (and it is a plain path), else the tool's
+// default.
+func (d Dir) Host(home string, getenv Getenv) string {
+	if d.Append == "" {
+		// GOPATH is a list; its first entry is where go writes.
+		v, _, _ := strings.Cut(getenv(d.Var), string(filepath.ListSeparator))
+		if filepath.IsAbs(v) {
+			return filepath.Clean(v)
+		}
+	}
+	return d.host(home, getenv)
+}
+
+// Setting is the variable, NAME=value, that points the tool at dir, given
+// the value Var has in the environment the box starts from.
+func (d Dir) Setting(dir, current string) string {
+	if d.Append == "" {
+		return d.Var + "=" + dir
+	}
+	opt := strings.ReplaceAll(d.Append, "{}", dir)
+	if current == "" {
+		return d.Var + "=" + opt
+	}
+	return d.Var + "=" + current + " " + opt
+}
+
+// Tool is a package manager or build tool whose caches agentbox knows.
+type Tool struct {
+	// Name is its key in the [caches] table.
+	Name string `json:"name"`
+	// Title says what it is, for listings.
+	Title string `json:"title"`
+	Dirs  []Dir  `json:"dirs"`
+}
+
+// under returns a host function for a folder below the home folder.
+func under(rel string) func(string, Getenv) string {
+	return func(home string, _ Getenv) string { return filepath.Join(home, rel) }
+}
+
+// xdgCache returns a host function for a folder in $XDG_CACHE_HOME
+// (~/.cache by default), as the XDG base directory rules say.
+func xdgCache(rel string) func(string, Getenv) string {
+	return func(home string, getenv Getenv) string {
+		base := getenv("XDG_CACHE_HOME")
+		if !filepath.IsAbs(base) {
+			base = filepath.Join(home, ".cache")
+		}
+		return filepath.Join(base, rel)
+	}
+}
+
+// xdgData is xdgCache for $XDG_DATA_HOME (~/.local/share).
+func xdgData(rel string) func(string, Getenv) string {
+	return func(home string, getenv Getenv) string {
+		base := getenv("XDG_DATA_HOME")
+		if !filepath.IsAbs(base) {
+			base = filepath.Join(home, ".local", "share")
+		}
+		return filepath.Join(base, rel)
+	}
+}
+
+// goPath is where go writes in GOPATH: its first entry, ~/go by default.
+func goPath(home string, getenv Getenv) string {
+	gopath, _, _ := strings.Cut(getenv("GOPATH"), string(filepath.ListSeparator))
+	if !filepath.IsAbs(gopath) {
+		gopath = filepath.Join(home, "go")
+	}
+	return filepath.Clean(gopath)
+}
+
+// goModCache is go's default module cache: $GOPATH/pkg/mod.
+func goModCache(home string, getenv Getenv) string {
+	return filepath.Join(goPath(home, getenv), "pkg", "mod")
+}
+
+// cargoHome is cargo's home: $CARGO_HOME, ~/.cargo by default.
+func cargoHome(home string, getenv Getenv) string {
+	if v := getenv("CARGO_HOME"); filepath.IsAbs(v) {
+		return filepath.Clean(v)
+	}
+	return filepath.Join(home, ".cargo")
+}
+
+// gradleHome is gradle's user home: $GRADLE_USER_HOME, ~/.gradle by default.
+func gradleHome(home string, getenv Getenv) string {
+	if v := getenv("GRADLE_USER_HOME"); filepath.IsAbs(v) {
+		return filepath.Clean(v)
+	}
+	return filepath.Join(home, ".gradle")
+}
+
+// tools is the registry, in the order plans list it. The variables are the
+// tools' documented ones; each was checked against the tool's own lookup
+// (npm config, pip's locations, go env, cargo's home, maven's settings).
+var tools = []Tool{
+	{Name: "npm", Title: "npm (and npx)", Dirs: []Dir{
+		{Name: "npm", Var: "npm_config_cache", host: under(".npm")},
+	}},
+	// pnpm keeps its store in $PNPM_HOME/store, else in
+	// $XDG_DATA_HOME/pnpm/store. npm_config_store_dir would move the store
+	// alone, but npm warns about it on every command; pnpm's metadata
+	// cache is in $XDG_CACHE_HOME/pnpm, with the "cache" tool.
+	{Name: "pnpm", Title: "pnpm's package store", Dirs: []Dir{
+		{Name: "pnpm", Var: "PNPM_HOME", Also: "the packages pnpm add --global installs", host: xdgData("pnpm")},
+	}},
+	{Name: "yarn", Title: "yarn", Dirs: []Dir{
+		{Name: "yarn", Var: "YARN_CACHE_FOLDER", host: xdgCache("yarn")},
+		{Name: "yarn-berry", Var: "YARN_GLOBAL_FOLDER", host: under(".yarn/berry")},
+	}},
+	{Name: "pip", Title: "pip", Dirs: []Dir{
+		{Name: "pip", Var: "PIP_CACHE_DIR", host: xdgCache("pip")},
+	}},
+	{Name: "uv", Title: "uv", Dirs: []Dir{
+		{Name: "uv", Var: "UV_CACHE_DIR", host: xdgCache("uv")},
+	}},
+	// go also writes the checksum database's signed tree head to
+	// $GOPATH/pkg/sumdb when it verifies a new module, so GOPATH moves too.
+	{Name: "go", Title: "go modules, checksum database state and build cache", Dirs: []Dir{
+		{Name: "go-path", Var: "GOPATH", Also: "where go install puts programs ($GOPATH/bin)", host: goPath},
+		{Name: "go-mod", Var: "GOMODCACHE", host: goModCache},
+		{Name: "go-build", Var: "GOCACHE", host: xdgCache("go-build")},
+	}},
+	{Name: "cargo", Title: "cargo registry and git checkouts", Dirs: []Dir{
+		{Name: "cargo", Var: "CARGO_HOME", Also: "cargo's config.toml and the programs cargo install puts in bin", host: cargoHome},
+	}},
+	{Name: "maven", Title: "maven's local repository", Dirs: []Dir{
+		{Name: "maven", Var: "MAVEN_OPTS", Append: "-Dmaven.repo.local={}", host: under(".m2/repository")},
+	}},
+	{Name: "gradle", Title: "gradle's caches and wrapper distributions", Dirs: []Dir{
+		{Name: "gradle", Var: "GRADLE_USER_HOME", Also: "gradle.properties and init scripts", host: gradleHome},
+	}},
+	{Name: "cache", Title: "the cache folder every other tool uses (~/.cache)", Dirs: []Dir{
+		{Name: "cache", Var: "XDG_CACHE_HOME", host: func(home string, _ Getenv) string { return filepath.Join(home, ".cache") }},
+	}},
+}
+
+// Tools returns the registry, in order.
+func Tools() []Tool {
+	out := make([]Tool, len(tools))
+	copy(out, tools)
+	return out
+}
+
+// Lookup finds a tool by its [caches] key.
+func Lookup(name string) (Tool, bool) {
+	for _, t := range tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// Names returns the [caches] keys, in order.
+func Names() []string {
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// Root is the folder holding every workspace's private caches:
+// <state>/caches, state being agentbox's state folder.
+func Root(state string) string { return filepath.Join(state, "caches") }
+
+// Folder is the folder of one workspace's private caches.
+func Folder(state, workspace string) string { return filepath.Join(Root(state), workspace) }

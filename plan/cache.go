@@ -1,0 +1,64 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Cache is how the box gets one tool's package or build caches.
+type Cache struct {
+	// Tool is the tool's key in the [caches] table ("npm", "go", …).
+	Tool string `json:"tool"`
+	// Mode is "private", "host-read-only", "host-writable" or "off".
+	Mode   string `json:"mode"`
+	Origin Origin `json:"origin"`
+	// Dirs are the tool's cache folders as the box uses them; none when
+	// the mode is "off".
+	Dirs []CacheDir `json:"dirs,omitempty"`
+}
+
+// CacheDir is one cache folder of a tool.
+type CacheDir struct {
+	// Path is the folder the tool uses in the box: the workspace's private
+	// folder, or the host's own cache.
+	Path string `json:"path"`
+	// Host is the host's own cache folder (what the tool uses outside the
+	// box).
+	Host string `json:"host"`
+	// Var is the variable, NAME=value, that points the tool at Path.
+	Var string `json:"var"`
+	// Also says what else the variable moves besides the cache.
+	Also string `json:"also,omitempty"`
+}
+
+// writeCaches prints the caches section of `agentbox plan`: per tool, the
+// mode, the variables that point the tool at its folders, and the rule.
+func (p *Plan) writeCaches(w io.Writer) {
+	if len(p.Caches) == 0 {
+		return
+	}
+	if p.CacheDir != "" {
+		fmt.Fprintf(w, "caches:    %s (this workspace's own; the host's caches stay read-only unless a tool says host-writable)\n", p.CacheDir)
+	} else {
+		fmt.Fprintln(w, "caches:")
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, c := range p.Caches {
+		var vars []string
+		for _, d := range c.Dirs {
+			v := d.Var
+			if p.CacheDir != "" {
+				// The folder is on the caches: line already.
+				v = strings.ReplaceAll(v, p.CacheDir+"/", "…/")
+			}
+			if d.Also != "" {
+				v += " (also moves " + d.Also + ")"
+			}
+			vars = append(vars, v)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t(%s)\n", c.Tool, c.Mode, strings.Join(vars, ", "), c.Origin)
+	}
+	tw.Flush()
+}
