@@ -89,9 +89,10 @@ func printError(err error) {
 	}
 }
 
-// writeSeccomp writes the seccomp program for the reopened groups to stdout.
-func writeSeccomp(allow []string) int {
-	f, err := seccomp.Build(allow)
+// writeSeccomp writes the seccomp program for the reopened (and extra)
+// groups to stdout.
+func writeSeccomp(args []string) int {
+	f, err := seccomp.BuildArgs(args)
 	if err != nil {
 		printError(err)
 		return supervise.ExitFailure
