@@ -118,7 +118,7 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 	for _, r := range p.Box.Rules {
 		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
 	}
-	seccomp.Describe(p.Seccomp, w)
+	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true), w)
 }
 
 // AssessmentOf reads the Landlock rule set of a completed plan.

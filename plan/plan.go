@@ -272,6 +272,9 @@ type Prepare struct {
 	// Fresh folders are made for this run alone: one that exists already
 	// is refused, and the run removes it afterwards.
 	Fresh bool `json:"fresh,omitempty"`
+	// Private folders are for the user alone (the temporary folders): one
+	// that lets other users in is refused.
+	Private bool `json:"private,omitempty"`
 }
 
 // Plan is the fully resolved sandbox: everything a backend needs and nothing
