@@ -84,8 +84,10 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	}
 	fg := supervise.Foreground()
 	attr := &syscall.ProcAttr{
-		// CMD's environment: the child execs CMD with its own.
-		Env:   p.BoxEnviron(),
+		// CMD's environment: the child execs CMD with its own. A name
+		// set twice (an inherited TMPDIR, then the box's) keeps its last
+		// value: C programs read the first.
+		Env:   lastWins(p.BoxEnviron()),
 		Files: files,
 		// Its own process group, with the terminal's foreground when
 		// agentbox had it, so Ctrl-C reaches CMD and not agentbox; SIGKILL
@@ -210,4 +212,21 @@ func installSeccomp(raw []byte) error {
 	}
 	fprog := unix.SockFprog{Len: uint16(n), Filter: &prog[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
+}
+
+// lastWins drops every variable that is set again later in env.
+func lastWins(env []string) []string {
+	last := map[string]int{}
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if last[name] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
