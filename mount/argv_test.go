@@ -447,3 +447,50 @@ func TestShellParses(t *testing.T) {
 		t.Errorf("bash -n: %v: %s", err, stderr.String())
 	}
 }
+
+// TestChecks: the init verifies every mount after stage 1 that no later
+// mount covers, a bind by the descriptor it was given.
+func TestChecks(t *testing.T) {
+	p := testPlan()
+	o := plan.Origin{Key: "test"}
+	p.Mounts = append(p.Mounts[:4:4],
+		plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: "/var/x", Path: "/tmp/x", Access: plan.ReadWrite, Origin: o},
+		plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Path: "/home/u/proj", Access: plan.ReadWrite, Origin: o},
+		plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: "/home/u/proj/.git", Access: plan.ReadWrite, Origin: o},
+		plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: "/home/u/proj/.git/hooks", Access: plan.ReadOnly, Origin: o},
+		plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/.netrc", Access: plan.Hidden, Origin: o},
+		plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: "/home/u/proj/secrets", Access: plan.Hidden, Origin: o},
+		plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/proj/.env", Access: plan.Hidden, Origin: o},
+	)
+	av, err := Render(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdOf := map[string]int{}
+	for _, b := range av.Binds {
+		fdOf[b.Source] = b.FD
+	}
+	want := []Check{
+		{Kind: "tmpfs", Path: "/tmp"},
+		{Kind: "bind", Path: "/tmp/x", FD: fdOf["/var/x"]},
+		{Kind: "bind", Path: "/home/u/proj", FD: fdOf["/home/u/proj"]},
+		{Kind: "bind", Path: "/home/u/proj/.git", FD: fdOf["/home/u/proj/.git"]},
+		{Kind: "bind", Path: "/home/u/proj/.git/hooks", FD: fdOf["/home/u/proj/.git/hooks"]},
+		{Kind: "hide-file", Path: "/home/u/.netrc"},
+		{Kind: "hide-dir", Path: "/home/u/proj/secrets"},
+		{Kind: "hide-file", Path: "/home/u/proj/.env"},
+	}
+	if diff := cmp.Diff(want, av.Checks); diff != "" {
+		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+	p.Mounts = append(p.Mounts, plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: "/home/u", Access: plan.Hidden, Origin: o})
+	av, err = Render(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range av.Checks {
+		if strings.HasPrefix(c.Path, "/home/u/") {
+			t.Errorf("%s is checked, though a later mount of /home/u covers it", c.Path)
+		}
+	}
+}

@@ -48,8 +48,11 @@ func OpenHostFile(path string, p *plan.Plan) (*os.File, error) {
 	}
 	// O_NONBLOCK: a FIFO planted there must not hang agentbox at open.
 	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(abs), unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
-	if err == unix.ELOOP {
+	switch err {
+	case unix.ELOOP:
 		return nil, errors.New("it is a symlink; agentbox does not write through one")
+	case unix.ENXIO:
+		return nil, errors.New("it is not a regular file (a FIFO)")
 	}
 	if err != nil {
 		return nil, err
