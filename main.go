@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
 	"github.com/agentbox/agentbox/winsandbox"
@@ -77,13 +78,15 @@ func withHints(err error, hints ...string) error { return &hinted{err: err, hint
 
 // printError writes err in agentbox's voice: "agentbox: error: …" and one
 // "agentbox: hint: …" line per hint any error in its chain carries.
+// Errors name files, folders and policy values that may come from a
+// repository, so every line is escaped for the terminal (policy.Escape).
 func printError(err error) {
-	fmt.Fprintf(os.Stderr, "agentbox: error: %v\n", err)
+	fmt.Fprintf(os.Stderr, "agentbox: error: %s\n", policy.Escape(err.Error()))
 	var h interface{ Hints() []string }
 	if errors.As(err, &h) {
 		for _, hint := range h.Hints() {
 			if hint != "" {
-				fmt.Fprintf(os.Stderr, "agentbox: hint: %s\n", hint)
+				fmt.Fprintf(os.Stderr, "agentbox: hint: %s\n", policy.Escape(hint))
 			}
 		}
 	}

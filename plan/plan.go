@@ -152,6 +152,9 @@ const (
 type Tmp struct {
 	Mode    string `json:"mode"`
 	HostDir string `json:"host_dir,omitempty"` // for "workspace": the host folder bound at /tmp
+	// Base is the host folder that holds every workspace's (and run's)
+	// temporary folder: the user's own, hidden in the box.
+	Base string `json:"base,omitempty"`
 }
 
 // Network modes.

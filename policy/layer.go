@@ -61,11 +61,12 @@ var listKeys = []string{
 
 // choices lists the values a scalar key accepts, where the set is closed.
 var choices = map[string][]string{
-	"sandbox.enforce": {plan.Require, plan.BestEffort},
-	"sandbox.backend": {"auto", "bwrap", "landlock", "windows"},
-	"tmp.mode":        {plan.TmpWorkspace, plan.TmpPrivate, plan.TmpHost},
-	"network.mode":    {plan.NetOpen, plan.NetNone, plan.NetAllowlist},
-	"env.mode":        {"inherit", "clean"},
+	"sandbox.enforce":     {plan.Require, plan.BestEffort},
+	"sandbox.backend":     {"auto", "bwrap", "landlock", "windows"},
+	"tmp.mode":            {plan.TmpWorkspace, plan.TmpPrivate, plan.TmpHost},
+	"network.mode":        {plan.NetOpen, plan.NetNone, plan.NetAllowlist},
+	"env.mode":            {"inherit", "clean"},
+	"filesystem.ssh_keys": {"hidden", "visible"},
 }
 
 // ErrPolicy marks an error in a policy's content (as opposed to I/O).
@@ -157,7 +158,9 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	}
 	scalar("sandbox.enforce", s.Sandbox.Enforce)
 	scalar("sandbox.backend", s.Sandbox.Backend)
+	scalar("sandbox.project_may_loosen", strconv.FormatBool(s.Sandbox.ProjectMayLoosen))
 	scalar("filesystem.protect_depth", strconv.Itoa(s.Filesystem.ProtectDepth))
+	scalar("filesystem.ssh_keys", s.Filesystem.SSHKeys)
 	scalar("workspace.root", s.Workspace.Root)
 	scalar("workspace.id", s.Workspace.ID)
 	scalar("workspace.task", s.Workspace.Task)

@@ -50,16 +50,6 @@ func merge(layers []*Layer) merged {
 	return m
 }
 
-// credentialStores are the well-known credential stores, relative to the
-// home folder, denied by default when they exist.
-var credentialStores = []string{
-	".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
-	".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
-	".gem/credentials", ".gnupg", ".netrc", ".git-credentials", ".config/gh/hosts.yml",
-	".terraform.d/credentials.tfrc.json", ".vault-token", ".password-store",
-	".m2/settings-security.xml", ".config/hub",
-}
-
 // startupFiles stay read-only when a writable root is the home folder or
 // holds it: code planted there runs outside the sandbox at the next login.
 var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".gitconfig", ".config/git", ".local/bin", ".config/fish/config.fish"}
@@ -395,6 +385,22 @@ func (r *resolver) rootStage() error {
 
 func (r *resolver) tmpStage() error {
 	origin := r.m.scalars["tmp.mode"].Origin
+	// The folder of every workspace's temporary folder is the user's own,
+	// and hidden in the box (the box's own folder is bound at /tmp). Under
+	// /tmp (a home folder there) replacing /tmp hides it already, but for
+	// the host's /tmp; then it is hidden after /tmp, its parent.
+	var hideBase []plan.Mount
+	if r.env.GOOS != "windows" {
+		r.p.Tmp.Base = r.prepareTmpBase(origin)
+		hideBase = []plan.Mount{{Stage: plan.StageTmp, Op: plan.HideDir, Path: r.p.Tmp.Base, Access: plan.Hidden, Origin: origin, Note: "the temporary folders of every workspace"}}
+		if !plan.Within(r.p.Tmp.Base, "/tmp") {
+			r.p.Mounts = append(r.p.Mounts, hideBase...)
+			hideBase = nil
+		} else if r.p.Tmp.Mode != plan.TmpHost {
+			hideBase = nil
+		}
+	}
+	defer func() { r.p.Mounts = append(r.p.Mounts, hideBase...) }()
 	switch r.p.Tmp.Mode {
 	case plan.TmpPrivate:
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "fresh and empty for this run"})
@@ -407,16 +413,18 @@ func (r *resolver) tmpStage() error {
 			sum := sha256.Sum256([]byte(root))
 			id = sanitize(filepath.Base(root)) + "-" + hex.EncodeToString(sum[:4])
 		}
-		tmp := r.env.TempDir
-		if tmp == "" {
-			tmp = "/tmp"
+		base := r.p.Tmp.Base
+		if r.env.GOOS == "windows" {
+			// %TEMP% is the user's own there.
+			tmp := r.env.TempDir
+			if tmp == "" {
+				tmp = "/tmp"
+			}
+			base = filepath.Join(r.realMaybe(tmp), "agentbox-"+strconv.Itoa(r.env.UID))
+			r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin})
 		}
-		tmp = r.realMaybe(tmp)
-		base := filepath.Join(tmp, "agentbox-"+strconv.Itoa(r.env.UID))
 		r.p.Tmp.HostDir = filepath.Join(base, id)
-		r.p.Prepare = append(r.p.Prepare,
-			plan.Prepare{Path: base, Mode: 0o700, Origin: origin},
-			plan.Prepare{Path: r.p.Tmp.HostDir, Mode: 0o700, Origin: origin})
+		r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: r.p.Tmp.HostDir, Mode: 0o700, Origin: origin, Private: true})
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: r.p.Tmp.HostDir, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "shared by workspace " + id})
 	}
 	return nil
@@ -476,6 +484,9 @@ func (r *resolver) writableStage() error {
 	}
 	if r.p.Workspace.Root == "" {
 		root, why := r.projectRoot()
+		if err := r.checkDefaultWritable(root, why); err != nil {
+			return err
+		}
 		addPath(root, plan.Origin{Key: why}, "")
 	}
 	for _, e := range r.m.lists["filesystem.writable"] {
@@ -740,6 +751,17 @@ func (r *resolver) readOnlyStage() error {
 			}
 		}
 	}
+	// The same for every folder between a writable root and a deny path:
+	// renamed, it would carry the hidden file out of the path that this
+	// and every later run hides.
+	for _, p := range r.denyPaths() {
+		for d := filepath.Dir(p); d != "/" && !isRegion(d) && r.inWritable(d) && !r.hiddenByWorkspace(d); d = filepath.Dir(d) {
+			if !seen[d] {
+				seen[d] = true
+				pins = append(pins, pathEntry{path: d, origin: plan.Origin{Key: "always: folder holding a deny path"}, note: "pinned: cannot be renamed or replaced", pin: true})
+			}
+		}
+	}
 	list = append(list, pins...)
 	sortParentsFirst(list)
 	for _, e := range list {
@@ -897,8 +919,8 @@ func (r *resolver) denyStage() error {
 			return err
 		}
 	}
-	for _, c := range credentialStores {
-		if err := add(filepath.Join(r.env.Home, c), plan.Origin{Key: "default: credential store"}, false); err != nil {
+	for _, d := range r.defaultDenied() {
+		if err := add(d.path, d.origin, false); err != nil {
 			return err
 		}
 	}
