@@ -50,8 +50,10 @@ func TestRealProviders(t *testing.T) {
 						if path == "" || strings.Contains(before, path+" ") {
 							continue
 						}
-						// agentbox's own probe cache is agentbox's, not the CLI's.
-						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache")) {
+						// agentbox's own probe cache and state (the box's
+						// temporary folder) are agentbox's, not the CLI's.
+						state := filepath.Join(w.home, ".local", "state", "agentbox")
+						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), state) && !under(state, path) {
 							t.Errorf("written outside the declared paths: %s", path)
 						}
 					}
