@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -62,6 +62,24 @@ func newApp() *cli.App {
 				},
 			},
 			{
+				Name:  "log",
+				Usage: "show recent runs from the audit log: status, backend, project, command, denials",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "json", Usage: "print the events as stored, one JSON object per line"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "print new events as they are recorded, until interrupted"},
+					&cli.StringFlag{Name: "project", Usage: "only runs of the project `DIR` or below it"},
+					&cli.StringFlag{Name: "workspace", Usage: "only runs in workspace `ID`"},
+					&cli.BoolFlag{Name: "denials", Usage: "only runs with denials, each denial listed"},
+					&cli.StringFlag{Name: "run", Usage: "every event of the run `ID` (a unique prefix will do)"},
+					&cli.IntFlag{Name: "n", Value: 20, Usage: "show the last `N` runs (0: all)"},
+				},
+				Action: func(c *cli.Context) error {
+					return box.Log(box.LogRequest{JSON: c.Bool("json"), Follow: c.Bool("follow"), Denials: c.Bool("denials"),
+						Project: c.String("project"), Workspace: c.String("workspace"), Run: c.String("run"), Last: c.Int("n"),
+						Args: c.Args().Slice()}, c.App.Writer)
+				},
+			},
+			{
 				Name:   "init",
 				Usage:  "write a commented starter .agentbox.toml in the current folder",
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "overwrite an existing .agentbox.toml"}},
@@ -118,18 +136,20 @@ func newApp() *cli.App {
 					&cli.BoolFlag{Name: "check", Usage: "verify the real state and name each problem"},
 					&cli.BoolFlag{Name: "uninstall", Usage: "remove everything setup made"},
 					&cli.BoolFlag{Name: "no-elevate", Usage: "fail with a hint instead of asking for elevation"},
+					&cli.StringFlag{Name: strings.TrimPrefix(winsandbox.ElevatedArg, "--"), Hidden: true},
 				},
 				Action: func(c *cli.Context) error {
+					opts := winsandbox.SetupOptions{NoElevate: c.Bool("no-elevate"), Relaunch: c.String(strings.TrimPrefix(winsandbox.ElevatedArg, "--")), Log: c.App.Writer}
 					switch {
 					case c.Bool("check"):
 						if err := winsandbox.Check(c.App.Writer); err != nil {
-							return withHints(err, "run `agentbox setup` (elevated) to repair it")
+							return withHints(err, "run `agentbox setup` (it asks for elevation) to repair it")
 						}
 						return nil
 					case c.Bool("uninstall"):
-						return winsandbox.Uninstall()
+						return winsandbox.Uninstall(opts)
 					}
-					return winsandbox.Setup(winsandbox.SetupOptions{NoElevate: c.Bool("no-elevate"), Args: os.Args[1:], Log: c.App.Writer})
+					return winsandbox.Setup(opts)
 				},
 			},
 			{

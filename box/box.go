@@ -67,6 +67,7 @@ func World() (policy.Env, error) {
 		Home:    filepath.Clean(home),
 		Cwd:     cwd,
 		TempDir: os.TempDir(),
+		User:    winsandbox.UserSID(),
 		Environ: os.Environ(),
 		FS:      policy.OSFS{},
 	}, nil

@@ -21,6 +21,7 @@ func Run(req Request) (int, error) {
 		return 0, err
 	}
 	if b == nil {
+		logUnconfined(p, os.Stderr)
 		return supervise.RunUnconfined(p)
 	}
 	if n := countWeaker(p); n > 0 {
@@ -31,6 +32,9 @@ func Run(req Request) (int, error) {
 		return 0, err
 	}
 	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog})
+	if log := auditLog(p, os.Stderr); log != nil {
+		events.Add(log)
+	}
 	defer events.Close()
 	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})

@@ -40,6 +40,10 @@ const (
 	Denied Kind = "denied"
 	// Warning: something the user should know about the run (Detail).
 	Warning Kind = "warning"
+	// Dropped: the audit log stopped recording the run's events at its
+	// cap; Counts says how many of each kind were left out (Detail names
+	// the cap).
+	Dropped Kind = "dropped"
 )
 
 // Event is one thing that happened in a run. Fields that do not apply to a
@@ -77,6 +81,10 @@ type Event struct {
 	Rule    string `json:"rule,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+
+	// Dropped: events left out, by kind ("net-denied" and "net-allowed"
+	// for network decisions).
+	Counts map[string]int `json:"counts,omitempty"`
 }
 
 // Emitter takes events.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Summary is the sink that tells the user, on stderr, what they must know
@@ -57,16 +58,21 @@ func (s *Summary) Emit(e Event) {
 // Close does nothing: Summary writes as it goes.
 func (s *Summary) Close() error { return nil }
 
-// Escape makes text that a boxed process chose safe to print: control
-// characters (escape sequences, carriage returns, newlines) and invalid
-// UTF-8 become Go-style escapes, everything else is kept.
+// Escape makes text that a boxed process chose safe to print and to store:
+// every character that is not graphic (control characters such as escape
+// sequences, carriage returns and newlines; format characters such as
+// bidirectional overrides and zero-width marks, which make a terminal show
+// text other than what is there; line and paragraph separators) and invalid
+// UTF-8 become Go-style escapes (\x1b, \u202e); everything else is kept.
+// Its result holds graphic characters only, so escaping it again changes
+// nothing.
 func Escape(s string) string {
-	clean := true
+	clean := utf8.ValidString(s)
 	for _, r := range s {
-		if r == unicode.ReplacementChar || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			clean = false
+		if !clean {
 			break
 		}
+		clean = unicode.IsGraphic(r)
 	}
 	if clean {
 		return s

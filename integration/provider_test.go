@@ -50,10 +50,12 @@ func TestRealProviders(t *testing.T) {
 						if path == "" || strings.Contains(before, path+" ") {
 							continue
 						}
-						// agentbox's own probe cache and state (the box's
-						// temporary folder) are agentbox's, not the CLI's.
+						// agentbox's own probe cache, audit log and state (the
+						// box's temporary folder), with the folders made for
+						// them, are agentbox's, not the CLI's.
 						state := filepath.Join(w.home, ".local", "state", "agentbox")
-						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), state) && !under(state, path) {
+						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), w.logDir(), state) &&
+							!strings.HasPrefix(w.logDir(), path+"/") && !strings.HasPrefix(state, path+"/") {
 							t.Errorf("written outside the declared paths: %s", path)
 						}
 					}

@@ -477,6 +477,11 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	}
 	add("pid-namespace", Weaker, "no PID namespace: CMD sees the host's processes; Landlock refuses to ptrace them and "+signals)
 	add("die-with-parent", Weaker, "no PID namespace: CMD dies with agentbox (PR_SET_PDEATHSIG), but processes CMD leaves running in the background can outlive it")
+	// Landlock has no right for changing a file's metadata: chmod, chown
+	// (within what the user may do anyway), utimes and extended attributes
+	// reach every file the user owns, inside the writable roots or not.
+	add("metadata", Weaker, "chmod, chown, utime and extended attributes are not restricted by Landlock: CMD can change the mode and times of any file you own "+
+		"(it cannot change their contents); agentbox takes group and other permissions off its own log files again after the run")
 	if a.DropCaps {
 		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
 	}

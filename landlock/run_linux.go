@@ -59,7 +59,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	}
 	// No process of the box may open this one's memory or descriptors.
 	supervise.NotDumpable()
-	pins, err := supervise.Prepare(p)
+	pins, err := supervise.PreparePinned(p)
 	if err != nil {
 		return 0, err
 	}

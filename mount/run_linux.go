@@ -79,7 +79,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	}
 	// No process of the box may open this one's memory or descriptors.
 	supervise.NotDumpable()
-	pins, err := supervise.Prepare(p)
+	pins, err := supervise.PreparePinned(p)
 	if err != nil {
 		return 0, err
 	}

@@ -248,6 +248,15 @@ type Provider struct {
 	Confined []string `json:"confined_command,omitempty"`
 }
 
+// Log is the audit log of a run: its events (start, network decisions,
+// items neutralised after the run, limits hit, end) are appended to a file
+// in Dir, which lies in agentbox's own state folder.
+type Log struct {
+	Enabled bool   `json:"enabled"`
+	Dir     string `json:"dir,omitempty"`
+	Origin  Origin `json:"origin"`
+}
+
 // Enforcement levels.
 const (
 	Require    = "require"
@@ -315,6 +324,8 @@ type Plan struct {
 	GitDirs  []string `json:"git_dirs,omitempty"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Log is whether the run is recorded in the audit log, and where.
+	Log Log `json:"log"`
 	// Box is what the chosen backend makes of all of the above.
 	Box Box `json:"box"`
 }

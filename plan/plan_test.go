@@ -205,6 +205,7 @@ func TestWriteText(t *testing.T) {
 			p.Box.Passed = []string{"x: not here"}
 			p.Skipped = []Skip{{Path: "/root/missing", Reason: "deny path does not exist", Origin: Origin{Key: "flag --deny"}}}
 			p.Warnings = []string{"WRITABLE / (flag --writable): allowed by --allow-broad-writable"}
+			p.Log = Log{Enabled: true, Dir: "/root/.local/state/agentbox/log", Origin: Origin{Key: "default"}}
 		}},
 	}
 	for _, tc := range tests {

@@ -130,6 +130,14 @@ func (p *Plan) WriteText(w io.Writer) {
 			}
 		}
 	}
+	log := "off"
+	if p.Log.Enabled {
+		log = "recorded in " + p.Log.Dir
+	}
+	if o := p.Log.Origin.String(); o != "" {
+		log += " (" + o + ")"
+	}
+	fmt.Fprintf(w, "log:       %s\n", log)
 	if len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "not applied:")
 		for _, s := range p.Skipped {

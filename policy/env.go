@@ -114,6 +114,10 @@ type Env struct {
 	Home    string
 	Cwd     string
 	TempDir string // the host's temporary folder, usually /tmp
+	// User names the caller where UID cannot: on Windows (UID -1) it is
+	// the user's SID, and agentbox's per-user temporary folder is named
+	// after it.
+	User    string
 	Environ []string
 	FS      FS
 }

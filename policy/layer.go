@@ -67,6 +67,7 @@ var choices = map[string][]string{
 	"network.mode":        {plan.NetOpen, plan.NetNone, plan.NetAllowlist},
 	"env.mode":            {"inherit", "clean"},
 	"filesystem.ssh_keys": {"hidden", "visible"},
+	"log.enabled":         {"true", "false"},
 }
 
 // ErrPolicy marks an error in a policy's content (as opposed to I/O).
@@ -173,6 +174,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	scalar("limits.cpu_time", s.Limits.CPUTime)
 	scalar("limits.file_size", s.Limits.FileSize)
 	scalar("provider.name", s.Provider.Name)
+	scalar("log.enabled", strconv.FormatBool(s.Log.Enabled))
 	list("filesystem.writable", s.Filesystem.Writable)
 	list("filesystem.read_only", s.Filesystem.ReadOnly)
 	list("filesystem.deny", s.Filesystem.Deny)

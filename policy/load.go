@@ -46,6 +46,7 @@ func Defaults() *Layer {
 	set("network.mode", plan.NetOpen)
 	set("env.mode", "inherit")
 	set("provider.name", "auto")
+	set("log.enabled", "true")
 	return l
 }
 

@@ -384,6 +384,7 @@ func TestDefaults(t *testing.T) {
 		"network.mode":             "open",
 		"env.mode":                 "inherit",
 		"provider.name":            "auto",
+		"log.enabled":              "true",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

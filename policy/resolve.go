@@ -84,7 +84,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
-		r.environment, r.limits, r.confinedCommand,
+		r.environment, r.limits, r.confinedCommand, r.auditLog,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -420,7 +420,11 @@ func (r *resolver) tmpStage() error {
 			if tmp == "" {
 				tmp = "/tmp"
 			}
-			base = filepath.Join(r.realMaybe(tmp), "agentbox-"+strconv.Itoa(r.env.UID))
+			owner := strconv.Itoa(r.env.UID)
+			if r.env.User != "" {
+				owner = r.env.User // UID is -1 for everyone on Windows
+			}
+			base = filepath.Join(r.realMaybe(tmp), "agentbox-"+owner)
 			r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin})
 		}
 		r.p.Tmp.HostDir = filepath.Join(base, id)
@@ -961,6 +965,19 @@ var truthful = []string{"AGENTBOX", "AGENTBOX_BACKEND", "AGENTBOX_WRITABLE", "AG
 // secret and without it most tools cannot start.
 var cleanBaseline = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LC_*", "TZ"}
 
+// windowsBaseline is kept in clean mode on Windows besides cleanBaseline:
+// without SystemRoot even Winsock fails to start, and programs find
+// themselves through the others.
+var windowsBaseline = []string{"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "OS", "PROCESSOR_ARCHITECTURE", "NUMBER_OF_PROCESSORS"}
+
+func upperAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = strings.ToUpper(s)
+	}
+	return out
+}
+
 func matchAny(globs []string, name string) bool {
 	for _, g := range globs {
 		if ok, _ := path.Match(g, name); ok {
@@ -1002,6 +1019,15 @@ func (r *resolver) environment() error {
 	if pr, ok := r.providerInfo(); ok {
 		keys = pr.Keys
 	}
+	// Windows variable names are case-insensitive (Path is PATH), so
+	// there every name and pattern is compared in upper case, and clean
+	// mode keeps what Windows programs cannot start without.
+	match, is, baseline := matchAny, contains, cleanBaseline
+	if r.env.GOOS == "windows" {
+		match = func(globs []string, name string) bool { return matchAny(upperAll(globs), strings.ToUpper(name)) }
+		is = func(list []string, name string) bool { return contains(upperAll(list), strings.ToUpper(name)) }
+		baseline = append(append([]string(nil), cleanBaseline...), windowsBaseline...)
+	}
 	var out []string
 	for _, kv := range r.env.Environ {
 		name, _, ok := strings.Cut(kv, "=")
@@ -1010,18 +1036,18 @@ func (r *resolver) environment() error {
 		}
 		keep := true
 		switch {
-		case contains(truthful, name):
+		case is(truthful, name):
 			keep = false
-		case matchAny(e.Deny, name) && contains(keys, name) && !contains(e.Deny, name):
+		case match(e.Deny, name) && is(keys, name) && !is(e.Deny, name):
 			e.Kept = appendNew(e.Kept, name)
-		case matchAny(e.Deny, name):
+		case match(e.Deny, name):
 			keep = false
 			e.Removed = appendNew(e.Removed, name)
-		case e.Mode == "clean" && !matchAny(e.Pass, name) && !matchAny(cleanBaseline, name):
+		case e.Mode == "clean" && !match(e.Pass, name) && !match(baseline, name):
 			keep = false
 			e.Removed = appendNew(e.Removed, name)
 		}
-		if _, set := e.Set[name]; set {
+		if is(sortedKeys(e.Set), name) {
 			keep = false
 		}
 		if keep {
@@ -1050,6 +1076,24 @@ func (r *resolver) limits() error {
 	l.FileSize, _ = ParseSize(r.scalar("limits.file_size"))
 	l.CPUTime, _ = ParseDuration(r.scalar("limits.cpu_time"))
 	return nil
+}
+
+// auditLog says whether the run's events are recorded in the audit log
+// (log.enabled), and where. The log folder lies in agentbox's own state
+// folder, which readOnlyStage keeps read-only when it lies in a writable
+// root, so nothing in the box can change what the log recorded.
+func (r *resolver) auditLog() error {
+	e := r.m.scalars["log.enabled"]
+	r.p.Log = plan.Log{Enabled: e.Value != "false", Origin: e.Origin}
+	if r.p.Log.Enabled {
+		r.p.Log.Dir = LogDir(r.env)
+	}
+	return nil
+}
+
+// LogDir returns the audit log's folder: $XDG_STATE_HOME/agentbox/log.
+func LogDir(env Env) string {
+	return filepath.Join(filepath.Dir(StorePath(env)), "log")
 }
 
 // confinedCommand works out the command as it runs confined: a provider

@@ -14,6 +14,7 @@ type Schema struct {
 	Seccomp    SeccompSchema                 `toml:"seccomp"`
 	Provider   ProviderSchema                `toml:"provider"`
 	Providers  map[string]ProviderDeclSchema `toml:"providers"`
+	Log        LogSchema                     `toml:"log"`
 }
 
 // SandboxSchema is the [sandbox] table.
@@ -87,4 +88,9 @@ type ProviderDeclSchema struct {
 	Commands []string `toml:"commands"`
 	Writable []string `toml:"writable"`
 	Sandbox  bool     `toml:"sandbox"`
+}
+
+// LogSchema is the [log] table: whether runs are recorded in the audit log.
+type LogSchema struct {
+	Enabled bool `toml:"enabled"`
 }

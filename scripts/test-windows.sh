@@ -1,28 +1,47 @@
 #!/bin/sh
-# test-windows.sh: build agentbox for Windows and run the winsandbox tests
+# test-windows.sh: build agentbox for Windows and run its Windows tests
 # under Wine.
 #
 # What this proves:
-#   - the whole module vets and builds for GOOS=windows;
-#   - the Windows code paths of winsandbox run end to end: named pipes
-#     created with a DACL, the message codec over them, the runner's protocol
-#     loop, CreateRestrictedToken called with DISABLE_MAX_PRIVILEGE |
-#     LUA_TOKEN | WRITE_RESTRICTED, a job object with limits, a real child
-#     process started suspended with CreateProcessAsUser, put in the job,
-#     resumed, its output and stdin relayed, its exit code reported, and the
-#     job terminated on request.
+#   - the whole module vets and builds for GOOS=windows (amd64 and arm64);
+#   - the structures winsandbox declares by hand (USER_INFO_*, SHELLEXECUTEINFOW,
+#     MIB_TCPROW_OWNER_PID, the WFP filter structures) have the layout
+#     MinGW's C compiler gives them (testdata/wine/layout.c, run here,
+#     against testdata/layout.golden, which the Go test checks);
+#   - every command line agentbox builds is split back into exactly its
+#     arguments by Windows' own CommandLineToArgvW, over the quoting corpus;
+#   - the Windows code paths run end to end: named pipes created with a
+#     DACL and overlapped connects that check the client's process ID (a
+#     foreign client and a foreign server are refused, a missing client
+#     times out), the message codec over them, the runner's protocol loop,
+#     CreateRestrictedToken with DISABLE_MAX_PRIVILEGE | LUA_TOKEN |
+#     WRITE_RESTRICTED and SeChangeNotifyPrivilege enabled, a job object
+#     with limits, a real child started suspended with CreateProcessAsUser,
+#     put in the job, resumed, its output and stdin relayed, its exit code
+#     reported, the job terminated on request; a DACL read, added to and
+#     cleaned with agentbox's ACEs as bytes; the allowlist proxy's peer
+#     check (the TCP table's owner PID against the job's process list);
+#     Prepare's folders and its refusal of a junction; DPAPI round trips;
+#   - every example is resolved by real GOOS=windows resolution (Windows
+#     paths, the user's SID, case-insensitive environment names) and its
+#     Windows plan matches examples/testdata/*.windows.golden; policy's
+#     Windows-only resolution tests pass.
 #
 # What this does NOT prove (Wine accepts these calls and enforces nothing):
-#   - that the restricted token stops writes outside the writable roots;
-#   - that ACEs grant or deny anything, or that deny-write on .git/hooks holds;
+#   - that the restricted token stops writes outside the writable roots
+#     (TestWindowsRestrictedTokenWrites skips here and runs on real Windows);
+#   - that ACEs grant or deny anything, or that deny-write on .git/hooks and
+#     deny-delete on .git hold;
 #   - that the job object kills the tree when agentbox dies, or that
 #     breakaway is refused;
 #   - that the sandbox users, their passwords (NetUserAdd, LogonUser,
-#     CreateProcessWithLogonW) or CryptProtectData behave as on Windows;
-#   - anything about the firewall: Wine has no working firewall COM object,
-#     so setup's firewall step and its read-back are never run here;
+#     CreateProcessWithLogonW), profiles or the elevated relaunch behave as
+#     on Windows;
+#   - anything about the firewall or WFP: Wine has no working firewall COM
+#     object or filter engine, so setup's firewall and WFP steps and their
+#     read-back never run here;
 #   - ConPTY behaviour (the tests use pipes).
-# Nothing in winsandbox has run on real Windows yet.
+# .github/workflows/windows.yml runs the rest on real Windows.
 #
 # Exit status: non-zero when a build, vet or test fails. When Wine or the
 # MinGW compiler cannot be found or installed, the Wine part is skipped with
@@ -31,12 +50,14 @@
 set -eu
 
 cd "$(dirname "$0")/.."
+repo=$(pwd)
 export PATH="$PATH:/usr/local/go/bin"
 
 echo "== GOOS=windows go vet ./..."
 GOOS=windows go vet ./...
-echo "== GOOS=windows go build ./..."
-GOOS=windows go build ./...
+echo "== GOOS=windows go build ./... (amd64, arm64)"
+GOOS=windows GOARCH=amd64 go build ./...
+GOOS=windows GOARCH=arm64 go build ./...
 
 skip() {
 	echo "test-windows: skipping the Wine tests: $*"
@@ -64,24 +85,62 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export WINEPREFIX="$work/prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=;bcryptprimitives=n"
 
-echo "== building the ProcessPrng stub DLL"
+echo "== building the ProcessPrng stub DLL and the layout program"
 x86_64-w64-mingw32-gcc -shared -O2 -o "$work/bcryptprimitives.dll" winsandbox/testdata/wine/bcryptprimitives.c
+x86_64-w64-mingw32-gcc -O2 -o "$work/layout.exe" winsandbox/testdata/wine/layout.c
 
-echo "== building the winsandbox test binary"
-GOOS=windows GOARCH=amd64 go test -c -o "$work/winsandbox.test.exe" ./winsandbox
+echo "== building the test binaries"
+for pkg in winsandbox supervise examples policy; do
+	GOOS=windows GOARCH=amd64 go test -c -o "$work/$pkg.test.exe" "./$pkg"
+done
 
 echo "== creating a Wine prefix"
 "$WINE" wineboot --init >/dev/null 2>&1 || true
 # Go loads bcryptprimitives.dll from System32 only.
 cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
 
-echo "== running the winsandbox tests under Wine"
-cp -r winsandbox/testdata "$work/testdata"
-cd "$work"
-"$WINE" ./winsandbox.test.exe -test.v -test.timeout 300s 2>&1 | tee "$work/out.txt" | grep -v '^=== RUN' || true
-if grep -q '^ok\|^PASS$' "$work/out.txt" && ! grep -q -- '--- FAIL\|^FAIL\|panic:' "$work/out.txt"; then
-	echo "test-windows: the winsandbox tests passed under Wine (the pure tests and the Windows code paths; nothing enforced, see the top of this script)"
-else
-	echo "test-windows: the winsandbox tests failed under Wine"
+echo "== checking the hand-declared structures against the C compiler"
+"$WINE" "$work/layout.exe" | tr -d '\r' >"$work/layout.txt"
+if ! diff -u winsandbox/testdata/layout.golden "$work/layout.txt"; then
+	echo "test-windows: winsandbox/testdata/layout.golden is not what MinGW lays out (see the diff)"
 	exit 1
 fi
+
+failed=0
+# run PKG [TESTS]: runs a package's test binary under Wine, in a copy of the
+# package folder (its testdata, and for examples its policies), and checks
+# that it passed.
+run() {
+	pkg=$1
+	pattern=${2:-.}
+	mkdir -p "$work/run/$pkg"
+	[ -d "$pkg/testdata" ] && cp -r "$pkg/testdata" "$work/run/$pkg/"
+	[ "$pkg" = examples ] && cp examples/*.toml "$work/run/$pkg/"
+	echo "== $pkg under Wine (-test.run '$pattern')"
+	(cd "$work/run/$pkg" && "$WINE" "$work/$pkg.test.exe" -test.v -test.run "$pattern" -test.timeout 300s 2>&1) |
+		tr -d '\r' >"$work/$pkg.out" || true
+	grep -E -- '^(--- |ok|PASS|FAIL|panic)|^\s+\S+_test\.go:[0-9]+:' "$work/$pkg.out" | grep -v -- '--- PASS' || true
+	if grep -q '^PASS$' "$work/$pkg.out" && ! grep -q -- '--- FAIL\|^FAIL\|panic:' "$work/$pkg.out"; then
+		echo "test-windows: $pkg passed under Wine"
+	else
+		echo "test-windows: $pkg FAILED under Wine; full output:"
+		cat "$work/$pkg.out"
+		failed=1
+	fi
+}
+run winsandbox
+run supervise Windows
+run examples Windows
+run policy Windows
+
+if [ "${1:-}" = -update ]; then
+	# Rewrites the Windows example goldens from resolution under Wine.
+	(cd "$work/run/examples" && "$WINE" "$work/examples.test.exe" -test.run Windows -update >/dev/null 2>&1 || true)
+	cp "$work/run/examples/testdata/"*.windows.golden examples/testdata/
+	echo "test-windows: examples/testdata/*.windows.golden rewritten"
+fi
+
+if [ $failed != 0 ]; then
+	exit 1
+fi
+echo "test-windows: the Windows tests passed under Wine (pure tests and Windows code paths; nothing enforced, see the top of this script)"

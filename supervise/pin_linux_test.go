@@ -69,9 +69,7 @@ func TestPrepare(t *testing.T) {
 	d := realTemp(t)
 	id := plan.Identity{UID: os.Getuid(), GID: os.Getgid()}
 	prep := func(ds ...plan.Prepare) error {
-		ps, err := Prepare(&plan.Plan{Identity: id, Prepare: ds})
-		ps.Close()
-		return err
+		return Prepare(&plan.Plan{Identity: id, Prepare: ds})
 	}
 	base := filepath.Join(d, "base")
 	if err := prep(plan.Prepare{Path: base, Mode: 0o700, Private: true}, plan.Prepare{Path: filepath.Join(base, "ws"), Mode: 0o700, Private: true}); err != nil {

@@ -11,8 +11,16 @@ import (
 	"github.com/agentbox/agentbox/plan"
 )
 
-// Prepare creates the folders agentbox owns (plan.Prepare) and returns them
-// pinned: each is opened by descriptor relative to its parent's descriptor,
+// Prepare creates and checks the folders agentbox owns, as PreparePinned
+// does, for a backend that does not use their descriptors.
+func Prepare(p *plan.Plan) error {
+	pins, err := PreparePinned(p)
+	pins.Close()
+	return err
+}
+
+// PreparePinned creates the folders agentbox owns (plan.Prepare) and
+// returns them pinned: each is opened by descriptor relative to its parent's descriptor,
 // without following a link, created there when it is missing, and checked
 // through that descriptor — a folder, not a symlink, the user's own, and
 // for a private one (the temporary folders) closed to everyone else. An
@@ -20,7 +28,7 @@ import (
 // to another user: it may lie in ground another user or another box can
 // write. The backend binds these very descriptors, so what was checked is
 // what the box gets.
-func Prepare(p *plan.Plan) (*Pins, error) {
+func PreparePinned(p *plan.Plan) (*Pins, error) {
 	pins := NewPins()
 	for _, d := range p.Prepare {
 		if err := prepare(pins, d, p.Identity); err != nil {

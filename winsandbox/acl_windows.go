@@ -1,35 +1,29 @@
 package winsandbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
 
-// ACEs are recorded in %LOCALAPPDATA%\agentbox\acl.json before they are
-// applied, with the runs holding each path, so that nothing agentbox writes
-// onto a folder is ever unknown to it: a run removes its paths' ACEs at exit
-// unless another live run still holds them, a crashed run's holds are
-// dropped by the next run that finds its process gone, and
-// `setup --uninstall` removes everything recorded.
+// The Windows half of the ACE record (acl.go): reading and writing DACLs as
+// bytes, the record file under a lock, and applying a spec's ACEs.
 
-type aclHolder struct {
-	PID     uint32 `json:"pid"`
-	Started int64  `json:"started"` // process creation time, to tell a reused PID apart
+// aclError is a failed ACL step, with the operation and the path.
+type aclError struct {
+	Op   string
+	Path string
+	Err  error
 }
 
-type aclEntry struct {
-	Path     string      `json:"path"`
-	Trustees []string    `json:"trustees"` // SIDs whose explicit ACEs agentbox owns on Path
-	Holders  []aclHolder `json:"holders"`
-}
-
-type aclRecord struct {
-	Entries map[string]*aclEntry `json:"entries"` // by winKey(path)
-}
+func (e *aclError) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err) }
+func (e *aclError) Unwrap() error { return e.Err }
 
 func self() aclHolder {
 	var c, e, k, u windows.Filetime
@@ -37,7 +31,7 @@ func self() aclHolder {
 	return aclHolder{PID: uint32(os.Getpid()), Started: c.Nanoseconds()}
 }
 
-func (h aclHolder) alive() bool {
+func alive(h aclHolder) bool {
 	p, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, h.PID)
 	if err != nil {
 		return false
@@ -52,100 +46,270 @@ func (h aclHolder) alive() bool {
 	return c.Nanoseconds() == h.Started && code == 259 // STILL_ACTIVE
 }
 
-// withACLRecord runs f on the ACL record under an exclusive file lock.
-func withACLRecord(f func(*aclRecord) error) error {
-	dir, err := stateDir()
+// aclRecordFile is the calling user's record: acl\<SID>.json in the machine
+// folder.
+func aclRecordFile() (string, error) {
+	dir, err := machineDir()
 	if err != nil {
-		return err
+		return "", err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "acl.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	sid, err := currentUserSID()
 	if err != nil {
-		return err
+		return "", err
+	}
+	return filepath.Join(dir, "acl", sid+".json"), nil
+}
+
+// withRecord runs f on the record at path under an exclusive lock on
+// path+".lock": every run of the user that changes ACLs goes through it,
+// so two runs on the same root never write one DACL at the same time.
+func withRecord(path string, f func(*aclRecord) error) error {
+	_, statErr := os.Stat(path + ".lock")
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening the ACL record's lock: %w", err)
 	}
 	defer lock.Close()
-	ol := new(windows.Overlapped)
-	if err := windows.LockFileEx(windows.Handle(lock.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, ol); err != nil {
-		return fmt.Errorf("locking the ACL record: %w", err)
-	}
-	defer windows.UnlockFileEx(windows.Handle(lock.Fd()), 0, 1, 0, ol)
-	rec := &aclRecord{}
-	if err := readJSON("acl.json", rec); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reading the ACL record: %w", err)
-	}
-	if rec.Entries == nil {
-		rec.Entries = map[string]*aclEntry{}
-	}
-	if err := f(rec); err != nil {
-		writeJSON("acl.json", rec) // keep what was recorded before the failure
-		return err
-	}
-	return writeJSON("acl.json", rec)
-}
-
-// aclError is a failed ACL step, with the operation and the path.
-type aclError struct {
-	Op   string
-	Path string
-	Err  error
-}
-
-func (e *aclError) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err) }
-func (e *aclError) Unwrap() error { return e.Err }
-
-// applyACEs records and applies the spec's ACEs and returns the function
-// that releases them.
-func applyACEs(s *Spec, groupSID string) (release func(), err error) {
-	byPath := map[string][]ACE{}
-	var order []string
-	for _, a := range s.ACEs {
-		k := winKey(a.Path)
-		if _, ok := byPath[k]; !ok {
-			order = append(order, k)
-		}
-		byPath[k] = append(byPath[k], a)
-	}
-	me := self()
-	err = withACLRecord(func(rec *aclRecord) error {
-		// Record first: a crash after this line leaves recorded ACEs,
-		// never unknown ones.
-		for _, k := range order {
-			e := rec.Entries[k]
-			if e == nil {
-				e = &aclEntry{Path: byPath[k][0].Path}
-				rec.Entries[k] = e
-			}
-			for _, a := range byPath[k] {
-				sid := trusteeSID(a.Trustee, groupSID)
-				if !contains(e.Trustees, sid) {
-					e.Trustees = append(e.Trustees, sid)
-				}
-			}
-			e.Holders = append(e.Holders, me)
-		}
-		if err := writeJSON("acl.json", rec); err != nil {
+	if statErr != nil {
+		if err := ownFile(path + ".lock"); err != nil {
 			return err
 		}
-		for _, k := range order {
-			if err := setPathACEs(byPath[k], groupSID); err != nil {
+	}
+	ol := new(windows.Overlapped)
+	h := windows.Handle(lock.Fd())
+	if err := windows.LockFileEx(h, windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, ol); err != nil {
+		return fmt.Errorf("locking the ACL record: %w", err)
+	}
+	defer windows.UnlockFileEx(h, 0, 1, 0, ol)
+	rec := &aclRecord{Version: aclRecordVersion}
+	if err := readJSON(path, rec); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading the ACL record: %w", err)
+	}
+	rec.prune(alive)
+	ferr := f(rec)
+	// What f recorded is kept even when it failed part way: the record
+	// must never miss an ACE that is on disk.
+	if err := writeRecord(path, rec); err != nil {
+		return errors.Join(ferr, fmt.Errorf("writing the ACL record: %w", err))
+	}
+	return ferr
+}
+
+// ownFile gives a file of the ACL folder to the calling user: SYSTEM,
+// Administrators and the user's own SID, nothing inherited. The folder's
+// CREATOR OWNER entry would give it to Administrators when an elevated
+// process makes it, and the same user's later, unelevated runs could then
+// not write their own record.
+func ownFile(path string) error {
+	sid, err := currentUserSID()
+	if err != nil {
+		return err
+	}
+	sd, err := windows.SecurityDescriptorFromString("D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;" + sid + ")")
+	if err != nil {
+		return err
+	}
+	d, _, err := sd.DACL()
+	if err != nil {
+		return err
+	}
+	err = windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, d, nil)
+	if err != nil {
+		return &aclError{"setting the ACL of", path, err}
+	}
+	return nil
+}
+
+// writeRecord writes the record through a temporary file of the user's
+// own (ownFile) and a rename.
+func writeRecord(path string, rec *aclRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	if err := ownFile(tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// dacl is a path's DACL as read: its ACEs, its revision, whether it is NULL
+// (everyone may do everything) and whether the path is a folder.
+type dacl struct {
+	revision byte
+	aces     []rawACE
+	null     bool
+	dir      bool
+}
+
+// readDACL reads the DACL of path. ok is false when the path does not
+// exist.
+func readDACL(path string) (d dacl, ok bool, err error) {
+	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
+		return d, false, nil
+	}
+	if err != nil {
+		return d, false, &aclError{"reading the ACL of", path, err}
+	}
+	acl, _, err := sd.DACL()
+	if err != nil && !errors.Is(err, windows.ERROR_OBJECT_NOT_FOUND) {
+		return d, false, &aclError{"reading the ACL of", path, err}
+	}
+	if acl == nil {
+		d.null = true
+	} else {
+		size := int(*(*uint16)(unsafe.Add(unsafe.Pointer(acl), 2)))
+		b := unsafe.Slice((*byte)(unsafe.Pointer(acl)), size)
+		if d.revision, d.aces, err = parseACL(b); err != nil {
+			return d, false, &aclError{"reading the ACL of", path, err}
+		}
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		d.dir = fi.IsDir()
+	}
+	return d, true, nil
+}
+
+// writeDACL sets path's DACL to aces. SetNamedSecurityInfo keeps the DACL
+// unprotected, recomputes the inherited entries from the parent, and
+// propagates inheritable entries to everything below a folder (which
+// takes a while on a large tree; it happens only when something changed).
+func writeDACL(path string, revision byte, aces []rawACE) error {
+	b, err := buildACL(revision, aces)
+	if err != nil {
+		return &aclError{"building the ACL of", path, err}
+	}
+	acl := (*windows.ACL)(unsafe.Pointer(&b[0]))
+	err = windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION, nil, nil, acl, nil)
+	if err != nil {
+		return &aclError{"setting the ACL of", path, err}
+	}
+	return nil
+}
+
+// syncPath makes path's DACL hold exactly what the record wants of
+// agentbox's there, writing only when that differs from what it holds.
+func syncPath(rec *aclRecord, path, groupSID string) error {
+	d, ok, err := readDACL(path)
+	if err != nil {
+		return err
+	}
+	want := rec.want(path)
+	if !ok {
+		if len(want) == 0 {
+			return nil // gone, and nothing to keep there
+		}
+		return &aclError{"setting the ACL of", path, errors.New("it does not exist")}
+	}
+	ours := rec.sids(path)
+	ours[strings.ToUpper(groupSID)] = true
+	var aces []rawACE
+	for _, w := range want {
+		a, err := newACE(w.Deny, aceFlags(w.Inherit, d.dir), w.Mask, w.SID)
+		if err != nil {
+			return &aclError{"building the ACL of", path, err}
+		}
+		aces = append(aces, a)
+	}
+	if d.null && len(aces) == 0 {
+		return nil
+	}
+	next, changed := nextDACL(d.aces, ours, aces)
+	if !changed {
+		return nil
+	}
+	return writeDACL(path, d.revision, next)
+}
+
+// volumeFS returns the file system of the volume path lies on ("NTFS").
+func volumeFS(path string) (string, error) {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return "", err
+	}
+	vol := make([]uint16, windows.MAX_PATH+1)
+	if err := windows.GetVolumePathName(p, &vol[0], uint32(len(vol))); err != nil {
+		return "", fmt.Errorf("GetVolumePathName %s: %w", path, err)
+	}
+	fs := make([]uint16, windows.MAX_PATH+1)
+	if err := windows.GetVolumeInformation(&vol[0], nil, 0, nil, nil, nil, &fs[0], uint32(len(fs))); err != nil {
+		return "", fmt.Errorf("GetVolumeInformation %s: %w", windows.UTF16ToString(vol), err)
+	}
+	return windows.UTF16ToString(fs), nil
+}
+
+// applyACEs records and applies the spec's ACEs for project and returns
+// the function that ends this run's hold on them. It writes only what is
+// missing, refuses paths on volumes that keep no ACLs, adds a read ACE
+// only where Users cannot read already, and records exactly what it wrote.
+func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
+	path, err := aclRecordFile()
+	if err != nil {
+		return nil, err
+	}
+	// Decide, without writing anything, which ACEs are needed.
+	var want []recACE
+	checkedVolume := map[string]bool{}
+	readable := map[string]bool{}
+	for _, a := range s.ACEs {
+		if _, err := os.Lstat(a.Path); err != nil {
+			if a.Deny && errors.Is(err, os.ErrNotExist) {
+				continue // nothing there to deny
+			}
+			return nil, &aclError{"checking", a.Path, err}
+		}
+		vol := strings.ToLower(filepath.VolumeName(a.Path))
+		if !checkedVolume[vol] && (a.Deny || a.Rights == RightsModify) {
+			fs, err := volumeFS(a.Path)
+			if err != nil {
+				return nil, &aclError{"checking the volume of", a.Path, err}
+			}
+			if !aclFileSystem(fs) {
+				return nil, &aclError{"refusing", a.Path, fmt.Errorf("it is on a %s volume, which keeps no access control lists, so the sandbox could not be kept from writing there", fs)}
+			}
+			checkedVolume[vol] = true
+		}
+		if a.IfUsersCannotRead {
+			k := winKey(a.Path)
+			if _, done := readable[k]; !done {
+				d, ok, err := readDACL(a.Path)
+				if err != nil {
+					return nil, err
+				}
+				readable[k] = ok && usersCanRead(d.aces, d.null)
+			}
+			if readable[k] {
+				continue // Users read it already: never touch it
+			}
+		}
+		want = append(want, recACE{Path: a.Path, SID: trusteeSID(a.Trustee, groupSID), Deny: a.Deny, Mask: FileRights(a.Rights), Inherit: a.Inherit})
+	}
+	me := self()
+	project = winKey(project)
+	err = withRecord(path, func(rec *aclRecord) error {
+		paths, added := rec.begin(want, project, me)
+		for _, p := range paths {
+			if err := syncPath(rec, p, groupSID); err != nil {
+				rec.forget(p, added)
+				// Put the path back as the record now says it should be
+				// (without what failed); ignore a second failure.
+				syncPath(rec, p, groupSID)
 				return err
 			}
+			rec.done(p)
 		}
 		return nil
 	})
 	release = func() {
-		withACLRecord(func(rec *aclRecord) error {
-			for k, e := range rec.Entries {
-				var live []aclHolder
-				for _, h := range e.Holders {
-					if h != me && h.alive() {
-						live = append(live, h)
-					}
-				}
-				e.Holders = live
-				if len(live) == 0 {
-					if revokePath(e.Path, e.Trustees) == nil {
-						delete(rec.Entries, k)
-					}
+		withRecord(path, func(rec *aclRecord) error {
+			for _, p := range rec.end(me) {
+				if syncPath(rec, p, groupSID) == nil {
+					rec.done(p)
 				}
 			}
 			return nil
@@ -158,15 +322,6 @@ func applyACEs(s *Spec, groupSID string) (release func(), err error) {
 	return release, nil
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 func trusteeSID(trustee, groupSID string) string {
 	if trustee == GroupName {
 		return groupSID
@@ -174,146 +329,37 @@ func trusteeSID(trustee, groupSID string) string {
 	return trustee
 }
 
-// setPathACEs replaces agentbox's explicit ACEs on one path with aces.
-// Inheritance flags are used only on folders; SetNamedSecurityInfo then
-// propagates the inheritable ACEs to everything below (which takes a while
-// on a large tree).
-func setPathACEs(aces []ACE, groupSID string) error {
-	p := aces[0].Path
-	var trustees []string
-	for _, a := range aces {
-		trustees = append(trustees, trusteeSID(a.Trustee, groupSID))
-	}
-	if err := revokePath(p, trustees); err != nil {
+// removeAllACEs removes every ACE in every user's record (setup
+// --uninstall, elevated): each path's DACL loses the explicit entries of
+// the SIDs recorded for it, and of the sandbox group.
+func removeAllACEs(groupSID string) error {
+	dir, err := machineDir()
+	if err != nil {
 		return err
 	}
-	sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
-	if err != nil {
-		return &aclError{"reading the ACL of", p, err}
-	}
-	dacl, _, err := sd.DACL()
-	if err != nil {
-		return &aclError{"reading the ACL of", p, err}
-	}
-	dir := false
-	if fi, err := os.Stat(p); err == nil {
-		dir = fi.IsDir()
-	}
-	var entries []windows.EXPLICIT_ACCESS
-	for _, a := range aces {
-		if a.IfUsersCannotRead && usersCanRead(dacl) {
-			continue
-		}
-		sid, err := windows.StringToSid(trusteeSID(a.Trustee, groupSID))
-		if err != nil {
-			return &aclError{"SID for", p, err}
-		}
-		mode := windows.GRANT_ACCESS
-		if a.Deny {
-			mode = windows.DENY_ACCESS
-		}
-		inherit := uint32(windows.NO_INHERITANCE)
-		if a.Inherit && dir {
-			inherit = windows.SUB_CONTAINERS_AND_OBJECTS_INHERIT
-		}
-		entries = append(entries, windows.EXPLICIT_ACCESS{
-			AccessPermissions: windows.ACCESS_MASK(FileRights(a.Rights)),
-			AccessMode:        windows.ACCESS_MODE(mode),
-			Inheritance:       inherit,
-			Trustee:           windows.TRUSTEE{TrusteeForm: windows.TRUSTEE_IS_SID, TrusteeType: windows.TRUSTEE_IS_UNKNOWN, TrusteeValue: windows.TrusteeValueFromSID(sid)},
-		})
-	}
-	if len(entries) == 0 {
-		return nil
-	}
-	acl, err := windows.ACLFromEntries(entries, dacl)
-	if err != nil {
-		return &aclError{"building the ACL of", p, err}
-	}
-	if err := windows.SetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION, nil, nil, acl, nil); err != nil {
-		return &aclError{"setting the ACL of", p, err}
-	}
-	return nil
-}
-
-// revokePath removes every explicit ACE of the given SIDs from path (a path
-// that no longer exists has nothing to remove).
-func revokePath(p string, sids []string) error {
-	sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
-	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
-		return nil
-	}
-	if err != nil {
-		return &aclError{"reading the ACL of", p, err}
-	}
-	dacl, _, err := sd.DACL()
-	if err != nil {
-		return &aclError{"reading the ACL of", p, err}
-	}
-	var entries []windows.EXPLICIT_ACCESS
-	for _, s := range sids {
-		sid, err := windows.StringToSid(s)
-		if err != nil {
-			continue
-		}
-		entries = append(entries, windows.EXPLICIT_ACCESS{
-			AccessMode: windows.REVOKE_ACCESS,
-			Trustee:    windows.TRUSTEE{TrusteeForm: windows.TRUSTEE_IS_SID, TrusteeType: windows.TRUSTEE_IS_UNKNOWN, TrusteeValue: windows.TrusteeValueFromSID(sid)},
-		})
-	}
-	acl, err := windows.ACLFromEntries(entries, dacl)
-	if err != nil {
-		return &aclError{"building the ACL of", p, err}
-	}
-	if err := windows.SetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION, nil, nil, acl, nil); err != nil {
-		return &aclError{"setting the ACL of", p, err}
-	}
-	return nil
-}
-
-// usersCanRead reports whether the DACL has an allow ACE giving read data to
-// Users, Authenticated Users or Everyone. It is an approximation of an
-// access check: it ignores deny ACEs for those groups, which are rare on
-// folders a user would name.
-func usersCanRead(dacl *windows.ACL) bool {
-	if dacl == nil {
-		return true // a NULL DACL grants everyone everything
-	}
-	var wanted []*windows.SID
-	for _, t := range []windows.WELL_KNOWN_SID_TYPE{windows.WinBuiltinUsersSid, windows.WinAuthenticatedUserSid, windows.WinWorldSid} {
-		if s, err := windows.CreateWellKnownSid(t); err == nil {
-			wanted = append(wanted, s)
-		}
-	}
-	for i := uint32(0); i < uint32(dacl.AceCount); i++ {
-		var ace *windows.ACCESS_ALLOWED_ACE
-		if windows.GetAce(dacl, i, &ace) != nil || ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE {
-			continue
-		}
-		if ace.Mask&fileReadData == 0 && ace.Mask&windows.GENERIC_READ == 0 && ace.Mask&windows.GENERIC_ALL == 0 {
-			continue
-		}
-		sid := (*windows.SID)(unsafePointer(&ace.SidStart))
-		for _, w := range wanted {
-			if sid.Equals(w) {
-				return true
+	files, _ := filepath.Glob(filepath.Join(dir, "acl", "*.json"))
+	var errs []error
+	for _, f := range files {
+		err := withRecord(f, func(rec *aclRecord) error {
+			var errs []error
+			for _, a := range rec.ACEs {
+				a.Projects, a.Holders = nil, nil
 			}
-		}
-	}
-	return false
-}
-
-// removeAllACEs revokes every recorded ACE, whoever holds it.
-func removeAllACEs() error {
-	return withACLRecord(func(rec *aclRecord) error {
-		var errs []error
-		for k, e := range rec.Entries {
-			if err := revokePath(e.Path, e.Trustees); err != nil {
-				errs = append(errs, err)
-				continue
+			for _, p := range rec.paths() {
+				if err := syncPath(rec, p, groupSID); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				rec.done(p)
 			}
-			delete(rec.Entries, k)
+			return errors.Join(errs...)
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		return errors.Join(errs...)
-	})
+		os.Remove(f)
+		os.Remove(f + ".lock")
+	}
+	return errors.Join(errs...)
 }

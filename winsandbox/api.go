@@ -10,10 +10,10 @@ type SetupOptions struct {
 	// NoElevate makes Setup fail with a hint instead of relaunching itself
 	// elevated (the runas verb) when it is not elevated.
 	NoElevate bool
-	// Args are agentbox's own arguments for the elevated relaunch (for
-	// example ["setup"]); a relaunch adds a marker so it never relaunches
-	// again.
-	Args []string
+	// Relaunch is set in the elevated relaunch only (ElevatedArg's value,
+	// "PID:PIPE"): the process that waits for it and the pipe it reads the
+	// log and the passwords from. A relaunch never relaunches again.
+	Relaunch string
 	// Log receives one line per step; nil discards.
 	Log io.Writer
 }
@@ -29,6 +29,6 @@ type Stdio struct {
 // passes the rest of the arguments to RunnerMain.
 const RunnerArg = "__agentbox-runner"
 
-// ElevatedArg marks a setup that was relaunched elevated, so it never
-// relaunches again.
+// ElevatedArg is the hidden flag of `agentbox setup` that marks the
+// elevated relaunch; its value is SetupOptions.Relaunch.
 const ElevatedArg = "--elevated-relaunch"

@@ -2,6 +2,7 @@ package winsandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -27,44 +28,49 @@ func New() *Windows { return &Windows{} }
 // Name is "windows".
 func (w *Windows) Name() string { return Backend }
 
-// Complete builds the Windows spec for p and fills p.Box from it.
+// Complete builds the Windows spec for p and fills p.Box from it: how each
+// rule is enforced, the writable roots, the tmp folder, what the backend
+// adds to the environment, and the spec itself as the detail. A private
+// tmp becomes a fresh folder of this run (Windows has no tmpfs): its path
+// is fixed here, from the run's ID, and the run creates it and removes it
+// afterwards. A command that cannot be found or started does not make the
+// backend unusable: the spec records it (Refuse) and the run ends with 127
+// or 126, as a shell would.
 func (w *Windows) Complete(p *plan.Plan) error {
 	facts := w.Facts
 	if facts == nil {
 		facts = machineFacts
 	}
 	opts := facts(p)
-	opts.Environ = p.Environ
+	if p.Tmp.Mode == plan.TmpPrivate && p.Tmp.HostDir == "" {
+		if p.RunID == "" || opts.TempDir == "" || opts.User == "" {
+			return errors.New("tmp mode private: no run ID or temporary folder to make this run's tmp folder in")
+		}
+		base := winJoin(opts.TempDir, "agentbox-"+opts.User)
+		p.Tmp.HostDir = winJoin(base, "run-"+p.RunID)
+		origin := plan.Origin{Key: "tmp.mode private (windows: a fresh folder per run)"}
+		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin})
+		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: p.Tmp.HostDir, Mode: 0o700, Origin: origin, Fresh: true})
+	}
 	s, err := Build(p, opts)
 	if err != nil {
 		return err
 	}
-	box := plan.Box{Backend: Backend, Passed: p.Box.Passed}
-	for _, c := range s.Capabilities {
-		box.Writable = append(box.Writable, c.Root)
-	}
-	for _, m := range p.Mounts {
-		lv, how := plan.Enforced, ""
-		switch {
-		case m.Stage == plan.StageRoot && m.Op != plan.ROBind:
-			lv, how = plan.Weaker, "no Windows equivalent of "+string(m.Op)+": the host's devices and processes are what the sandbox users may see"
-		case m.Access == plan.Hidden:
-			lv, how = plan.Weaker, "deny ACE for the sandbox group: the name stays visible in its folder, the content is refused"
-		case m.Access == plan.ReadOnly:
-			how = "deny-write ACE for the sandbox group"
-		case m.Access == plan.ReadWrite:
-			how = "allow ACE (modify) for the sandbox group and the root's capability SID"
-		}
-		box.Rules = append(box.Rules, plan.RuleStatus{Rule: m.Stage.String(), Path: m.Path, Origin: m.Origin.String(), Level: lv, How: how})
-	}
-	for _, n := range s.Notes {
-		box.Rules = append(box.Rules, plan.RuleStatus{Rule: "windows", Level: plan.Weaker, How: n})
-	}
+	box := boxOf(p, s)
 	if box.Detail, err = json.Marshal(s); err != nil {
 		return err
 	}
 	p.Box = box
 	return nil
+}
+
+func appendPrepare(list []plan.Prepare, d plan.Prepare) []plan.Prepare {
+	for _, have := range list {
+		if winKey(have.Path) == winKey(d.Path) {
+			return list
+		}
+	}
+	return append(list, d)
 }
 
 // Describe prints the spec: users, capability SIDs, ACEs, firewall rules
@@ -75,7 +81,15 @@ func (w *Windows) Describe(p *plan.Plan, out io.Writer) {
 		fmt.Fprintf(out, "windows:   %v\n", err)
 		return
 	}
-	fmt.Fprintln(out, "windows:")
+	fmt.Fprintln(out, "windows, rule by rule:")
+	for _, r := range p.Box.Rules {
+		what := r.Rule
+		if r.Path != "" {
+			what += " " + r.Path
+		}
+		fmt.Fprintf(out, "  %s: %s: %s\n", what, r.Level, r.How)
+	}
+	fmt.Fprintln(out, "windows spec (users, ACEs, firewall rules, WFP filters, the command):")
 	for _, line := range strings.Split(strings.TrimRight(s.Render(), "\n"), "\n") {
 		fmt.Fprintln(out, "  "+line)
 	}

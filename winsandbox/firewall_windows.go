@@ -39,6 +39,12 @@ func fwProtocol(p string) int32 {
 // withRules runs f with the policy's INetFwRules collection on a thread with
 // COM initialised.
 func withRules(f func(rules *ole.IDispatch) error) error {
+	return withPolicy(func(_, rules *ole.IDispatch) error { return f(rules) })
+}
+
+// withPolicy runs f with INetFwPolicy2 and its INetFwRules collection on a
+// thread with COM initialised.
+func withPolicy(f func(policy, rules *ole.IDispatch) error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := ole.CoInitializeEx(0, ole.COINIT_APARTMENTTHREADED); err != nil {
@@ -63,15 +69,17 @@ func withRules(f func(rules *ole.IDispatch) error) error {
 	}
 	rules := v.ToIDispatch()
 	defer rules.Release()
-	return f(rules)
+	return f(policy, rules)
 }
 
 // removeByName removes every rule called name (Remove deletes one at a time).
 func removeByName(rules *ole.IDispatch, name string) error {
 	for i := 0; i < 100; i++ {
-		if _, err := oleutil.CallMethod(rules, "Item", name); err != nil {
+		v, err := oleutil.CallMethod(rules, "Item", name)
+		if err != nil {
 			return nil // no more rules of that name
 		}
+		v.Clear() // releases the rule Item returned
 		if _, err := oleutil.CallMethod(rules, "Remove", name); err != nil {
 			return fmt.Errorf("removing rule %q: %w", name, err)
 		}
@@ -132,10 +140,57 @@ func setFirewallRules(want []FirewallRule, offlineSID string) error {
 	})
 }
 
-// checkFirewallRules reads each rule back and names every difference.
-func checkFirewallRules(want []FirewallRule, offlineSID string) []string {
+// NET_FW_PROFILE_TYPE2 bits and NET_FW_MODIFY_STATE values (icftypes.h).
+var fwProfiles = []struct {
+	bit  int32
+	name string
+}{{1, "domain"}, {2, "private"}, {4, "public"}}
+
+const fwModifyStateOK = 0
+
+// checkFirewall checks what makes the rules take effect, and reads each rule
+// back and names every difference:
+//   - the firewall is on for every profile that is active now;
+//   - LocalPolicyModifyState is NET_FW_MODIFY_STATE_OK: group policy does
+//     not override local rules (1) and inbound traffic is not blocked
+//     regardless of them (2). (Read through IDispatch, so the S_FALSE Codex
+//     also looks for, "not the same for every active profile", is not
+//     seen here.)
+//   - each rule exists, blocks, is enabled, and its user list grants the
+//     offline user's SID (compared by SID: Windows may rewrite the rest of
+//     the SDDL).
+func checkFirewall(want []FirewallRule, offlineSID string) []string {
 	var problems []string
-	err := withRules(func(rules *ole.IDispatch) error {
+	err := withPolicy(func(policy, rules *ole.IDispatch) error {
+		get := func(d *ole.IDispatch, name string, args ...any) (any, error) {
+			v, err := oleutil.GetProperty(d, name, args...)
+			if err != nil {
+				return nil, err
+			}
+			defer v.Clear()
+			return v.Value(), nil
+		}
+		if cur, err := get(policy, "CurrentProfileTypes"); err != nil {
+			problems = append(problems, fmt.Sprintf("reading the active firewall profiles: %v", err))
+		} else {
+			mask, _ := cur.(int32)
+			for _, pr := range fwProfiles {
+				if mask&pr.bit == 0 {
+					continue
+				}
+				on, err := get(policy, "FirewallEnabled", pr.bit)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("reading whether the firewall is on for the %s profile: %v", pr.name, err))
+				} else if on != true {
+					problems = append(problems, fmt.Sprintf("the Windows Firewall is off for the active %s profile, so the offline user's rules do nothing", pr.name))
+				}
+			}
+		}
+		if st, err := get(policy, "LocalPolicyModifyState"); err != nil {
+			problems = append(problems, fmt.Sprintf("reading LocalPolicyModifyState: %v", err))
+		} else if n, _ := st.(int32); n != fwModifyStateOK {
+			problems = append(problems, fmt.Sprintf("local firewall rules do not take effect here (LocalPolicyModifyState %d: group policy overrides them or blocks inbound traffic regardless)", n))
+		}
 		for _, r := range want {
 			v, err := oleutil.CallMethod(rules, "Item", r.Name)
 			if err != nil {
@@ -143,42 +198,59 @@ func checkFirewallRules(want []FirewallRule, offlineSID string) []string {
 				continue
 			}
 			rule := v.ToIDispatch()
-			get := func(name string) any {
-				p, err := oleutil.GetProperty(rule, name)
+			prop := func(name string) any {
+				x, err := get(rule, name)
 				if err != nil {
 					return fmt.Sprintf("<%v>", err)
 				}
-				return p.Value()
+				return x
 			}
 			dir := int32(fwDirOut)
 			if r.Direction == "in" {
 				dir = fwDirIn
 			}
-			checks := map[string]any{
-				"Protocol": fwProtocol(r.Protocol), "Direction": dir, "Action": int32(fwActionBlock),
-				"Enabled": true, "LocalUserAuthorizedList": FirewallSDDL(r, offlineSID),
-			}
+			checks := map[string]any{"Protocol": fwProtocol(r.Protocol), "Direction": dir, "Action": int32(fwActionBlock), "Enabled": true}
 			if r.RemotePorts != "" {
 				checks["RemotePorts"] = r.RemotePorts
 			}
 			for name, w := range checks {
-				if got := get(name); fmt.Sprint(got) != fmt.Sprint(w) {
+				if got := prop(name); fmt.Sprint(got) != fmt.Sprint(w) {
 					problems = append(problems, fmt.Sprintf("firewall rule %q: %s is %v, want %v", r.Name, name, got, w))
 				}
 			}
+			if got := fmt.Sprint(prop("LocalUserAuthorizedList")); !SDDLNamesSID(got, offlineSID) {
+				problems = append(problems, fmt.Sprintf("firewall rule %q applies to %q, which does not name the offline user %s", r.Name, got, offlineSID))
+			}
 			// Windows normalises addresses ("127.0.0.0/255.0.0.0" may read
 			// back in another spelling), so only presence is checked.
-			if got := fmt.Sprint(get("RemoteAddresses")); got == "" {
+			if got := fmt.Sprint(prop("RemoteAddresses")); got == "" {
 				problems = append(problems, fmt.Sprintf("firewall rule %q has no remote addresses", r.Name))
 			}
-			rule.Release()
+			v.Clear()
 		}
 		return nil
 	})
 	if err != nil {
-		problems = append(problems, fmt.Sprintf("reading firewall rules: %v", err))
+		problems = append(problems, fmt.Sprintf("reading the firewall: %v", err))
 	}
 	return problems
+}
+
+// localPolicyTakesEffect fails when local firewall rules would be ignored
+// (group policy) on this machine: setup refuses to record rules that do
+// nothing.
+func localPolicyTakesEffect() error {
+	return withPolicy(func(policy, _ *ole.IDispatch) error {
+		v, err := oleutil.GetProperty(policy, "LocalPolicyModifyState")
+		if err != nil {
+			return fmt.Errorf("reading LocalPolicyModifyState: %w", err)
+		}
+		defer v.Clear()
+		if n, _ := v.Value().(int32); n != fwModifyStateOK {
+			return fmt.Errorf("local firewall rules do not take effect on this machine (LocalPolicyModifyState %d: group policy overrides them); the offline user could not be kept off the network", n)
+		}
+		return nil
+	})
 }
 
 // removeFirewallRules removes setup's rules.

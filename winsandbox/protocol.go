@@ -69,6 +69,12 @@ type SpawnRequest struct {
 	// runner adds its own logon SID (see runner_windows.go).
 	RestrictingSIDs []string  `json:"restricting_sids"`
 	Limits          JobLimits `json:"limits"`
+	// Desktop is the window station and desktop the command starts on
+	// ("WinSta0\Default"): agentbox's own, which the secondary logon
+	// service opened to the runner. Named explicitly because programs
+	// that load user32 (PowerShell) fail at start with a restricted token
+	// otherwise. Empty leaves the runner's.
+	Desktop string `json:"desktop,omitempty"`
 	// Console asks for a pseudo console of Cols × Rows instead of pipes.
 	Console bool   `json:"console,omitempty"`
 	Cols    uint16 `json:"cols,omitempty"`
@@ -224,4 +230,45 @@ func DecodeMessage(body []byte) (*Message, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// The runner's own exit status, when it fails before it can say so over
+// its pipes (the command's status travels in the exit message): 0x2000_0000
+// (the "customer" bit of an NTSTATUS, so no Windows status looks like it),
+// the stage in bits 16-23 and the low 16 bits of the Windows error code.
+const runnerFailBit = 0x2000_0000
+
+// Runner stages that can fail before the pipes work.
+const (
+	runnerStageArgs   = 1 // wrong arguments
+	runnerStageIn     = 2 // opening the input pipe
+	runnerStageOut    = 3 // opening the output pipe
+	runnerStageServer = 4 // the pipe's server is not agentbox
+)
+
+// runnerFailure is the exit status the runner ends with when stage failed
+// with Windows error code errno.
+func runnerFailure(stage int, errno uint32) uint32 {
+	return runnerFailBit | uint32(stage&0xff)<<16 | errno&0xffff
+}
+
+// RunnerExitReason explains the exit status of a runner that ended before
+// it connected.
+func RunnerExitReason(code uint32) string {
+	if code&0xff000000 != runnerFailBit {
+		return fmt.Sprintf("the runner exited with status %#x before it connected", code)
+	}
+	what := map[int]string{
+		runnerStageArgs:   "was started with the wrong arguments",
+		runnerStageIn:     "could not open its input pipe",
+		runnerStageOut:    "could not open its output pipe",
+		runnerStageServer: "found a pipe server that is not agentbox",
+	}[int(code>>16&0xff)]
+	if what == "" {
+		what = "failed"
+	}
+	if errno := code & 0xffff; errno != 0 {
+		return fmt.Sprintf("the runner %s (Windows error %d)", what, errno)
+	}
+	return "the runner " + what
 }

@@ -46,13 +46,34 @@ func (s *Spec) Render() string {
 		}
 		p("firewall %q %s %s %s remote %s%s user %s", r.Name, r.Direction, r.Action, r.Protocol, r.RemoteAddresses, ports, r.LocalUserAuthorizedList)
 	}
+	for _, f := range s.Filters {
+		match := ""
+		if f.Protocol != 0 {
+			match += fmt.Sprintf(" protocol %d", f.Protocol)
+		}
+		if f.RemotePort != 0 {
+			match += fmt.Sprintf(" remote-port %d", f.RemotePort)
+		}
+		ip := "v4"
+		if f.IPv6 {
+			ip = "v6"
+		}
+		p("wfp %q %s %s%s user {%s} key %s", f.Name, f.Layer, ip, match, OfflineUser, f.Key)
+	}
+	if s.ProxyPort != 0 {
+		p("proxy 127.0.0.1:%d (agentbox's allowlist proxy; it serves the processes of this run's job only)", s.ProxyPort)
+	}
+	if s.Refuse != nil {
+		p("refuse %d %s", s.Refuse.Status, s.Refuse.Reason)
+	}
 	sp := s.Spawn
 	if sp.Application != "" {
 		p("spawn application %s", sp.Application)
 	}
 	p("spawn command-line %s", sp.CommandLine)
 	p("spawn cwd %s", sp.Cwd)
-	p("spawn restricting-sids %s", strings.Join(sp.RestrictingSIDs, " "))
+	// The runner adds its logon SID and Everyone (restrictedToken).
+	p("spawn restricting-sids %s (and the runner's logon SID, Everyone)", strings.Join(sp.RestrictingSIDs, " "))
 	if sp.Limits != (JobLimits{}) {
 		p("spawn limits processes=%d memory=%d cpu=%ds", sp.Limits.ActiveProcesses, sp.Limits.MemoryBytes, sp.Limits.CPUSeconds)
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -24,23 +27,43 @@ import (
 const exitTerminated = 0xC000013A
 
 // RunnerMain is the runner's entry point: args are the names of the two
-// named pipes Run created, client→runner first. It returns the runner's own
-// exit status (the command's status travels in the exit message).
+// named pipes Run created, client→runner first, and the process ID of the
+// agentbox that created them. It returns the runner's own exit status (the
+// command's status travels in the exit message); when it fails before its
+// pipes work, that status says where and why (runnerFailure), since the
+// runner has no console to print to.
 func RunnerMain(args []string) int {
-	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "agentbox: error: runner mode takes two pipe names; it is started by agentbox run, not by hand")
-		return 125
+	errno := func(err error) uint32 {
+		var e windows.Errno
+		if errors.As(err, &e) {
+			return uint32(e)
+		}
+		return 0
 	}
-	in, err := openPipe(args[0], windows.GENERIC_READ)
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "agentbox: error: runner mode takes two pipe names and a process ID; it is started by agentbox run, not by hand")
+		return int(runnerFailure(runnerStageArgs, 0))
+	}
+	server, err := strconv.ParseUint(args[2], 10, 32)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "agentbox: error: runner: opening %s: %v\n", args[0], err)
-		return 125
+		return int(runnerFailure(runnerStageArgs, 0))
+	}
+	in, err := openPipe(args[0], windows.GENERIC_READ, uint32(server))
+	if err != nil {
+		stage := runnerStageIn
+		if strings.Contains(err.Error(), "not agentbox") {
+			stage = runnerStageServer
+		}
+		return int(runnerFailure(stage, errno(err)))
 	}
 	defer in.Close()
-	out, err := openPipe(args[1], windows.GENERIC_WRITE)
+	out, err := openPipe(args[1], windows.GENERIC_WRITE, uint32(server))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "agentbox: error: runner: opening %s: %v\n", args[1], err)
-		return 125
+		stage := runnerStageOut
+		if strings.Contains(err.Error(), "not agentbox") {
+			stage = runnerStageServer
+		}
+		return int(runnerFailure(stage, errno(err)))
 	}
 	defer out.Close()
 	return serveRunner(in, out)
@@ -291,6 +314,10 @@ func startChild(req *SpawnRequest) (*child, string, error) {
 		if err := windows.CreatePseudoConsole(size, ptyIn, ptyOut, 0, &ch.pty); err != nil {
 			return nil, "console", err
 		}
+		// STARTF_USESTDHANDLES with no handles: the command's standard
+		// handles are the pseudo console's, never anything of the
+		// runner's.
+		si.Flags = windows.STARTF_USESTDHANDLES
 		// The attribute's value is the HPCON itself, passed by value.
 		if err := attrs.Update(windows.PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE, *(*unsafe.Pointer)(unsafe.Pointer(&ch.pty)), unsafe.Sizeof(ch.pty)); err != nil {
 			return nil, "console", err
@@ -334,6 +361,11 @@ func startChild(req *SpawnRequest) (*child, string, error) {
 		inherit = true
 	}
 	si.ProcThreadAttributeList = attrs.List()
+	if req.Desktop != "" {
+		if si.Desktop, err = windows.UTF16PtrFromString(req.Desktop); err != nil {
+			return nil, "spawn", err
+		}
+	}
 
 	env, err := envBlock(req.Env)
 	if err != nil {
@@ -381,24 +413,36 @@ func startChild(req *SpawnRequest) (*child, string, error) {
 //     removed, so no backup/restore/debug privilege can bypass ACLs;
 //   - LUA_TOKEN: a UAC-filtered (least-privilege) token;
 //   - WRITE_RESTRICTED with restricting SIDs = the capability SIDs of this
-//     run's writable roots plus the runner's logon SID: every write access
-//     must be granted both to the user's normal SIDs and to one of these,
-//     so the command can write only where a capability ACE says so, even
-//     in folders Users or Everyone may write (C:\ProgramData, C:\Users\Public).
-//     Reads are not restricted, so the toolchain stays usable.
+//     run's writable roots, the runner's logon SID and Everyone: every
+//     write access must be granted both to the user's normal SIDs and to
+//     one of these, so the command can write only where a capability ACE
+//     says so, even in folders Users may write (C:\ProgramData,
+//     C:\Users\Public). Reads are not restricted, so the toolchain stays
+//     usable.
 //
-// The logon SID is added because the window station, desktop and console
-// objects of the session grant access through it. The token's default DACL
-// is replaced by one granting the user, the logon SID and SYSTEM full
-// access: objects the command creates without inheritance (named pipes,
-// events) get that DACL, and without a restricting SID in it the command
-// could not open its own objects for writing.
+// The logon SID is there because the window station, desktop and console
+// objects of the session grant access through it; Everyone because the
+// NUL device (`>nul` in every batch file) grants write to Everyone and to
+// nothing a restricted token could otherwise carry. This is the set and
+// order Codex's Windows sandbox uses (capability, logon, Everyone). The
+// price: an object whose DACL grants Everyone write is writable from the
+// box; Windows grants that on devices such as NUL, not on folders.
+//
+// SeChangeNotifyPrivilege ("bypass traverse checking") is enabled again
+// explicitly: without it, reaching a writable root inside a profile the
+// sandbox user may not list (C:\Users\me\proj) fails.
+//
+// The token's default DACL is replaced by one granting the user, the logon
+// SID and SYSTEM full access: objects the command creates without
+// inheritance (named pipes, events) get that DACL, and without a
+// restricting SID in it the command could not open its own objects for
+// writing.
 //
 // Reference: "Restricted Tokens" and CreateRestrictedToken,
 // https://learn.microsoft.com/windows/win32/secauthz/restricted-tokens
 func restrictedToken(capabilities []string) (windows.Token, error) {
 	var self windows.Token
-	access := uint32(windows.TOKEN_DUPLICATE | windows.TOKEN_QUERY | windows.TOKEN_ASSIGN_PRIMARY | windows.TOKEN_ADJUST_DEFAULT)
+	access := uint32(windows.TOKEN_DUPLICATE | windows.TOKEN_QUERY | windows.TOKEN_ASSIGN_PRIMARY | windows.TOKEN_ADJUST_DEFAULT | windows.TOKEN_ADJUST_PRIVILEGES)
 	if err := windows.OpenProcessToken(windows.CurrentProcess(), access, &self); err != nil {
 		return 0, fmt.Errorf("OpenProcessToken: %w", err)
 	}
@@ -415,10 +459,21 @@ func restrictedToken(capabilities []string) (windows.Token, error) {
 	if err != nil {
 		return 0, err
 	}
-	sids = append(sids, windows.SIDAndAttributes{Sid: logon})
-	tok, err := createRestrictedToken(self, disableMaxPrivilege|luaToken|writeRestricted, sids)
+	everyone, err := windows.CreateWellKnownSid(windows.WinWorldSid)
 	if err != nil {
-		return 0, fmt.Errorf("CreateRestrictedToken: %w", err)
+		return 0, err
+	}
+	sids = append(sids, windows.SIDAndAttributes{Sid: logon}, windows.SIDAndAttributes{Sid: everyone})
+	tok, err := createRestrictedToken(self, disableMaxPrivilege|luaToken|writeRestricted, sids)
+	// The SIDs live in Go memory that the call reads through pointers the
+	// garbage collector does not see.
+	runtime.KeepAlive(sids)
+	if err != nil {
+		return 0, err
+	}
+	if err := enablePrivilege(tok, "SeChangeNotifyPrivilege"); err != nil {
+		tok.Close()
+		return 0, err
 	}
 	user, err := self.GetTokenUser()
 	if err != nil {
@@ -430,8 +485,9 @@ func restrictedToken(capabilities []string) (windows.Token, error) {
 		tok.Close()
 		return 0, err
 	}
+	owners := []*windows.SID{user.User.Sid, logon, system}
 	var entries []windows.EXPLICIT_ACCESS
-	for _, sid := range []*windows.SID{user.User.Sid, logon, system} {
+	for _, sid := range owners {
 		entries = append(entries, windows.EXPLICIT_ACCESS{
 			AccessPermissions: windows.GENERIC_ALL,
 			AccessMode:        windows.GRANT_ACCESS,
@@ -439,6 +495,8 @@ func restrictedToken(capabilities []string) (windows.Token, error) {
 		})
 	}
 	acl, err := windows.ACLFromEntries(entries, nil)
+	runtime.KeepAlive(owners) // TrusteeValueFromSID keeps only a uintptr
+	runtime.KeepAlive(user)
 	if err != nil {
 		tok.Close()
 		return 0, fmt.Errorf("default DACL: %w", err)
@@ -449,6 +507,31 @@ func restrictedToken(capabilities []string) (windows.Token, error) {
 		return 0, fmt.Errorf("SetTokenInformation(TokenDefaultDacl): %w", err)
 	}
 	return tok, nil
+}
+
+// enablePrivilege enables a privilege the token holds.
+func enablePrivilege(tok windows.Token, name string) error {
+	var luid windows.LUID
+	n, err := windows.UTF16PtrFromString(name)
+	if err != nil {
+		return err
+	}
+	if err := windows.LookupPrivilegeValue(nil, n, &luid); err != nil {
+		return fmt.Errorf("LookupPrivilegeValue(%s): %w", name, err)
+	}
+	tp := windows.Tokenprivileges{PrivilegeCount: 1}
+	tp.Privileges[0] = windows.LUIDAndAttributes{Luid: luid, Attributes: windows.SE_PRIVILEGE_ENABLED}
+	// AdjustTokenPrivileges succeeds without enabling anything when the
+	// token lacks the privilege and says so only in the last error, which
+	// Call captures right after the call.
+	r, _, e := procAdjustTokenPrivileges.Call(uintptr(tok), 0, uintptr(unsafe.Pointer(&tp)), 0, 0, 0)
+	if r == 0 {
+		return failed("AdjustTokenPrivileges("+name+")", e)
+	}
+	if e == windows.ERROR_NOT_ALL_ASSIGNED {
+		return fmt.Errorf("AdjustTokenPrivileges(%s): the token does not hold it", name)
+	}
+	return nil
 }
 
 // logonSID returns the logon SID in a token's groups.

@@ -28,16 +28,18 @@ func selfSID(t *testing.T) string {
 }
 
 // pipePair creates a client→runner and a runner→client pipe and returns
-// (client writes, runner reads, runner writes, client reads).
+// (client writes, runner reads, runner writes, client reads). Both ends
+// are in this process, so the client and server checks expect its PID.
 func pipePair(t *testing.T) (cw, rr, rw, cr *os.File) {
 	t.Helper()
 	sid := selfSID(t)
+	me := uint32(os.Getpid())
 	inName, outName := pipeName("in"), pipeName("out")
-	in, err := createPipe(inName, false, sid) // server writes, runner reads
+	inH, err := createPipe(inName, false, sid) // server writes, runner reads
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := createPipe(outName, true, sid) // server reads, runner writes
+	outH, err := createPipe(outName, true, sid) // server reads, runner writes
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,22 +49,69 @@ func pipePair(t *testing.T) (cw, rr, rw, cr *os.File) {
 	}
 	done := make(chan [2]opened, 1)
 	go func() {
-		a, errA := openPipe(inName, windows.GENERIC_READ)
-		b, errB := openPipe(outName, windows.GENERIC_WRITE)
+		a, errA := openPipe(inName, windows.GENERIC_READ, me)
+		b, errB := openPipe(outName, windows.GENERIC_WRITE, me)
 		done <- [2]opened{{a, errA}, {b, errB}}
 	}()
-	if err := connectPipe(in); err != nil {
-		t.Fatalf("ConnectNamedPipe in: %v", err)
+	if err := connectPipe(inH, 0, me, 30*time.Second); err != nil {
+		t.Fatalf("connecting in: %v", err)
 	}
-	if err := connectPipe(out); err != nil {
-		t.Fatalf("ConnectNamedPipe out: %v", err)
+	if err := connectPipe(outH, 0, me, 30*time.Second); err != nil {
+		t.Fatalf("connecting out: %v", err)
 	}
 	o := <-done
 	if o[0].err != nil || o[1].err != nil {
 		t.Fatalf("opening pipes: %v, %v", o[0].err, o[1].err)
 	}
+	in, out := os.NewFile(uintptr(inH), inName), os.NewFile(uintptr(outH), outName)
 	t.Cleanup(func() { in.Close(); out.Close(); o[0].f.Close(); o[1].f.Close() })
 	return in, o[0].f, o[1].f, out
+}
+
+// TestWindowsPipeRefusesOtherClient: a client that is not the expected
+// process (another run's command racing to the pipe) is refused, and so is
+// a server that is not the expected agentbox.
+func TestWindowsPipeRefusesOtherClient(t *testing.T) {
+	sid := selfSID(t)
+	name := pipeName("in")
+	h, err := createPipe(name, false, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(h)
+	go func() {
+		f, err := openPipe(name, windows.GENERIC_READ, uint32(os.Getpid()))
+		if err == nil {
+			time.Sleep(time.Second)
+			f.Close()
+		}
+	}()
+	err = connectPipe(h, 0, uint32(os.Getpid())+4, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "not the runner") {
+		t.Fatalf("connectPipe with a foreign client: %v, want a refusal", err)
+	}
+	name2 := pipeName("out")
+	h2, err := createPipe(name2, true, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(h2)
+	if _, err := openPipe(name2, windows.GENERIC_WRITE, uint32(os.Getpid())+4); err == nil || !strings.Contains(err.Error(), "not agentbox") {
+		t.Fatalf("openPipe with a foreign server: %v, want a refusal", err)
+	}
+}
+
+// TestWindowsConnectGivesUp: waiting for a client ends at the timeout, and
+// the pipe can be closed afterwards (nothing stays blocked).
+func TestWindowsConnectGivesUp(t *testing.T) {
+	h, err := createPipe(pipeName("in"), false, selfSID(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(h)
+	if err := connectPipe(h, 0, 1, 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "did not connect") {
+		t.Fatalf("connectPipe without a client: %v", err)
+	}
 }
 
 func TestWindowsCodecOverNamedPipes(t *testing.T) {
@@ -115,6 +164,8 @@ func runRunner(t *testing.T, cmdline string, stdin string, terminate bool) (stri
 		Cwd:             cwd,
 		Env:             sortEnv(os.Environ()),
 		RestrictingSIDs: []string{CapabilitySID(cwd)},
+		// The desktop Run names for the command: this process's own.
+		Desktop: desktopName(),
 	}
 	var m Machine
 	send := func(msg *Message) {
@@ -220,4 +271,15 @@ func TestWindowsDPAPIRoundTrip(t *testing.T) {
 	if err != nil || string(got) != pw {
 		t.Fatalf("unprotect = %q, %v", got, err)
 	}
+}
+
+// TestWindowsDesktopName: the window station and desktop Run names for the
+// command is this process's own, "WinSta0\Default" on an interactive
+// desktop.
+func TestWindowsDesktopName(t *testing.T) {
+	d := desktopName()
+	if ws, desk, ok := strings.Cut(d, `\`); !ok || ws == "" || desk == "" {
+		t.Fatalf("desktopName() = %q, want STATION\\DESKTOP", d)
+	}
+	t.Logf("desktop: %s", d)
 }

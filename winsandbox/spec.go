@@ -3,7 +3,6 @@ package winsandbox
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -29,30 +28,28 @@ const (
 	DefaultProxyPort = 47080
 )
 
-// ErrCommandNotFound is returned (wrapped) by Build when the command is not
-// found in the PATH of the environment it will run with; main maps it to exit
-// status 127.
-var ErrCommandNotFound = errors.New("command not found")
-
 // Options is what Build needs besides the plan: facts about the calling
 // process and the machine, passed in so Build stays pure.
 type Options struct {
-	// Environ is the caller's environment ("NAME=value"), the base of the
-	// command's environment.
-	Environ []string
 	// ProxyPort is the loopback port of agentbox's proxy; 0 means
 	// DefaultProxyPort.
 	ProxyPort int
 	// ReadRoots are folders the sandbox group must be able to read although
-	// the plan does not name them: the folder of agentbox.exe (the runner)
-	// and the folder the command lives in. Users' profiles are not readable
-	// by other users on Windows, so a tool installed under the profile is
-	// invisible to the sandbox users without this.
+	// the plan does not name them: the folder of agentbox.exe (the runner).
+	// (Build adds the folder the command lives in.) Users' profiles are not
+	// readable by other users on Windows, so a program installed under the
+	// profile is invisible to the sandbox users without this.
 	ReadRoots []string
 	// Exists reports whether a file exists; Build uses it to resolve the
 	// command in the PATH of the command's environment. Nil leaves the
 	// command as given and lets the runner's CreateProcessAsUser search.
 	Exists func(path string) bool
+	// TempDir is the caller's temporary folder (%TEMP%): what tmp mode
+	// "host" shares with the box, and where a private tmp is made.
+	TempDir string
+	// User is the caller's SID; agentbox's folder in TempDir is named
+	// after it.
+	User string
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -73,8 +70,10 @@ const (
 	// ownership. Not SYNCHRONIZE: denying it would break reading too.
 	RightsWrite Rights = "write"
 	// RightsDelete (deny): DELETE only, which is also what renaming or
-	// moving needs. Put on the folders between a writable root and a
-	// read-only path so the read-only path cannot be moved away wholesale.
+	// moving needs. A pinned folder gets it, without inheritance: the folder
+	// itself cannot be renamed, moved away or removed (and so cannot be
+	// replaced by one without the protections), while what is in it keeps
+	// the access it had.
 	RightsDelete Rights = "delete"
 	// RightsAll (deny): everything but SYNCHRONIZE.
 	RightsAll Rights = "all"
@@ -130,7 +129,8 @@ type ACE struct {
 	// container inherit).
 	Inherit bool `json:"inherit,omitempty"`
 	// IfUsersCannotRead applies a read grant only when BUILTIN\Users cannot
-	// already read the path, so world-readable folders keep their ACLs.
+	// already read the path, so world-readable folders (C:\Windows\System32,
+	// C:\Program Files) are never touched.
 	IfUsersCannotRead bool `json:"if_users_cannot_read,omitempty"`
 	// Origin is the plan rule that asked for this ACE.
 	Origin string `json:"origin"`
@@ -161,6 +161,14 @@ type FirewallRule struct {
 	LocalUserAuthorizedList string `json:"local_user_authorized_list"`
 }
 
+// Refusal is why the command cannot be started, found while the spec was
+// built: the run ends with Status (127: not found, 126: cannot be executed)
+// before anything is applied, as a shell would report it.
+type Refusal struct {
+	Status int    `json:"status"`
+	Reason string `json:"reason"`
+}
+
 // Spec is everything the Windows backend does for one plan.
 type Spec struct {
 	Group        string         `json:"group"`
@@ -169,8 +177,22 @@ type Spec struct {
 	Capabilities []Capability   `json:"capabilities"`
 	ACEs         []ACE          `json:"aces"`
 	Firewall     []FirewallRule `json:"firewall"`
-	Spawn        SpawnRequest   `json:"spawn"`
-	// Notes says where Windows does something other than what the plan
+	// Filters are the WFP filters setup installs for the offline user.
+	Filters []WFPFilter `json:"wfp_filters"`
+	// ProxyPort is the loopback port agentbox's allowlist proxy listens on
+	// for this run; 0 when the network mode is not allowlist.
+	ProxyPort int `json:"proxy_port,omitempty"`
+	// Tmp is the folder TEMP, TMP and TMPDIR name; "" leaves them as they
+	// are.
+	Tmp string `json:"tmp,omitempty"`
+	// Added are the variables the backend adds to the plan's environment
+	// (TEMP, TMP, the proxy, git's safe.directory), NAME=value.
+	Added []string `json:"added_env,omitempty"`
+	// Refuse, when set, says why the command cannot run at all.
+	Refuse *Refusal          `json:"refuse,omitempty"`
+	Spawn  SpawnRequest      `json:"spawn"`
+	Rules  []plan.RuleStatus `json:"-"`
+	// Notes say where Windows does something other than what the plan
 	// literally asks, so `agentbox plan` can tell the truth about it.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -181,11 +203,10 @@ type pathRule struct {
 	path   string
 	index  int
 	origin string
-	deny   bool // from the deny stage (AGENTBOX_DENY lists only these)
 }
 
 // Build turns a plan into the Windows spec. It does no I/O: everything about
-// the caller comes in opts.
+// the caller comes in opts. p is not changed.
 func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	if p == nil {
 		return nil, errors.New("no plan")
@@ -216,44 +237,71 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		}
 		s.Notes = append(s.Notes, n)
 	}
+	rule := func(m plan.Mount, lv plan.Level, how string) {
+		s.Rules = append(s.Rules, plan.RuleStatus{Rule: m.Stage.String(), Path: m.Path, Origin: m.Origin.String(), Level: lv, How: how})
+	}
 
-	var writable, readOnly, hidden []pathRule
-	tmpDir := ""
+	var writable, readOnly, hidden, pins, covers []pathRule
 	for i, m := range p.Mounts {
 		origin := m.Origin.String()
 		if m.Stage == plan.StageRoot {
 			switch m.Op {
 			case plan.ROBind:
-				note("read-only root: no ACE; the sandbox users are ordinary users, and WRITE_RESTRICTED refuses every write outside the writable roots")
+				rule(m, plan.Enforced, "no ACE: the sandbox users are ordinary users, and the command's write-restricted token refuses every write outside the writable roots")
 			case plan.Dev, plan.Proc:
-				note("%s %s: no Windows equivalent, skipped", m.Op, m.Path)
+				rule(m, plan.Weaker, "no Windows equivalent of "+string(m.Op)+": the host's devices and processes are what the sandbox users may see")
 			default:
 				return nil, fmt.Errorf("mount %d (%s %s): not supported at stage root on Windows", i, m.Op, m.Path)
 			}
 			continue
 		}
 		src := m.Src()
-		if m.Op == plan.Tmpfs && m.Access == plan.ReadWrite {
-			return nil, fmt.Errorf("mount %d (tmpfs %s, %s): Windows has no tmpfs; the plan must give a host folder (tmp mode \"workspace\")", i, m.Path, origin)
+		if m.Stage == plan.StageTmp {
+			switch {
+			case m.Op == plan.Tmpfs:
+				// Complete gives a private tmp a fresh folder of this run
+				// (Tmp.HostDir); a plan without one cannot run here.
+				if p.Tmp.HostDir == "" {
+					return nil, fmt.Errorf("mount %d (tmpfs %s, %s): Windows has no tmpfs, and the plan names no folder for this run's tmp", i, m.Path, origin)
+				}
+				src = p.Tmp.HostDir
+			case p.Tmp.Mode == plan.TmpHost:
+				if opts.TempDir == "" {
+					return nil, fmt.Errorf("mount %d (%s): tmp mode host needs the caller's TEMP folder", i, origin)
+				}
+				src = opts.TempDir
+			}
+			s.Tmp = src
+			rule(m, plan.Enforced, "the folder itself, at its own path (Windows has no /tmp): TEMP, TMP and TMPDIR name it")
 		}
 		if !winAbs(src) {
 			return nil, fmt.Errorf("mount %d (%s %s, %s): %q is not an absolute Windows path", i, m.Op, m.Path, origin, src)
 		}
-		if m.Source != "" && winKey(m.Source) != winKey(m.Path) {
-			note("%s is bound at %s on Linux; on Windows the command sees it at its own path", m.Source, m.Path)
+		if winUNC(src) {
+			return nil, fmt.Errorf("mount %d (%s %s, %s): %s is a network path; the server enforces its own ACLs there, so agentbox cannot confine access to it", i, m.Op, m.Path, origin, src)
 		}
-		r := pathRule{path: src, index: i, origin: origin, deny: m.Stage == plan.StageDeny}
-		switch m.Access {
-		case plan.ReadWrite:
+		r := pathRule{path: src, index: i, origin: origin}
+		switch {
+		case m.Op == plan.Pin:
+			pins = append(pins, r)
+			rule(m, plan.Enforced, "deny-DELETE ACE for the sandbox group on the folder itself, not inherited: it cannot be renamed, moved or removed; its contents keep their access")
+		case m.Op == plan.RemountRO:
+			// The workspace root is already denied as a whole (the
+			// tmpfs before it); the re-bound workspace folders stay
+			// writable, as a non-recursive remount leaves them on Linux.
+			rule(m, plan.Enforced, "covered by the deny ACE on the folder: nothing can be written beside the workspace folders")
+		case m.Access == plan.ReadWrite:
 			writable = append(writable, r)
-			if m.Stage == plan.StageTmp {
-				tmpDir = src
+			if m.Stage != plan.StageTmp {
+				rule(m, plan.Enforced, "allow ACE (modify) for the sandbox group and the root's capability SID, inherited")
 			}
-		case plan.ReadOnly:
+		case m.Access == plan.ReadOnly:
 			readOnly = append(readOnly, r)
-		case plan.Hidden:
+			rule(m, plan.Enforced, "deny-write ACE for the sandbox group, inherited")
+		case m.Access == plan.Hidden:
 			hidden = append(hidden, r)
-			note("hidden paths keep their names visible in their parent folder; their contents are denied to the sandbox users")
+			covers = append(covers, r)
+			rule(m, plan.Weaker, "deny ACE (all access) for the sandbox group, inherited: the name stays visible in its folder, the content is refused")
 		default:
 			return nil, fmt.Errorf("mount %d (%s %s): unknown access %q", i, m.Op, m.Path, m.Access)
 		}
@@ -263,7 +311,7 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	// covers an earlier one. (An explicit allow ACE on a child would beat
 	// the deny ACE inherited from its hidden parent, so it must not be set.)
 	covered := func(r pathRule) bool {
-		for _, h := range hidden {
+		for _, h := range covers {
 			if h.index > r.index && winWithin(r.path, h.path) {
 				note("%s is inside %s, which is hidden after it; it stays hidden", r.path, h.path)
 				return true
@@ -273,6 +321,7 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	}
 	writable = dedupe(writable, covered)
 	readOnly = dedupe(readOnly, covered)
+	pins = dedupe(pins, covered)
 	hidden = dedupe(hidden, func(pathRule) bool { return false })
 
 	// Hidden paths first: the order of ACEs on one path does not matter
@@ -288,7 +337,21 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 			ACE{Path: w.path, Trustee: GroupName, Rights: RightsModify, Inherit: true, Origin: w.origin},
 			ACE{Path: w.path, Trustee: sid, Rights: RightsModify, Inherit: true, Origin: w.origin})
 	}
-	guarded := map[string]bool{}
+	// Pins: the plan's own (folders between a writable root and a
+	// read-only path, git folders), then, should a plan lack one, every
+	// folder between a read-only path and its writable root. A pin never
+	// becomes a writable root: its contents are as writable as they were.
+	pinned := map[string]bool{}
+	pin := func(dir, origin string) {
+		if pinned[winKey(dir)] {
+			return
+		}
+		pinned[winKey(dir)] = true
+		s.ACEs = append(s.ACEs, ACE{Path: dir, Deny: true, Trustee: GroupName, Rights: RightsDelete, Origin: origin})
+	}
+	for _, r := range pins {
+		pin(r.path, r.origin)
+	}
 	for _, r := range readOnly {
 		s.ACEs = append(s.ACEs, ACE{Path: r.path, Deny: true, Trustee: GroupName, Rights: RightsWrite, Inherit: true, Origin: r.origin})
 		root := innermost(writable, r.path)
@@ -297,15 +360,17 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 			continue
 		}
 		for _, dir := range winBetween(root, r.path) {
-			if guarded[winKey(dir)] {
-				continue
-			}
-			guarded[winKey(dir)] = true
-			s.ACEs = append(s.ACEs, ACE{Path: dir, Deny: true, Trustee: GroupName, Rights: RightsDelete,
-				Origin: r.origin + " (keeps " + r.path + " from being moved away)"})
+			pin(dir, r.origin+" (keeps "+r.path+" from being moved away)")
 		}
 	}
 	reads := append([]string(nil), opts.ReadRoots...)
+	// The command's own folder: a tool installed in the caller's profile
+	// (npm's global folder) is invisible to the sandbox users without it.
+	if opts.Exists != nil {
+		if prog := lookPath(p.Command[0], p.Environ, opts.Exists); prog != "" && winAbs(prog) {
+			reads = append(reads, winDir(prog))
+		}
+	}
 	if innermost(writable, p.Cwd) == "" {
 		reads = append(reads, p.Cwd)
 	}
@@ -322,34 +387,150 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	}
 
 	s.Firewall = FirewallRules(port)
+	s.Filters = WFPFilters()
+	s.Rules = append(s.Rules, networkRule(p, port))
+	if p.Network.Mode == plan.NetAllowlist {
+		s.ProxyPort = port
+		if f := p.Network.Forwards(); len(f) > 0 {
+			note("port forwards (%s) are not available on Windows: the offline user reaches no loopback port but the proxy's", strings.Join(f, ", "))
+		}
+	}
+	s.Rules = append(s.Rules, limitRules(p)...)
 
-	env, err := buildEnv(p, opts.Environ, writable, hidden, tmpDir, port, note)
-	if err != nil {
-		return nil, err
+	for _, w := range writable {
+		s.Spawn.RestrictingSIDs = append(s.Spawn.RestrictingSIDs, CapabilitySID(w.path))
 	}
-	s.Spawn = SpawnRequest{
-		Cwd:  p.Cwd,
-		Env:  env,
-		Args: append([]string(nil), p.Command...),
-	}
-	for _, c := range s.Capabilities {
-		s.Spawn.RestrictingSIDs = append(s.Spawn.RestrictingSIDs, c.SID)
-	}
-	if err := commandLine(&s.Spawn, p.Command, env, opts.Exists); err != nil {
-		return nil, err
+	s.Added = addedEnv(p, s, writable)
+	env := spawnEnv(p, s)
+	s.Spawn.Cwd = p.Cwd
+	s.Spawn.Env = env
+	s.Spawn.Args = append([]string(nil), p.Command...)
+	if r := commandLine(&s.Spawn, p.Command, env, opts.Exists); r != nil {
+		s.Refuse = r
 	}
 	s.Spawn.Limits = JobLimits{
 		ActiveProcesses: uint32(min(p.Limits.Processes, 1<<32-1)),
 		MemoryBytes:     p.Limits.Memory,
 		CPUSeconds:      p.Limits.CPUTime,
 	}
-	if p.Limits.Memory > 0 {
-		note("limits.memory caps the job's committed memory on Windows, not address space")
-	}
-	if p.Limits.OpenFiles > 0 || p.Limits.FileSize > 0 {
-		note("limits.open_files and file size limits have no Windows job equivalent and are not enforced")
-	}
 	return s, nil
+}
+
+// networkRule says how the network mode is enforced on Windows, and what it
+// does not stop.
+func networkRule(p *plan.Plan, port int) plan.RuleStatus {
+	r := plan.RuleStatus{Rule: "network", Path: p.Network.Mode}
+	const leaks = "; not stopped: DNS lookups made for it by the DNS Client service, SMB (\\\\server\\share) through the kernel's redirector"
+	switch p.Network.Mode {
+	case plan.NetOpen:
+		r.Level, r.How = plan.Enforced, "the online sandbox user has the host's network"
+	case plan.NetNone:
+		r.Level, r.How = plan.Weaker, fmt.Sprintf("firewall rules for the offline sandbox user block every address but loopback port %d, and WFP filters its DNS, SMB and ICMP sockets", port)+leaks
+	case plan.NetAllowlist:
+		r.Level, r.How = plan.Weaker, fmt.Sprintf("HTTP and SOCKS5 proxy at 127.0.0.1:%d, serving this run's processes only; firewall rules block the offline sandbox user's every other address", port)+leaks
+	}
+	return r
+}
+
+// limitRules says how the plan's limits are enforced by the command's job
+// object.
+func limitRules(p *plan.Plan) []plan.RuleStatus {
+	var out []plan.RuleStatus
+	add := func(name string, v uint64, lv plan.Level, how string) {
+		if v > 0 {
+			out = append(out, plan.RuleStatus{Rule: "limits", Path: name, Origin: "limits." + name, Level: lv, How: how})
+		}
+	}
+	l := p.Limits
+	add("processes", l.Processes, plan.Enforced, "the job's active process limit, for the whole box")
+	add("memory", l.Memory, plan.Enforced, "the job's memory limit: committed memory of the whole box")
+	add("cpu_time", l.CPUTime, plan.Enforced, "the job's user-mode CPU time limit, for the whole box")
+	add("open_files", l.OpenFiles, plan.NotEnforced, "Windows has no per-process handle limit a job can set")
+	add("file_size", l.FileSize, plan.NotEnforced, "Windows has no file size limit a job can set")
+	return out
+}
+
+// addedEnv is what the backend adds to the plan's environment: TEMP and TMP
+// at the box's tmp folder, the proxy in allowlist mode, and git's
+// safe.directory for every writable root.
+func addedEnv(p *plan.Plan, s *Spec, writable []pathRule) []string {
+	var out []string
+	if s.Tmp != "" {
+		out = append(out, "TEMP="+s.Tmp, "TMP="+s.Tmp)
+	}
+	if s.ProxyPort != 0 {
+		// One spelling each: Windows names are case-insensitive, so the
+		// lower-case forms would be the same variables.
+		proxy := "http://127.0.0.1:" + strconv.Itoa(s.ProxyPort)
+		out = append(out, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy,
+			"ALL_PROXY=socks5h://127.0.0.1:"+strconv.Itoa(s.ProxyPort), "NO_PROXY=localhost,127.0.0.1,::1")
+	}
+	return append(out, safeDirectories(p, writable)...)
+}
+
+// safeDirectories lets git work in the writable roots. The repositories
+// belong to the real user and git runs as a sandbox user, so git refuses
+// them ("detected dubious ownership") unless safe.directory names them.
+// safe.directory is read only from protected configuration, of which the
+// command-line scope is one: GIT_CONFIG_COUNT/KEY_n/VALUE_n (git 2.31 and
+// later) are that scope, added after any the caller set. Each root is named
+// as itself and, for repositories below it, with "/*" (git 2.46 and later
+// match that as a prefix; older ones ignore it), and each git folder's
+// worktree by name.
+func safeDirectories(p *plan.Plan, writable []pathRule) []string {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		d = strings.ReplaceAll(d, `\`, "/")
+		if !seen[strings.ToLower(d)] {
+			seen[strings.ToLower(d)] = true
+			dirs = append(dirs, d)
+		}
+	}
+	for _, w := range writable {
+		add(w.path)
+		add(strings.TrimSuffix(strings.ReplaceAll(w.path, `\`, "/"), "/") + "/*")
+	}
+	for _, g := range p.GitDirs {
+		if strings.EqualFold(winBase(g), ".git") {
+			add(winDir(g))
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	n, _ := strconv.Atoi(envGet(p.Environ, "GIT_CONFIG_COUNT"))
+	if n < 0 {
+		n = 0
+	}
+	out := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(n+len(dirs))}
+	for i, d := range dirs {
+		out = append(out, fmt.Sprintf("GIT_CONFIG_KEY_%d=safe.directory", n+i), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n+i, d))
+	}
+	return out
+}
+
+// spawnEnv is the command's whole environment: the plan's resolved
+// environment, the backend's additions and the truthful variables, as
+// plan.BoxEnviron makes them for every backend, in the sorted form
+// CreateProcess wants.
+func spawnEnv(p *plan.Plan, s *Spec) []string {
+	q := *p
+	q.Box = boxOf(p, s)
+	return sortEnv(q.BoxEnviron())
+}
+
+// boxOf is what the spec makes of the plan, as plan.Box records it (without
+// the detail).
+func boxOf(p *plan.Plan, s *Spec) plan.Box {
+	box := plan.Box{Backend: Backend, Passed: p.Box.Passed, Tmpdir: s.Tmp, Env: s.Added, Rules: s.Rules}
+	for _, c := range s.Capabilities {
+		box.Writable = append(box.Writable, c.Root)
+	}
+	for _, n := range s.Notes {
+		box.Rules = append(box.Rules, plan.RuleStatus{Rule: "windows", Level: plan.Weaker, How: n})
+	}
+	return box
 }
 
 // dedupe drops repeated paths (keeping the first) and paths drop says are
@@ -378,108 +559,18 @@ func innermost(writable []pathRule, p string) string {
 	return best
 }
 
-// alwaysKept are kept even in env mode "clean": Windows programs misbehave
-// without them (Winsock fails to start without SystemRoot).
-var alwaysKept = []string{"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT"}
-
-func envMatch(name string, globs []string) bool {
-	for _, g := range globs {
-		if ok, _ := path.Match(strings.ToUpper(g), strings.ToUpper(name)); ok {
-			return true
-		}
-	}
-	return false
-}
-
-func buildEnv(p *plan.Plan, environ []string, writable, hidden []pathRule, tmpDir string, port int, note func(string, ...any)) ([]string, error) {
-	var env []string
-	for _, kv := range environ {
-		name, _, ok := strings.Cut(kv, "=")
-		if strings.HasPrefix(kv, "=") {
-			env = append(env, kv) // per-drive current folders; not names anyone sets
-			continue
-		}
-		if !ok || name == "" {
-			continue
-		}
-		up := strings.ToUpper(name)
-		if strings.HasPrefix(up, "AGENTBOX") {
-			continue // only agentbox sets its own variables
-		}
-		if envMatch(name, p.Env.Deny) {
-			continue
-		}
-		if p.Env.Mode == "clean" && !envMatch(name, p.Env.Pass) && !envMatch(up, alwaysKept) {
-			continue
-		}
-		env = append(env, kv)
-	}
-	if p.Env.Mode == "clean" {
-		note("env mode clean keeps SystemRoot, SystemDrive, windir, ComSpec and PATHEXT, without which Windows programs fail")
-	}
-	set := func(k, v string) { env = append(env, k+"="+v) }
-	for _, k := range sortedKeys(p.Env.Set) {
-		set(k, p.Env.Set[k])
-	}
-	switch p.Tmp.Mode {
-	case plan.TmpHost:
-		note("tmp mode host: TEMP and TMP stay the caller's, which the sandbox users cannot write unless they are in a writable root")
-	default:
-		if tmpDir == "" && p.Tmp.HostDir != "" {
-			tmpDir = p.Tmp.HostDir
-			if innermost(writable, tmpDir) == "" {
-				return nil, fmt.Errorf("tmp folder %q is not a writable root of the plan", tmpDir)
-			}
-		}
-		if tmpDir != "" {
-			set("TEMP", tmpDir)
-			set("TMP", tmpDir)
-		}
-	}
-	if p.Network.Mode == plan.NetAllowlist {
-		proxy := "http://127.0.0.1:" + strconv.Itoa(port)
-		set("HTTP_PROXY", proxy)
-		set("HTTPS_PROXY", proxy)
-		set("ALL_PROXY", proxy)
-		note("network allowlist: the offline user can reach only 127.0.0.1:%d and [::1]:%d; the allowlist itself is enforced by agentbox's proxy there", port, port)
-	}
-	var ws, hs []string
-	for _, w := range writable {
-		ws = append(ws, w.path)
-	}
-	for _, h := range hidden {
-		if h.deny {
-			hs = append(hs, h.path)
-		}
-	}
-	set("AGENTBOX", "1")
-	set("AGENTBOX_BACKEND", "windows")
-	set("AGENTBOX_WRITABLE", strings.Join(ws, ";"))
-	set("AGENTBOX_DENY", strings.Join(hs, ";"))
-	set("AGENTBOX_NETWORK", p.Network.Mode)
-	return sortEnv(env), nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ { // insertion sort: tiny maps, no extra import
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
-}
-
-// commandLine fills in the program and command line of req.
-func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool) error {
+// commandLine fills in the program and command line of req, or says why
+// the command cannot run: not found in the sandbox's PATH (127), or not
+// something a Windows command line can start (126).
+func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool) *Refusal {
 	prog := argv[0]
 	if exists != nil {
 		prog = lookPath(argv[0], env, exists)
 		if prog == "" {
-			return fmt.Errorf("%s: %w in the sandbox's PATH", argv[0], ErrCommandNotFound)
+			return &Refusal{Status: 127, Reason: argv[0] + ": command not found in the sandbox's PATH"}
+		}
+		if alias(prog) {
+			return &Refusal{Status: 126, Reason: prog + ": an App Execution Alias (a link to a Microsoft Store app), which only the user who installed the app can start; name the program's real .exe, or install it outside the Store"}
 		}
 	}
 	if isBatch(prog) {
@@ -489,20 +580,27 @@ func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool
 		}
 		line, err := batchCommandLine(comspec, prog, argv[1:])
 		if err != nil {
-			return err
+			return &Refusal{Status: 126, Reason: err.Error()}
 		}
 		req.Application, req.CommandLine = comspec, line
 		return nil
 	}
-	line, err := CommandLine(argv)
+	line, err := CommandLine(append([]string{argv[0]}, argv[1:]...))
 	if err != nil {
-		return err
+		return &Refusal{Status: 126, Reason: err.Error()}
 	}
 	if exists != nil {
 		req.Application = prog
 	}
 	req.CommandLine = line
 	return nil
+}
+
+// alias reports whether a resolved program is an App Execution Alias: the
+// zero-byte reparse points Windows puts in %LOCALAPPDATA%\Microsoft\WindowsApps
+// for Store apps. They open only for the user who installed the app.
+func alias(prog string) bool {
+	return strings.Contains(winKey(prog), `\microsoft\windowsapps\`)
 }
 
 // FirewallRules returns the rules setup installs for the offline user.
@@ -555,4 +653,17 @@ func portRange(lo, hi int) string {
 // user's SID filled in.
 func FirewallSDDL(r FirewallRule, offlineSID string) string {
 	return strings.ReplaceAll(r.LocalUserAuthorizedList, "{"+OfflineUser+"}", offlineSID)
+}
+
+// SDDLNamesSID reports whether a LocalUserAuthorizedList, as Windows reads
+// it back, grants the SID (an "(A;…;SID)" entry). Windows may rewrite the
+// rest of the SDDL (owner, flags, order), so the rule is compared by SID.
+func SDDLNamesSID(sddl, sid string) bool {
+	for _, part := range strings.Split(sddl, "(")[1:] {
+		fields := strings.Split(strings.TrimSuffix(strings.TrimSpace(part), ")"), ";")
+		if len(fields) == 6 && fields[0] == "A" && strings.EqualFold(fields[5], sid) {
+			return true
+		}
+	}
+	return false
 }

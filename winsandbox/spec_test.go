@@ -1,7 +1,7 @@
 package winsandbox
 
 import (
-	"errors"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -10,23 +10,27 @@ import (
 
 	"github.com/agentbox/agentbox/plan"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.windows.golden")
 
 const home = `C:\Users\me`
 
-// environ is a fixed caller environment, as a Windows user would have it.
+// environ is a fixed environment as resolution leaves it for a Windows
+// user with `agentbox init`'s deny list: the provider's own key kept,
+// the agent's config folder set, nothing of agentbox's own.
 var environ = []string{
-	`=C:=C:\Users\me\proj`,
 	`ALLUSERSPROFILE=C:\ProgramData`,
+	`ANTHROPIC_API_KEY=sk-kept`,
 	`APPDATA=C:\Users\me\AppData\Roaming`,
-	`AGENTBOX_DEGRADED=stale`,
-	`AWS_SECRET_ACCESS_KEY=hunter2`,
+	`CLAUDE_CONFIG_DIR=C:\Users\me\.claude`,
 	`ComSpec=C:\Windows\system32\cmd.exe`,
-	`GITHUB_TOKEN=ghp_x`,
+	`GIT_CONFIG_COUNT=1`,
+	`GIT_CONFIG_KEY_0=core.autocrlf`,
+	`GIT_CONFIG_VALUE_0=false`,
 	`LOCALAPPDATA=C:\Users\me\AppData\Local`,
-	`Path=C:\Windows\system32;C:\Windows;C:\Program Files\Git\cmd;C:\Users\me\AppData\Roaming\npm`,
+	`Path=C:\Windows\system32;C:\Windows;C:\Program Files\Git\cmd;C:\Users\me\AppData\Roaming\npm;C:\Users\me\AppData\Local\Microsoft\WindowsApps`,
 	`PATHEXT=.COM;.EXE;.BAT;.CMD`,
 	`SystemDrive=C:`,
 	`SystemRoot=C:\Windows`,
@@ -38,12 +42,13 @@ var environ = []string{
 
 // files is the fake file system commands are resolved against.
 var files = map[string]bool{
-	`C:\Windows\system32\cmd.exe`:                  true,
-	`C:\Windows\system32\where.exe`:                true,
-	`C:\Program Files\Git\cmd\git.exe`:             true,
-	`C:\Users\me\AppData\Roaming\npm\claude.cmd`:   true,
-	`C:\Users\me\AppData\Roaming\npm\codex.cmd`:    true,
-	`C:\Users\me\AppData\Roaming\npm\node_modules`: true,
+	`C:\Windows\system32\cmd.exe`:                                true,
+	`C:\Windows\system32\where.exe`:                              true,
+	`C:\Program Files\Git\cmd\git.exe`:                           true,
+	`C:\Users\me\AppData\Roaming\npm\claude.cmd`:                 true,
+	`C:\Users\me\AppData\Roaming\npm\codex.cmd`:                  true,
+	`C:\Users\me\AppData\Roaming\npm\node_modules`:               true,
+	`C:\Users\me\AppData\Local\Microsoft\WindowsApps\python.exe`: true,
 }
 
 func exists(p string) bool { return files[p] || files[strings.ToLower(p)] }
@@ -54,27 +59,32 @@ func tmpBind(dir string) plan.Mount {
 	return plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: dir, Path: "/tmp", Access: plan.ReadWrite, Origin: origin("tmp.mode workspace")}
 }
 
-// base is a plan as policy resolution would make it for GOOS=windows: the
-// project writable, its git hooks and config read-only, the workspace tmp.
+// base is a plan as policy resolution makes it for GOOS=windows: the
+// project writable, its .git pinned, git hooks and config read-only, the
+// workspace tmp.
 func base() *plan.Plan {
-	tmp := `C:\Users\me\AppData\Local\Temp\agentbox-me\proj`
+	tmp := `C:\Users\me\AppData\Local\Temp\agentbox-S-1-5-21-1-2-3-1001\proj-1a2b3c4d`
 	return &plan.Plan{
+		GOOS:     "windows",
 		Enforce:  plan.Require,
 		Backend:  "windows",
 		Command:  []string{"git", "status"},
 		Cwd:      `C:\Users\me\proj`,
-		Identity: plan.Identity{Home: home},
+		Identity: plan.Identity{UID: -1, GID: -1, Home: home},
 		Mounts: []plan.Mount{
 			{Stage: plan.StageRoot, Op: plan.ROBind, Path: "/", Access: plan.ReadOnly, Origin: origin("default")},
 			tmpBind(tmp),
 			{Stage: plan.StageWritable, Op: plan.Bind, Path: `C:\Users\me\proj`, Access: plan.ReadWrite, Origin: origin("default (git top-level)")},
-			{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.git\hooks`, Access: plan.ReadOnly, Origin: origin("always read-only: .git/hooks")},
-			{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.git\config`, Access: plan.ReadOnly, Origin: origin("always read-only: .git/config")},
+			{Stage: plan.StageReadOnly, Op: plan.Pin, Path: `C:\Users\me\proj\.git`, Access: plan.ReadWrite, Origin: origin("always: git folder")},
+			{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.git\hooks`, Access: plan.ReadOnly, Origin: origin("always: git hooks")},
+			{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.git\config`, Access: plan.ReadOnly, Origin: origin("always: git config")},
 			{Stage: plan.StageDeny, Op: plan.HideDir, Path: `C:\Users\me\.aws`, Access: plan.Hidden, Origin: origin("default deny")},
 		},
 		Tmp:     plan.Tmp{Mode: plan.TmpWorkspace, HostDir: tmp},
 		Network: plan.Network{Mode: plan.NetOpen},
 		Env:     plan.Env{Mode: "inherit"},
+		Environ: append([]string(nil), environ...),
+		GitDirs: []string{`C:\Users\me\proj\.git`},
 	}
 }
 
@@ -92,13 +102,17 @@ var cases = []struct {
 	{name: "claude-allowlist", plan: func() *plan.Plan {
 		p := base()
 		p.Command = []string{"claude", "--print", `say hi & exit | more <x`, `C:\dir with space\`}
-		p.Network = plan.Network{Mode: plan.NetAllowlist, Allow: []string{"api.anthropic.com"}}
-		p.Env = plan.Env{Mode: "inherit", Deny: []string{"*_TOKEN", "AWS_*"}, Set: map[string]string{"NO_COLOR": "1"}}
+		p.Network = plan.Network{Mode: plan.NetAllowlist, Allow: []string{"api.anthropic.com", "localhost:3000"}}
+		p.Env = plan.Env{Mode: "inherit", Deny: []string{"*_TOKEN", "*_KEY", "AWS_*"}, Set: map[string]string{"NO_COLOR": "1"},
+			Kept: []string{"ANTHROPIC_API_KEY"}, Provider: `CLAUDE_CONFIG_DIR=C:\Users\me\.claude`}
+		p.Environ = append(p.Environ, "NO_COLOR=1")
 		p.Mounts = append(p.Mounts[:3:3],
 			plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Path: `C:\Users\me\.claude`, Access: plan.ReadWrite, Origin: origin("provider claude")},
-			plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.claude\settings.json`, Access: plan.ReadOnly, Origin: origin("provider claude control file")},
-			plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.git\hooks`, Access: plan.ReadOnly, Origin: origin("always read-only: .git/hooks")},
-			plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\.config\agentbox\config.toml`, Access: plan.ReadOnly, Origin: origin("policy file")},
+			plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: `C:\Users\me\proj\.claude`, Access: plan.ReadWrite, Origin: origin("always: folder holding a read-only path")},
+			plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: `C:\Users\me\proj\.git`, Access: plan.ReadWrite, Origin: origin("always: git folder")},
+			plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.claude\settings.json`, Access: plan.ReadOnly, Origin: origin("always: provider claude control file")},
+			plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\proj\.git\hooks`, Access: plan.ReadOnly, Origin: origin("always: git hooks")},
+			plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: `C:\Users\me\.config\agentbox\config.toml`, Access: plan.ReadOnly, Origin: origin("always: loaded policy file")},
 			plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: `C:\Users\me\.aws`, Access: plan.Hidden, Origin: origin("default deny")},
 			plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: `C:\Users\me\.git-credentials`, Access: plan.Hidden, Origin: origin("default deny")},
 		)
@@ -111,13 +125,17 @@ var cases = []struct {
 		p.Cwd = p.Workspace.TaskDir
 		p.Command = []string{"where", "git"}
 		p.Env = plan.Env{Mode: "clean", Pass: []string{"PATH", "USERPROFILE"}}
-		p.Limits = plan.Limits{Processes: 64, Memory: 8 << 30, CPUTime: 7200, OpenFiles: 1024}
+		p.Environ = []string{`Path=C:\Windows\system32`, `SystemRoot=C:\Windows`, `USERPROFILE=C:\Users\me`}
+		p.GitDirs = []string{root + `\finance\t1\repo\.git`}
+		p.Limits = plan.Limits{Processes: 64, Memory: 8 << 30, CPUTime: 7200}
 		p.Mounts = []plan.Mount{
 			p.Mounts[0], p.Mounts[1],
-			{Stage: plan.StageWorkspace, Op: plan.Tmpfs, Path: root, Access: plan.Hidden, Origin: origin("workspace.root")},
+			{Stage: plan.StageWorkspace, Op: plan.Tmpfs, Path: root, Access: plan.Hidden, Origin: origin("workspace.id")},
 			{Stage: plan.StageWorkspace, Op: plan.Bind, Path: p.Workspace.Dir, Access: plan.ReadWrite, Origin: origin("workspace.id")},
-			{Stage: plan.StageWorkspace, Op: plan.Bind, Path: p.Workspace.RepoDir, Access: plan.ReadWrite, Origin: origin("workspace.id (repo cache)")},
-			{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: root + `\finance\t1\repo\.git\hooks`, Access: plan.ReadOnly, Origin: origin("always read-only: .git/hooks")},
+			{Stage: plan.StageWorkspace, Op: plan.Bind, Path: p.Workspace.RepoDir, Access: plan.ReadWrite, Origin: origin("workspace.id")},
+			{Stage: plan.StageWorkspace, Op: plan.RemountRO, Path: root, Access: plan.Hidden, Origin: origin("workspace.id")},
+			{Stage: plan.StageReadOnly, Op: plan.Pin, Path: root + `\finance\t1\repo\.git`, Access: plan.ReadWrite, Origin: origin("always: git folder")},
+			{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: root + `\finance\t1\repo\.git\hooks`, Access: plan.ReadOnly, Origin: origin("always: git hooks")},
 			{Stage: plan.StageDeny, Op: plan.HideDir, Path: root + `\finance\secrets`, Access: plan.Hidden, Origin: origin("filesystem.deny[0]")},
 		}
 		return p
@@ -131,13 +149,17 @@ var cases = []struct {
 		)
 		return p
 	}},
+	{name: "not-found", plan: func() *plan.Plan {
+		p := base()
+		p.Command = []string{"nosuch", "arg"}
+		return p
+	}},
 }
 
 func TestBuildGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
-			opts.Environ = environ
 			opts.Exists = exists
 			s, err := Build(tc.plan(), opts)
 			if err != nil {
@@ -161,34 +183,198 @@ func TestBuildGolden(t *testing.T) {
 	}
 }
 
+// aceKey is an ACE without its origin, for comparisons.
+type aceKey struct {
+	Path    string
+	Deny    bool
+	Trustee string
+	Rights  Rights
+	Inherit bool
+}
+
+func acesOn(s *Spec, path string) []aceKey {
+	var out []aceKey
+	for _, a := range s.ACEs {
+		if winKey(a.Path) == winKey(path) {
+			out = append(out, aceKey{a.Path, a.Deny, a.Trustee, a.Rights, a.Inherit})
+		}
+	}
+	return out
+}
+
+// TestPinIsDenyDelete is the attack of a prompt-injected agent on a pinned
+// folder: `ren .git x`, `mkdir .git`, plant hooks, and the user's own git
+// runs them. A pin must be a deny-DELETE ACE on the folder alone, never a
+// writable root with its own modify ACEs and capability.
+func TestPinIsDenyDelete(t *testing.T) {
+	s, err := Build(base(), Options{Exists: exists})
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := `C:\Users\me\proj\.git`
+	want := []aceKey{{Path: git, Deny: true, Trustee: GroupName, Rights: RightsDelete}}
+	if diff := cmp.Diff(want, acesOn(s, git)); diff != "" {
+		t.Errorf("ACEs on the pinned .git (-want +got):\n%s", diff)
+	}
+	for _, c := range s.Capabilities {
+		if winKey(c.Root) == winKey(git) {
+			t.Errorf("the pinned .git is a writable root with capability %s", c.SID)
+		}
+	}
+	for _, w := range boxOf(base(), s).Writable {
+		if winKey(w) == winKey(git) {
+			t.Errorf("AGENTBOX_WRITABLE lists the pinned %s", w)
+		}
+	}
+	if FileRights(RightsDelete) != accessDelete {
+		t.Errorf("deny-delete mask %#x holds more than DELETE", FileRights(RightsDelete))
+	}
+	// RightsModify must not give FILE_DELETE_CHILD: with it, the parent's
+	// allow would let the child be removed past the child's own deny.
+	if FileRights(RightsModify)&fileDeleteChild != 0 {
+		t.Error("modify grants FILE_DELETE_CHILD, which beats a child's deny-DELETE")
+	}
+}
+
+// TestWorkspaceFoldersStayWritable: the workspace root is hidden and then
+// remounted read-only; the current workspace's folders, bound in between,
+// stay writable (a non-recursive remount does not cover them).
+func TestWorkspaceFoldersStayWritable(t *testing.T) {
+	for _, tc := range cases {
+		if tc.name != "workspace-clean-env" {
+			continue
+		}
+		p := tc.plan()
+		s, err := Build(p, Options{Exists: exists})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var roots []string
+		for _, c := range s.Capabilities {
+			roots = append(roots, c.Root)
+		}
+		want := []string{p.Tmp.HostDir, p.Workspace.Dir, p.Workspace.RepoDir}
+		if diff := cmp.Diff(want, roots); diff != "" {
+			t.Errorf("writable roots (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestBuildEnv(t *testing.T) {
+	for _, tc := range cases {
+		if tc.name != "claude-allowlist" {
+			continue
+		}
+		p := tc.plan()
+		s, err := Build(p, Options{Exists: exists, ProxyPort: 3128})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := s.Spawn.Env
+		for name, want := range map[string]string{
+			// The plan's resolved environment is the one source: the
+			// provider's own key that resolution kept stays.
+			"ANTHROPIC_API_KEY": "sk-kept",
+			"CLAUDE_CONFIG_DIR": `C:\Users\me\.claude`,
+			"NO_COLOR":          "1",
+			"TEMP":              p.Tmp.HostDir,
+			"TMP":               p.Tmp.HostDir,
+			"TMPDIR":            p.Tmp.HostDir,
+			"HTTPS_PROXY":       "http://127.0.0.1:3128",
+			"ALL_PROXY":         "socks5h://127.0.0.1:3128",
+			"AGENTBOX":          "1",
+			"AGENTBOX_BACKEND":  "windows",
+			"AGENTBOX_NETWORK":  "allowlist",
+			"AGENTBOX_WRITABLE": p.Tmp.HostDir + `;C:\Users\me\proj;C:\Users\me\.claude`,
+			"AGENTBOX_DENY":     `C:\Users\me\.aws;C:\Users\me\.git-credentials`,
+			// The caller's own git config entries come first, then one
+			// safe.directory per writable root (and its repositories).
+			"GIT_CONFIG_COUNT":   "7",
+			"GIT_CONFIG_KEY_0":   "core.autocrlf",
+			"GIT_CONFIG_KEY_1":   "safe.directory",
+			"GIT_CONFIG_VALUE_3": "C:/Users/me/proj",
+			"GIT_CONFIG_VALUE_4": "C:/Users/me/proj/*",
+		} {
+			if got := envGet(env, name); got != want {
+				t.Errorf("%s = %q, want %q", name, got, want)
+			}
+		}
+		// Windows names are case-insensitive: each appears once.
+		seen := map[string]string{}
+		for _, kv := range env {
+			k := strings.ToUpper(envName(kv))
+			if seen[k] != "" {
+				t.Errorf("%s appears twice: %q and %q", k, seen[k], kv)
+			}
+			seen[k] = kv
+		}
+	}
+}
+
 func TestBuildFacts(t *testing.T) {
-	s, err := Build(base(), Options{Environ: environ, Exists: exists})
+	s, err := Build(base(), Options{Exists: exists})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.User != OnlineUser {
 		t.Errorf("open network runs as %s, want %s", s.User, OnlineUser)
 	}
-	for _, kv := range s.Spawn.Env {
-		if strings.HasPrefix(kv, "AGENTBOX_DEGRADED=") {
-			t.Errorf("caller's %s leaked into the sandbox", kv)
-		}
-	}
-	if got, want := envGet(s.Spawn.Env, "TEMP"), `C:\Users\me\AppData\Local\Temp\agentbox-me\proj`; got != want {
-		t.Errorf("TEMP = %q, want %q", got, want)
-	}
 	// Every writable root's capability SID is a restricting SID.
-	if diff := cmp.Diff([]string{CapabilitySID(`C:\Users\me\AppData\Local\Temp\agentbox-me\proj`), CapabilitySID(`C:\Users\me\proj`)}, s.Spawn.RestrictingSIDs); diff != "" {
+	if diff := cmp.Diff([]string{CapabilitySID(base().Tmp.HostDir), CapabilitySID(`C:\Users\me\proj`)}, s.Spawn.RestrictingSIDs); diff != "" {
 		t.Errorf("restricting SIDs (-want +got):\n%s", diff)
 	}
 	p := base()
 	p.Network.Mode = plan.NetNone
-	s, _ = Build(p, Options{Environ: environ})
+	s, _ = Build(p, Options{})
 	if s.User != OfflineUser {
 		t.Errorf("network none runs as %s, want %s", s.User, OfflineUser)
 	}
 	if s.Spawn.Application != "" || s.Spawn.CommandLine != "git status" {
 		t.Errorf("without Exists: application %q, command line %q", s.Spawn.Application, s.Spawn.CommandLine)
+	}
+	if s.ProxyPort != 0 {
+		t.Errorf("network none has proxy port %d", s.ProxyPort)
+	}
+}
+
+// TestRefusals: a command that cannot be started is the run's exit status
+// (127, 126), never an error that makes the backend look unusable (which
+// would be 125).
+func TestRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		command []string
+		status  int
+		reason  string
+	}{
+		{"not found", []string{"nosuch"}, 127, "nosuch: command not found in the sandbox's PATH"},
+		{"quote in program", []string{`C:\a"b\git.exe`}, 127, "command not found"},
+		{"store alias", []string{"python"}, 126, "App Execution Alias"},
+		{"batch with percent", []string{"claude", "100%"}, 126, "cannot be passed safely"},
+		{"found", []string{"git", "log"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := base()
+			p.Command = tc.command
+			s, err := Build(p, Options{Exists: exists})
+			if err != nil {
+				t.Fatalf("Build: %v (a command that cannot start must not fail the spec)", err)
+			}
+			got := Refusal{}
+			if s.Refuse != nil {
+				got = *s.Refuse
+			}
+			if got.Status != tc.status || !strings.Contains(got.Reason, tc.reason) {
+				t.Errorf("refusal = %+v, want status %d with %q", got, tc.status, tc.reason)
+			}
+		})
+	}
+	// Without a file lookup, a program name Windows cannot pass is 126.
+	p := base()
+	p.Command = []string{`C:\a"b\git.exe`}
+	s, err := Build(p, Options{})
+	if err != nil || s.Refuse == nil || s.Refuse.Status != 126 {
+		t.Errorf("quote in program without lookup: refuse %+v, err %v; want 126", s.Refuse, err)
 	}
 }
 
@@ -201,22 +387,23 @@ func TestBuildErrors(t *testing.T) {
 		{"empty command", func(p *plan.Plan) { p.Command = nil }, "empty command"},
 		{"slash cwd", func(p *plan.Plan) { p.Cwd = "/home/me/proj" }, "not an absolute Windows path"},
 		{"slash mount", func(p *plan.Plan) { p.Mounts[2].Path = "/home/me/proj" }, `"/home/me/proj" is not an absolute Windows path`},
-		{"private tmp", func(p *plan.Plan) {
+		{"private tmp without a folder", func(p *plan.Plan) {
+			p.Tmp = plan.Tmp{Mode: plan.TmpPrivate}
 			p.Mounts[1] = plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: origin("tmp.mode private")}
 		}, "Windows has no tmpfs"},
-		{"not found", func(p *plan.Plan) { p.Command = []string{"nosuch"} }, "command not found"},
-		{"batch with percent", func(p *plan.Plan) { p.Command = []string{"claude", "100%"} }, "cannot be passed safely"},
-		{"quote in program", func(p *plan.Plan) { p.Command = []string{`C:\a"b\git.exe`} }, "command not found"},
+		{"unc writable root", func(p *plan.Plan) { p.Mounts[2].Path = `\\server\share\proj` }, `\\server\share\proj is a network path`},
+		{"unc deny", func(p *plan.Plan) { p.Mounts[6].Path = `//server/share/secret` }, "is a network path"},
+		{"tmp host without TEMP", func(p *plan.Plan) {
+			p.Tmp = plan.Tmp{Mode: plan.TmpHost}
+			p.Mounts[1] = plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Path: "/tmp", Access: plan.ReadWrite, Origin: origin("tmp.mode host")}
+		}, "needs the caller's TEMP folder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base()
 			tc.edit(p)
-			_, err := Build(p, Options{Environ: environ, Exists: exists})
+			_, err := Build(p, Options{Exists: exists})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
-			}
-			if tc.name == "not found" && !errors.Is(err, ErrCommandNotFound) {
-				t.Errorf("err = %v, want ErrCommandNotFound", err)
 			}
 		})
 	}
@@ -272,5 +459,96 @@ func TestWinPath(t *testing.T) {
 		if winAbs(p) != want {
 			t.Errorf("winAbs(%q) = %v", p, !want)
 		}
+	}
+}
+
+// fixedFacts are the machine facts of the test machine.
+func fixedFacts(*plan.Plan) Options {
+	return Options{Exists: exists, ReadRoots: []string{`C:\Program Files\agentbox`}, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001"}
+}
+
+// TestCompleteRefusalIsNotUnusable: a command that is not found completes
+// (the backend stays usable, so the run is not 125) and the run's status is
+// the refusal's 127.
+func TestCompleteRefusalIsNotUnusable(t *testing.T) {
+	w := &Windows{Facts: fixedFacts}
+	p := base()
+	p.Command = []string{"nosuch"}
+	if err := w.Complete(p); err != nil {
+		t.Fatalf("Complete with a missing command: %v", err)
+	}
+	s, err := SpecOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Refuse == nil || s.Refuse.Status != 127 {
+		t.Fatalf("refuse = %+v, want 127", s.Refuse)
+	}
+	if len(p.Box.NotEnforced()) != 0 {
+		t.Errorf("not enforced: %+v", p.Box.NotEnforced())
+	}
+}
+
+// TestDetailIsWhatRuns: Run reads nothing but the plan's detail, so the
+// spec `agentbox plan --json` shows is the spec that runs. The plan goes
+// through JSON (as plan --json prints it and a frozen plan is kept) and
+// the spec read back is the spec Complete built, down to the spawn request.
+func TestDetailIsWhatRuns(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.plan()
+			p.RunID = "RUN"
+			w := &Windows{Facts: fixedFacts}
+			if err := w.Complete(p); err != nil {
+				t.Fatal(err)
+			}
+			want, err := Build(p, fixedFacts(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var frozen plan.Plan
+			if err := json.Unmarshal(data, &frozen); err != nil {
+				t.Fatal(err)
+			}
+			got, err := SpecOf(&frozen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Spec{}, "Rules")); diff != "" {
+				t.Errorf("spec run from the JSON plan (-built +run):\n%s", diff)
+			}
+			// The environment the command gets is the plan's, with the
+			// backend's variables and the truthful ones: BoxEnviron.
+			if diff := cmp.Diff(sortEnv(p.BoxEnviron()), got.Spawn.Env); diff != "" {
+				t.Errorf("spawn env is not the plan's box environment (-plan +spawn):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCompletePrivateTmp: a private tmp becomes this run's own folder in
+// agentbox's per-user folder, created fresh and removed after the run.
+func TestCompletePrivateTmp(t *testing.T) {
+	p := base()
+	p.RunID = "abc123"
+	p.Tmp = plan.Tmp{Mode: plan.TmpPrivate}
+	p.Mounts[1] = plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: origin("tmp.mode private")}
+	if err := (&Windows{Facts: fixedFacts}).Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	dir := `C:\Users\me\AppData\Local\Temp\agentbox-S-1-5-21-1-2-3-1001\run-abc123`
+	if p.Tmp.HostDir != dir || p.Box.Tmpdir != dir {
+		t.Errorf("tmp folder %q, TMPDIR %q; want %q", p.Tmp.HostDir, p.Box.Tmpdir, dir)
+	}
+	want := []plan.Prepare{
+		{Path: `C:\Users\me\AppData\Local\Temp\agentbox-S-1-5-21-1-2-3-1001`, Mode: 0o700, Origin: origin("tmp.mode private (windows: a fresh folder per run)")},
+		{Path: dir, Mode: 0o700, Origin: origin("tmp.mode private (windows: a fresh folder per run)"), Fresh: true},
+	}
+	if diff := cmp.Diff(want, p.Prepare); diff != "" {
+		t.Errorf("prepare (-want +got):\n%s", diff)
 	}
 }

@@ -3,28 +3,79 @@ package winsandbox
 // Win32 calls that golang.org/x/sys/windows does not wrap, declared once
 // here with their documented signatures. Everything else in this package
 // uses x/sys/windows directly.
+//
+// LazyProc.Call returns GetLastError as its error, which can be 0 when a
+// function fails without setting it; failed turns that into a real error,
+// so no failure is ever reported as "The operation completed successfully".
 
 import (
+	"errors"
+	"fmt"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
 
 var (
-	modadvapi32 = windows.NewLazySystemDLL("advapi32.dll")
-	modnetapi32 = windows.NewLazySystemDLL("netapi32.dll")
+	modadvapi32  = windows.NewLazySystemDLL("advapi32.dll")
+	modnetapi32  = windows.NewLazySystemDLL("netapi32.dll")
+	modshell32   = windows.NewLazySystemDLL("shell32.dll")
+	moduserenv   = windows.NewLazySystemDLL("userenv.dll")
+	moduser32    = windows.NewLazySystemDLL("user32.dll")
+	modiphlpapi  = windows.NewLazySystemDLL("iphlpapi.dll")
+	modfwpuclnt  = windows.NewLazySystemDLL("fwpuclnt.dll")
+	modkernel32  = windows.NewLazySystemDLL("kernel32.dll")
+	procShellExe = modshell32.NewProc("ShellExecuteExW")
 
 	procCreateRestrictedToken   = modadvapi32.NewProc("CreateRestrictedToken")
 	procCreateProcessWithLogonW = modadvapi32.NewProc("CreateProcessWithLogonW")
 	procLogonUserW              = modadvapi32.NewProc("LogonUserW")
+	procAdjustTokenPrivileges   = modadvapi32.NewProc("AdjustTokenPrivileges")
 
 	procNetUserAdd              = modnetapi32.NewProc("NetUserAdd")
 	procNetUserDel              = modnetapi32.NewProc("NetUserDel")
 	procNetUserSetInfo          = modnetapi32.NewProc("NetUserSetInfo")
+	procNetUserGetLocalGroups   = modnetapi32.NewProc("NetUserGetLocalGroups")
 	procNetLocalGroupAdd        = modnetapi32.NewProc("NetLocalGroupAdd")
 	procNetLocalGroupDel        = modnetapi32.NewProc("NetLocalGroupDel")
 	procNetLocalGroupAddMembers = modnetapi32.NewProc("NetLocalGroupAddMembers")
+
+	procCreateProfile  = moduserenv.NewProc("CreateProfile")
+	procDeleteProfileW = moduserenv.NewProc("DeleteProfileW")
+
+	procGetProcessWindowStation   = moduser32.NewProc("GetProcessWindowStation")
+	procGetThreadDesktop          = moduser32.NewProc("GetThreadDesktop")
+	procGetUserObjectInformationW = moduser32.NewProc("GetUserObjectInformationW")
+
+	procGetExtendedTcpTable = modiphlpapi.NewProc("GetExtendedTcpTable")
+	procGetCurrentThreadId  = modkernel32.NewProc("GetCurrentThreadId")
+
+	procFwpmEngineOpen0         = modfwpuclnt.NewProc("FwpmEngineOpen0")
+	procFwpmEngineClose0        = modfwpuclnt.NewProc("FwpmEngineClose0")
+	procFwpmTransactionBegin0   = modfwpuclnt.NewProc("FwpmTransactionBegin0")
+	procFwpmTransactionCommit0  = modfwpuclnt.NewProc("FwpmTransactionCommit0")
+	procFwpmTransactionAbort0   = modfwpuclnt.NewProc("FwpmTransactionAbort0")
+	procFwpmProviderAdd0        = modfwpuclnt.NewProc("FwpmProviderAdd0")
+	procFwpmProviderDeleteByKey = modfwpuclnt.NewProc("FwpmProviderDeleteByKey0")
+	procFwpmSubLayerAdd0        = modfwpuclnt.NewProc("FwpmSubLayerAdd0")
+	procFwpmSubLayerDeleteByKey = modfwpuclnt.NewProc("FwpmSubLayerDeleteByKey0")
+	procFwpmFilterAdd0          = modfwpuclnt.NewProc("FwpmFilterAdd0")
+	procFwpmFilterDeleteByKey0  = modfwpuclnt.NewProc("FwpmFilterDeleteByKey0")
+	procFwpmFilterGetByKey0     = modfwpuclnt.NewProc("FwpmFilterGetByKey0")
+	procFwpmFreeMemory0         = modfwpuclnt.NewProc("FwpmFreeMemory0")
 )
+
+// errNoCode stands in for a failure that left no error code.
+var errNoCode = errors.New("failed without an error code")
+
+// failed returns the error of a failed LazyProc.Call: err, unless it is
+// Errno(0) ("success"), which becomes errNoCode.
+func failed(name string, err error) error {
+	if errno, ok := err.(windows.Errno); ok && errno == 0 || err == nil {
+		return fmt.Errorf("%s: %w", name, errNoCode)
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
 
 // CreateRestrictedToken flags (winnt.h).
 const (
@@ -43,6 +94,8 @@ const (
 // NetUser*/NetLocalGroup* constants (lmaccess.h, lmerr.h, winerror.h).
 const (
 	ufScript           = 0x0001
+	ufAccountDisable   = 0x0002
+	ufLockout          = 0x0010
 	ufDontExpirePasswd = 0x10000
 	userPrivUser       = 1
 
@@ -68,6 +121,35 @@ type userInfo1 struct {
 	ScriptPath  *uint16
 }
 
+// userInfo2 is USER_INFO_2 (NetUserGetInfo level 2): what --check reads
+// of a sandbox user without logging on.
+type userInfo2 struct {
+	Name         *uint16
+	Password     *uint16
+	PasswordAge  uint32
+	Priv         uint32
+	HomeDir      *uint16
+	Comment      *uint16
+	Flags        uint32
+	ScriptPath   *uint16
+	AuthFlags    uint32
+	FullName     *uint16
+	UsrComment   *uint16
+	Parms        *uint16
+	Workstations *uint16
+	LastLogon    uint32
+	LastLogoff   uint32
+	AcctExpires  uint32
+	MaxStorage   uint32
+	UnitsPerWeek uint32
+	LogonHours   *byte
+	BadPwCount   uint32
+	NumLogons    uint32
+	LogonServer  *uint16
+	CountryCode  uint32
+	CodePage     uint32
+}
+
 // userInfo1003 is USER_INFO_1003 (set a password).
 type userInfo1003 struct{ Password *uint16 }
 
@@ -82,6 +164,9 @@ type localGroupInfo1 struct {
 
 // localGroupMembersInfo3 is LOCALGROUP_MEMBERS_INFO_3.
 type localGroupMembersInfo3 struct{ DomainAndName *uint16 }
+
+// localGroupUsersInfo0 is LOCALGROUP_USERS_INFO_0.
+type localGroupUsersInfo0 struct{ Name *uint16 }
 
 // createRestrictedToken:
 //
@@ -99,7 +184,7 @@ func createRestrictedToken(existing windows.Token, flags uint32, restrict []wind
 	r, _, err := procCreateRestrictedToken.Call(uintptr(existing), uintptr(flags), 0, 0, 0, 0,
 		uintptr(len(restrict)), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&tok)))
 	if r == 0 {
-		return 0, err
+		return 0, failed("CreateRestrictedToken", err)
 	}
 	return tok, nil
 }
@@ -116,7 +201,7 @@ func createProcessWithLogon(user, domain, password *uint16, logonFlags uint32, a
 		uintptr(unsafe.Pointer(password)), uintptr(logonFlags), uintptr(unsafe.Pointer(app)), uintptr(unsafe.Pointer(cmdline)),
 		uintptr(flags), uintptr(unsafe.Pointer(env)), uintptr(unsafe.Pointer(cwd)), uintptr(unsafe.Pointer(si)), uintptr(unsafe.Pointer(pi)))
 	if r == 0 {
-		return err
+		return failed("CreateProcessWithLogonW", err)
 	}
 	return nil
 }
@@ -131,7 +216,7 @@ func logonUser(user, domain, password *uint16, logonType, provider uint32) (wind
 	r, _, err := procLogonUserW.Call(uintptr(unsafe.Pointer(user)), uintptr(unsafe.Pointer(domain)),
 		uintptr(unsafe.Pointer(password)), uintptr(logonType), uintptr(provider), uintptr(unsafe.Pointer(&tok)))
 	if r == 0 {
-		return 0, err
+		return 0, failed("LogonUserW", err)
 	}
 	return tok, nil
 }
@@ -166,6 +251,30 @@ func netUserSetInfo(user *uint16, level uint32, buf unsafe.Pointer) error {
 	return netStatus(r)
 }
 
+// netUserGetLocalGroups: NET_API_STATUS NetUserGetLocalGroups(
+// LPCWSTR servername, LPCWSTR username, DWORD level, DWORD flags,
+// LPBYTE *bufptr, DWORD prefmaxlen, LPDWORD entriesread,
+// LPDWORD totalentries); level 0, the groups' names.
+func netUserGetLocalGroups(user string) ([]string, error) {
+	u, err := windows.UTF16PtrFromString(user)
+	if err != nil {
+		return nil, err
+	}
+	var buf *byte
+	var read, total uint32
+	r, _, _ := procNetUserGetLocalGroups.Call(0, uintptr(unsafe.Pointer(u)), 0, 0,
+		uintptr(unsafe.Pointer(&buf)), 0xffffffff, uintptr(unsafe.Pointer(&read)), uintptr(unsafe.Pointer(&total)))
+	if err := netStatus(r); err != nil {
+		return nil, err
+	}
+	defer windows.NetApiBufferFree(buf)
+	var out []string
+	for _, g := range unsafe.Slice((*localGroupUsersInfo0)(unsafe.Pointer(buf)), read) {
+		out = append(out, windows.UTF16PtrToString(g.Name))
+	}
+	return out, nil
+}
+
 // netLocalGroupAdd: NET_API_STATUS NetLocalGroupAdd(LPCWSTR servername,
 // DWORD level, LPBYTE buf, LPDWORD parm_err);
 func netLocalGroupAdd(level uint32, buf unsafe.Pointer) error {
@@ -187,6 +296,152 @@ func netLocalGroupDel(group *uint16) error {
 func netLocalGroupAddMembers(group *uint16, level uint32, buf unsafe.Pointer, n uint32) error {
 	r, _, _ := procNetLocalGroupAddMembers.Call(0, uintptr(unsafe.Pointer(group)), uintptr(level), uintptr(buf), uintptr(n))
 	return netStatus(r)
+}
+
+// createProfile: HRESULT CreateProfile(LPCWSTR pszUserSid,
+// LPCWSTR pszUserName, LPWSTR pszProfilePath, DWORD cchProfilePath);
+// HRESULT_FROM_WIN32(ERROR_ALREADY_EXISTS) when the profile exists.
+func createProfile(sid, name string) (string, error) {
+	s, err := windows.UTF16PtrFromString(sid)
+	if err != nil {
+		return "", err
+	}
+	n, err := windows.UTF16PtrFromString(name)
+	if err != nil {
+		return "", err
+	}
+	buf := make([]uint16, windows.MAX_PATH)
+	r, _, _ := procCreateProfile.Call(uintptr(unsafe.Pointer(s)), uintptr(unsafe.Pointer(n)), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+	const alreadyExists = 0x800700b7
+	if uint32(r) == alreadyExists {
+		return "", nil
+	}
+	if r != 0 {
+		return "", fmt.Errorf("CreateProfile: HRESULT %#x", uint32(r))
+	}
+	return windows.UTF16ToString(buf), nil
+}
+
+// deleteProfile: BOOL DeleteProfileW(LPCWSTR lpSidString,
+// LPCWSTR lpProfilePath, LPCWSTR lpComputerName).
+func deleteProfile(sid string) error {
+	s, err := windows.UTF16PtrFromString(sid)
+	if err != nil {
+		return err
+	}
+	r, _, err := procDeleteProfileW.Call(uintptr(unsafe.Pointer(s)), 0, 0)
+	if r == 0 {
+		return failed("DeleteProfileW", err)
+	}
+	return nil
+}
+
+// shellExecuteInfo is SHELLEXECUTEINFOW.
+type shellExecuteInfo struct {
+	Size         uint32
+	Mask         uint32
+	Hwnd         uintptr
+	Verb         *uint16
+	File         *uint16
+	Parameters   *uint16
+	Directory    *uint16
+	Show         int32
+	InstApp      uintptr
+	IDList       uintptr
+	Class        *uint16
+	KeyClass     uintptr
+	HotKey       uint32
+	IconOrMonitr uintptr
+	Process      windows.Handle
+}
+
+// seeMaskNoCloseProcess: ShellExecuteEx returns the process handle.
+// seeMaskNoAsync: the call finishes its work before returning (the process
+// exits right after in a console program).
+const (
+	seeMaskNoCloseProcess = 0x40
+	seeMaskNoAsync        = 0x100
+	errorCancelled        = 1223
+)
+
+// shellExecuteEx: BOOL ShellExecuteExW(SHELLEXECUTEINFOW *pExecInfo).
+func shellExecuteEx(info *shellExecuteInfo) error {
+	info.Size = uint32(unsafe.Sizeof(*info))
+	r, _, err := procShellExe.Call(uintptr(unsafe.Pointer(info)))
+	if r == 0 {
+		return failed("ShellExecuteExW", err)
+	}
+	return nil
+}
+
+// desktopName returns this process's window station and desktop as
+// "WinSta0\Default", or "" when user32 cannot say (no desktop at all).
+func desktopName() string {
+	if moduser32.Load() != nil {
+		return ""
+	}
+	name := func(h uintptr) string {
+		const uoiName = 2
+		buf := make([]uint16, 256)
+		var n uint32
+		r, _, _ := procGetUserObjectInformationW.Call(h, uoiName, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)*2), uintptr(unsafe.Pointer(&n)))
+		if r == 0 {
+			return ""
+		}
+		return windows.UTF16ToString(buf)
+	}
+	ws, _, _ := procGetProcessWindowStation.Call()
+	tid, _, _ := procGetCurrentThreadId.Call()
+	dt, _, _ := procGetThreadDesktop.Call(tid)
+	if ws == 0 || dt == 0 {
+		return ""
+	}
+	w, d := name(ws), name(dt)
+	if w == "" || d == "" {
+		return ""
+	}
+	return w + `\` + d
+}
+
+// tcpRowOwnerPID is MIB_TCPROW_OWNER_PID.
+type tcpRowOwnerPID struct {
+	State      uint32
+	LocalAddr  uint32
+	LocalPort  uint32
+	RemoteAddr uint32
+	RemotePort uint32
+	OwningPID  uint32
+}
+
+// tcpOwner returns the process that owns the IPv4 TCP connection from
+// local to remote (both in the peer's view: the client's address is local).
+// GetExtendedTcpTable(TCP_TABLE_OWNER_PID_CONNECTIONS, AF_INET).
+func tcpOwner(localIP [4]byte, localPort uint16, remoteIP [4]byte, remotePort uint16) (uint32, error) {
+	const tcpTableOwnerPIDConnections = 4
+	size := uint32(16 << 10)
+	for tries := 0; tries < 5; tries++ {
+		buf := make([]byte, size)
+		r, _, _ := procGetExtendedTcpTable.Call(uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&size)), 0,
+			windows.AF_INET, tcpTableOwnerPIDConnections, 0)
+		if r == uintptr(windows.ERROR_INSUFFICIENT_BUFFER) {
+			continue
+		}
+		if r != 0 {
+			return 0, fmt.Errorf("GetExtendedTcpTable: %w", windows.Errno(r))
+		}
+		n := *(*uint32)(unsafe.Pointer(&buf[0]))
+		rows := unsafe.Slice((*tcpRowOwnerPID)(unsafe.Pointer(&buf[4])), n)
+		port := func(p uint16) uint32 { return uint32(p>>8 | p<<8) } // network byte order in the low word
+		ip := func(b [4]byte) uint32 { return *(*uint32)(unsafe.Pointer(&b[0])) }
+		for _, row := range rows {
+			if row.LocalAddr == ip(localIP) && row.LocalPort&0xffff == port(localPort) &&
+				row.RemoteAddr == ip(remoteIP) && row.RemotePort&0xffff == port(remotePort) {
+				return row.OwningPID, nil
+			}
+		}
+		return 0, errors.New("no such connection in the TCP table")
+	}
+	return 0, errors.New("GetExtendedTcpTable: the table kept growing")
 }
 
 // unsafePointer converts the address of an ACE's SidStart field, where the

@@ -59,3 +59,41 @@ func winAbs(p string) bool {
 }
 
 func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+// winUNC reports whether p is a network (UNC) path, \\server\share\...,
+// but not a local device path such as \\?\C:\ or \\.\NUL.
+func winUNC(p string) bool {
+	p = strings.ReplaceAll(p, "/", `\`)
+	if !strings.HasPrefix(p, `\\`) {
+		return false
+	}
+	if strings.HasPrefix(p, `\\?\`) || strings.HasPrefix(p, `\\.\`) {
+		rest := p[4:]
+		return strings.HasPrefix(strings.ToUpper(rest), `UNC\`)
+	}
+	return true
+}
+
+// winBase is the last element of a Windows path.
+func winBase(p string) string {
+	p = strings.TrimRight(strings.ReplaceAll(p, "/", `\`), `\`)
+	return p[strings.LastIndex(p, `\`)+1:]
+}
+
+// winDir is a Windows path without its last element.
+func winDir(p string) string {
+	p = strings.TrimRight(strings.ReplaceAll(p, "/", `\`), `\`)
+	i := strings.LastIndex(p, `\`)
+	if i < 0 {
+		return p
+	}
+	if i == 2 && p[1] == ':' {
+		return p[:3] // C:\
+	}
+	return p[:i]
+}
+
+// winJoin joins a Windows folder and a name.
+func winJoin(dir, name string) string {
+	return strings.TrimRight(dir, `\/`) + `\` + name
+}

@@ -30,7 +30,10 @@ func Setup(opts SetupOptions) error { return notWindows() }
 func Check(w io.Writer) error { return notWindows() }
 
 // Uninstall removes what Setup made; Windows only.
-func Uninstall() error { return notWindows() }
+func Uninstall(opts SetupOptions) error { return notWindows() }
+
+// UserSID is "" off Windows: users there have numbers.
+func UserSID() string { return "" }
 
 // RunnerMain is the runner's entry point; Windows only.
 func RunnerMain(args []string) int {

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"syscall"
 
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/plan"
@@ -47,7 +49,14 @@ func main() {
 	for k, v := range a.Env {
 		env = append(env, k+"="+v)
 	}
-	fail(landlock.Exec(a, args[1:], env))
+	if err := landlock.Apply(a); err != nil {
+		fail(err)
+	}
+	bin, err := exec.LookPath(args[1])
+	if err != nil {
+		fail(err)
+	}
+	fail(syscall.Exec(bin, args[1:], env))
 }
 
 func fail(err error) {

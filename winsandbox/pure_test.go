@@ -1,0 +1,104 @@
+package winsandbox
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRunnerExitReason(t *testing.T) {
+	for _, tc := range []struct {
+		code uint32
+		want string
+	}{
+		{runnerFailure(runnerStageIn, 5), "the runner could not open its input pipe (Windows error 5)"},
+		{runnerFailure(runnerStageOut, 231), "the runner could not open its output pipe (Windows error 231)"},
+		{runnerFailure(runnerStageServer, 0), "the runner found a pipe server that is not agentbox"},
+		{runnerFailure(runnerStageArgs, 0), "the runner was started with the wrong arguments"},
+		{0xC0000142, "the runner exited with status 0xc0000142 before it connected"}, // STATUS_DLL_INIT_FAILED
+		{1, "the runner exited with status 0x1 before it connected"},
+	} {
+		if got := RunnerExitReason(tc.code); got != tc.want {
+			t.Errorf("RunnerExitReason(%#x) = %q, want %q", tc.code, got, tc.want)
+		}
+	}
+	// No Windows NTSTATUS has the customer bit: a crash is never read as
+	// one of the runner's own stages.
+	if runnerFailure(runnerStageIn, 0xffff)&0xC0000000 != 0 {
+		t.Error("runner failures overlap NTSTATUS error codes")
+	}
+}
+
+func TestSDDLNamesSID(t *testing.T) {
+	sid := "S-1-5-21-1-2-3-1001"
+	for sddl, want := range map[string]bool{
+		"O:LSD:(A;;CC;;;S-1-5-21-1-2-3-1001)":                       true,
+		"D:(A;;CC;;;S-1-5-21-1-2-3-1001)":                           true, // owner dropped on read-back
+		"O:LSD:(A;;CC;;;S-1-5-21-1-2-3-1002)":                       false,
+		"O:LSD:(D;;CC;;;S-1-5-21-1-2-3-1001)":                       false, // a deny does not scope the rule to the user
+		"O:LSD:(A;;CC;;;S-1-5-32-545)(A;;CC;;;S-1-5-21-1-2-3-1001)": true,
+		"": false,
+	} {
+		if got := SDDLNamesSID(sddl, sid); got != want {
+			t.Errorf("SDDLNamesSID(%q) = %v, want %v", sddl, got, want)
+		}
+	}
+	r := FirewallRules(DefaultProxyPort)[0]
+	if !SDDLNamesSID(FirewallSDDL(r, sid), sid) {
+		t.Errorf("the SDDL setup writes (%s) does not name the user", FirewallSDDL(r, sid))
+	}
+}
+
+func TestWFPFilters(t *testing.T) {
+	keys, names := map[string]bool{}, map[string]bool{}
+	fs := WFPFilters()
+	for _, f := range fs {
+		if keys[f.Key] || names[f.Name] {
+			t.Errorf("filter %q or key %s is not unique", f.Name, f.Key)
+		}
+		keys[f.Key], names[f.Name] = true, true
+		if f.Layer != "connect" && f.Layer != "assign" {
+			t.Errorf("filter %q: layer %q", f.Name, f.Layer)
+		}
+		if f.Protocol == 0 && f.RemotePort == 0 {
+			t.Errorf("filter %q matches every connection of the user", f.Name)
+		}
+		if f.IPv6 && f.Protocol == 1 {
+			t.Errorf("filter %q: ICMP (1) on IPv6, where it is 58", f.Name)
+		}
+	}
+	var ports []uint16
+	for _, f := range fs {
+		if f.RemotePort != 0 && !f.IPv6 {
+			ports = append(ports, f.RemotePort)
+		}
+	}
+	if diff := cmp.Diff([]uint16{53, 853, 445, 139}, ports); diff != "" {
+		t.Errorf("blocked ports (-want +got):\n%s", diff)
+	}
+	if g := guidOf("x"); len(g) != 36 || g[14] != '4' || !strings.ContainsAny(g[19:20], "89ab") {
+		t.Errorf("guidOf = %s, want a version 4 variant 1 GUID", g)
+	}
+}
+
+func TestWinPathHelpers(t *testing.T) {
+	for p, want := range map[string]bool{`\\server\share\x`: true, `//server/share`: true, `\\?\UNC\server\share`: true,
+		`\\?\C:\x`: false, `\\.\NUL`: false, `C:\x`: false} {
+		if winUNC(p) != want {
+			t.Errorf("winUNC(%q) = %v", p, !want)
+		}
+	}
+	for p, want := range map[string][2]string{
+		`C:\Users\me\proj\.git`: {`C:\Users\me\proj`, ".git"},
+		`C:\x`:                  {`C:\`, "x"},
+		`C:\Users\me\`:          {`C:\Users`, "me"},
+	} {
+		if winDir(p) != want[0] || winBase(p) != want[1] {
+			t.Errorf("winDir/winBase(%q) = %q, %q; want %q", p, winDir(p), winBase(p), want)
+		}
+	}
+	if got := winJoin(`C:\`, "x"); got != `C:\x` {
+		t.Errorf("winJoin = %q", got)
+	}
+}

@@ -1,0 +1,135 @@
+package winsandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+
+	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// TestWindowsRunUnderWine runs a plan through the Windows backend's whole
+// run path under Wine: the setup record and this user's passwords (made
+// here, as setup would), Complete with the machine's facts, Prepare, the
+// ACE record and DACL writes, the runner's job, the named pipes with their
+// process checks, CreateProcessWithLogonW (which Wine runs as the caller),
+// the runner's restricted token and job, the spawn request, the output
+// relay and the exit status; then a command that is not found (127). Wine
+// enforces none of the security calls, and real Windows needs `agentbox
+// setup` first, which the Windows CI workflow runs before its real runs;
+// so this test runs under Wine only.
+func TestWindowsRunUnderWine(t *testing.T) {
+	if !underWine() {
+		t.Skip("on real Windows the run path is exercised after a real `agentbox setup` (.github/workflows/windows.yml)")
+	}
+	me, err := currentUserSID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := tempDir(t)
+	t.Setenv("ProgramData", data)
+	dir, err := machineDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "acl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := &record{Version: RecordVersion, ProxyPort: DefaultProxyPort, GroupSID: me, Users: map[string]string{OfflineUser: me, OnlineUser: me}}
+	if err := writeJSON(filepath.Join(dir, "setup.json"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := savePasswords(map[string]string{OfflineUser: "Ab1!x", OnlineUser: "Ab1!x"}); err != nil {
+		t.Fatal(err)
+	}
+	// Wine's CreateProcessWithLogonW is a stub that fails without an error
+	// code; the runner (this test binary, see TestMain) is started as the
+	// caller instead, the same way otherwise: suspended, in the job.
+	launchRunner = func(exe, user, password, in, out string, job windows.Handle) (windows.Handle, uint32, error) {
+		line, err := CommandLine([]string{exe, RunnerArg, in, out, strconv.Itoa(os.Getpid())})
+		if err != nil {
+			return 0, 0, err
+		}
+		app, _ := windows.UTF16PtrFromString(exe)
+		cmd, _ := windows.UTF16PtrFromString(line)
+		si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
+		var pi windows.ProcessInformation
+		if err := windows.CreateProcess(app, cmd, nil, nil, false, windows.CREATE_SUSPENDED|windows.CREATE_NO_WINDOW, nil, nil, si, &pi); err != nil {
+			return 0, 0, err
+		}
+		defer windows.CloseHandle(pi.Thread)
+		windows.AssignProcessToJobObject(job, pi.Process)
+		windows.ResumeThread(pi.Thread)
+		return pi.Process, pi.ProcessId, nil
+	}
+	t.Cleanup(func() { launchRunner = startRunner })
+	// The real launcher fails there, and says so (not "success").
+	if _, _, err := startRunner(os.Args[0], OnlineUser, "x", `\.\pipe
+one`, `\.\pipe
+one`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") {
+		t.Errorf("CreateProcessWithLogonW under Wine: %v, want a failure that does not read as success", err)
+	}
+	w := New()
+	if err := w.Available(); err != nil {
+		t.Fatalf("Available after setup: %v", err)
+	}
+	project := tempDir(t)
+	tmp := filepath.Join(tempDir(t), "agentbox-"+me)
+	run := func(net plan.Network, command ...string) (int, string, error) {
+		p := &plan.Plan{
+			GOOS: "windows", RunID: "RUN", Enforce: plan.Require, Backend: "windows",
+			Command: command, Cwd: project,
+			Mounts: []plan.Mount{
+				{Stage: plan.StageRoot, Op: plan.ROBind, Path: "/", Access: plan.ReadOnly},
+				{Stage: plan.StageTmp, Op: plan.Bind, Source: filepath.Join(tmp, "proj"), Path: "/tmp", Access: plan.ReadWrite},
+				{Stage: plan.StageWritable, Op: plan.Bind, Path: project, Access: plan.ReadWrite},
+			},
+			Tmp:     plan.Tmp{Mode: plan.TmpWorkspace, HostDir: filepath.Join(tmp, "proj")},
+			Prepare: []plan.Prepare{{Path: tmp, Mode: 0o700}, {Path: filepath.Join(tmp, "proj"), Mode: 0o700}},
+			Network: net,
+			Env:     plan.Env{Mode: "inherit"},
+			Environ: os.Environ(),
+		}
+		if err := w.Complete(p); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		stdin, stdinW, _ := os.Pipe()
+		stdinW.Close()
+		outR, outW, _ := os.Pipe()
+		got := make(chan string, 1)
+		go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
+		code, err := w.Run(p, &backend.Context{Stdin: stdin, Stdout: outW, Stderr: outW})
+		outW.Close()
+		return code, <-got, err
+	}
+	open := plan.Network{Mode: plan.NetOpen}
+	code, out, err := run(open, "cmd", "/d", "/c", "echo hello from the box& exit 3")
+	if err != nil || code != 3 || !strings.Contains(out, "hello from the box") {
+		t.Errorf("run: status %d, output %q, error %v; want 3 and the greeting", code, out, err)
+	}
+	if fi, err := os.Stat(filepath.Join(tmp, "proj")); err != nil || !fi.IsDir() {
+		t.Errorf("the plan's tmp folder was not prepared: %v", err)
+	}
+	code, _, err = run(open, "nosuch-agentbox-command")
+	var se *backend.StatusError
+	if code != 127 || err == nil || !strings.Contains(err.Error(), "command not found") || !errorsAs(err, &se) {
+		t.Errorf("missing command: status %d, error %v; want 127 with a StatusError", code, err)
+	}
+	// An allowlist run: the proxy listens for this run, and serves the
+	// command (a process of the run's job) by the plan's rules.
+	t.Setenv("AGENTBOX_TEST_PROXY_ASK", "denied.test:443")
+	code, out, err = run(plan.Network{Mode: plan.NetAllowlist, Allow: []string{"allowed.test"}}, os.Args[0], "-test.run=^$")
+	if err != nil || code != 0 || !strings.Contains(out, "403") {
+		t.Errorf("allowlist run: status %d, output %q, error %v; want the proxy's 403 for a host the plan does not allow", code, out, err)
+	}
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
