@@ -253,8 +253,10 @@ echo "succeeded:$out"
 				if len(entries) != 1 || entries[0].Name() != event.Current {
 					t.Fatalf("the log folder holds more than the log: %v", entries)
 				}
-				if entries, _ := os.ReadDir(filepath.Dir(w.logDir())); len(entries) != 1 {
-					t.Fatalf("the state folder holds more than the log folder: %v", entries)
+				// Besides the log folder, only agentbox's own folder for
+				// temporary folders (made by agentbox, not the box).
+				if entries, _ := os.ReadDir(filepath.Dir(w.logDir())); len(entries) != 2 || entries[0].Name() != "log" || entries[1].Name() != "tmp" {
+					t.Fatalf("the state folder holds more than the log folder and agentbox's tmp: %v", entries)
 				}
 				if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
 					t.Errorf("log file mode %v", fi.Mode().Perm())
