@@ -203,10 +203,10 @@ func TestAgentboxProcessesNotDumpable(t *testing.T) {
 t=` + target + `
 (exec 3</proc/$t/mem) 2>/dev/null && echo open-mem
 (exec 3<>/proc/$t/mem) 2>/dev/null && echo open-mem-rw
-for n in 0 1 2 3 4 5 6 7 8 9; do cat /proc/$t/fd/$n >/dev/null 2>&1 && echo open-fd-$n; done
+for n in 0 1 2 3 4 5 6 7 8 9; do (exec 4</proc/$t/fd/$n) 2>/dev/null && echo open-fd-$n; done
 cat /proc/$t/environ >/dev/null 2>&1 && echo read-environ
 cat /proc/$t/maps >/dev/null 2>&1 && echo read-maps
-sleep 30 & s=$!
+sleep 5 & s=$!
 (exec 3</proc/$s/mem) 2>/dev/null && echo box-process-mem
 kill $s
 echo end`})...)
