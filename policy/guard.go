@@ -55,10 +55,23 @@ type denied struct {
 	origin plan.Origin
 }
 
-// defaultDenied are the paths hidden by default, with the rule that hides
-// each: credential stores, the agent tokens of other agents than the
-// command's, and the private files of ~/.ssh.
+// defaultDenied are the paths hidden by default that exist, with the rule
+// that hides each: credential stores, the agent tokens of other agents than
+// the command's, and the private files of ~/.ssh. It is worked out once
+// per resolution (one lstat per candidate: most do not exist).
 func (r *resolver) defaultDenied() []denied {
+	if r.defaults == nil {
+		for _, d := range r.defaultCandidates() {
+			if _, err := r.env.FS.Lstat(d.path); err == nil {
+				r.defaults = append(r.defaults, d)
+			}
+		}
+		r.defaults = append(r.defaults, denied{}) // worked out, even if empty
+	}
+	return r.defaults[:len(r.defaults)-1]
+}
+
+func (r *resolver) defaultCandidates() []denied {
 	home := r.env.Home
 	var out []denied
 	for _, c := range credentialStores {

@@ -65,6 +65,7 @@ type resolver struct {
 	m            merged
 	opts         Options
 	p            *plan.Plan
+	defaults     []denied // defaultDenied, once worked out
 }
 
 // Resolve turns layers into a plan for command, in the world env.

@@ -1,5 +1,9 @@
 // Package supervise is the host side of a run that every backend shares:
-// creating the folders agentbox owns, the box's cgroup (entered before the
+// creating the folders agentbox owns and pinning host paths by descriptor
+// (Prepare, Pins, OpenPath: nothing is looked up by name twice), the files
+// agentbox writes on the host (OpenHostFile), what a started box inherits
+// (CloseOnExec) and keeping agentbox's processes out of the box's reach
+// (NotDumpable), the box's cgroup (entered before the
 // box's first process starts, left right after, so the supervisor never
 // counts against the box's limits), forwarding signals, handing the
 // terminal back, exit statuses (CMD's own, 128+N, 126/127 for a command that
