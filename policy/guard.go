@@ -125,9 +125,17 @@ func tmpBase(env Env) string {
 // user alone, and returns the base's real path.
 func (r *resolver) prepareTmpBase(origin plan.Origin) string {
 	base := r.realMaybe(tmpBase(r.env))
+	// Created from the first missing folder down, but never the home
+	// folder itself (a home folder that does not exist is an error, with
+	// a hint, not a folder agentbox makes).
+	home := r.realMaybe(r.env.Home)
 	var missing []string
 	for d := base; ; d = filepath.Dir(d) {
 		if _, err := r.env.FS.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		if d == home {
+			missing = nil
 			break
 		}
 		missing = append([]string{d}, missing...)
