@@ -387,21 +387,22 @@ func (r *resolver) rootStage() error {
 func (r *resolver) tmpStage() error {
 	origin := r.m.scalars["tmp.mode"].Origin
 	// The folder of every workspace's temporary folder is the user's own,
-	// and hidden in the box (the box's own folder is bound at /tmp). Under
-	// /tmp (a home folder there) replacing /tmp hides it already, but for
-	// the host's /tmp; then it is hidden after /tmp, its parent.
-	var hideBase []plan.Mount
+	// and hidden in the box before /tmp is set up (the box's own folder is
+	// bound there from its descriptor). Under /tmp (a home folder there),
+	// replacing /tmp hides it already, but for the host's /tmp: then it is
+	// hidden after /tmp, its parent.
+	var hide *plan.Mount
 	if r.env.GOOS != "windows" {
 		r.p.Tmp.Base = r.prepareTmpBase(origin)
-		hideBase = []plan.Mount{{Stage: plan.StageTmp, Op: plan.HideDir, Path: r.p.Tmp.Base, Access: plan.Hidden, Origin: origin, Note: "the temporary folders of every workspace"}}
-		if !plan.Within(r.p.Tmp.Base, "/tmp") {
-			r.p.Mounts = append(r.p.Mounts, hideBase...)
-			hideBase = nil
-		} else if r.p.Tmp.Mode != plan.TmpHost {
-			hideBase = nil
-		}
+		hide = &plan.Mount{Stage: plan.StageTmp, Op: plan.HideDir, Path: r.p.Tmp.Base, Access: plan.Hidden, Origin: origin, Note: "the temporary folders of every workspace"}
 	}
-	defer func() { r.p.Mounts = append(r.p.Mounts, hideBase...) }()
+	underTmp := hide != nil && plan.Within(hide.Path, "/tmp")
+	if hide != nil && !underTmp {
+		r.add(*hide)
+	}
+	if underTmp && r.p.Tmp.Mode == plan.TmpHost {
+		defer r.add(*hide)
+	}
 	switch r.p.Tmp.Mode {
 	case plan.TmpPrivate:
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "fresh and empty for this run"})
