@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -42,7 +41,7 @@ func ABI() (int, error) {
 //
 // Apply locks the calling goroutine to its OS thread and leaves it locked:
 // capabilities and the Landlock domain belong to a thread, so call
-// syscall.Exec from the same goroutine (or use Exec).
+// syscall.Exec from the same goroutine.
 //
 // The ABI is pinned: the ruleset handles exactly the rights the assessment
 // was made for, and Apply fails if the kernel has an older ABI than a.ABI
@@ -111,23 +110,6 @@ func apply(a Assessment, pins *supervise.Pins) error {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
 	return nil
-}
-
-// Exec confines the calling thread with a (Apply) and execs argv with env.
-// It returns only on failure.
-func Exec(a Assessment, argv, env []string) error {
-	if err := Apply(a); err != nil {
-		return err
-	}
-	bin := argv[0]
-	if !strings.Contains(bin, "/") {
-		p, err := lookPath(bin, env)
-		if err != nil {
-			return err
-		}
-		bin = p
-	}
-	return syscall.Exec(bin, argv, env)
 }
 
 // lookPath searches the PATH of env, the one CMD gets.
