@@ -136,8 +136,10 @@ func ChildMain() int {
 		fmt.Fprintf(os.Stderr, "agentbox: error: landlock: "+format+"\n", args...)
 		return supervise.ExitFailure
 	}
-	// Until it execs CMD, this is agentbox's own process.
-	supervise.NotDumpable()
+	// Unlike agentbox's other processes this one stays dumpable: it is
+	// the first process of its box and becomes CMD, no box process exists
+	// before it, and Landlock refuses every other box access to it (a
+	// Landlock domain reaches only processes in itself or below).
 	f := os.NewFile(planFD, "plan")
 	var in childInput
 	if err := json.NewDecoder(f).Decode(&in); err != nil || in.Plan == nil {

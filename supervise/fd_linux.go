@@ -11,11 +11,13 @@ import (
 // NotDumpable makes the calling process non-dumpable: no other process of
 // the same user, in particular none in the box, can open its
 // /proc/PID/mem, /proc/PID/fd or /proc/PID/environ or attach to it, and it
-// leaves no core file. Every agentbox process in or beside a box calls it:
-// the supervisor, bwrap's init (pid 1 in the box, which holds no limits:
-// a box that could rewrite its memory could lift them), the Landlock child
-// and the rlimit exec. Only the calling process changes, and an exec
-// resets it, so CMD itself stays an ordinary process.
+// leaves no core file. agentbox's processes in or beside a box call it:
+// the supervisor and bwrap's init (pid 1 in the box, which holds no
+// limits: a box that could rewrite its memory could lift them), and the
+// rlimit exec. Only the calling process changes, and an exec resets it,
+// so CMD itself stays an ordinary process. (The Landlock child does not
+// need it: no process of its box exists before it, and Landlock keeps
+// every other box away from it.)
 func NotDumpable() {
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 }
