@@ -19,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
 	"github.com/agentbox/agentbox/winsandbox"
@@ -85,21 +86,24 @@ func usageError(msg string, hints ...string) error { return withHints(errors.New
 
 // printError writes err in agentbox's voice: "agentbox: error: …" and one
 // "agentbox: hint: …" line per hint any error in its chain carries.
+// Errors name files, folders and policy values that may come from a
+// repository, so every line is escaped for the terminal (policy.Escape).
 func printError(err error) {
-	fmt.Fprintf(os.Stderr, "agentbox: error: %v\n", err)
+	fmt.Fprintf(os.Stderr, "agentbox: error: %s\n", policy.Escape(err.Error()))
 	var h interface{ Hints() []string }
 	if errors.As(err, &h) {
 		for _, hint := range h.Hints() {
 			if hint != "" {
-				fmt.Fprintf(os.Stderr, "agentbox: hint: %s\n", hint)
+				fmt.Fprintf(os.Stderr, "agentbox: hint: %s\n", policy.Escape(hint))
 			}
 		}
 	}
 }
 
-// writeSeccomp writes the seccomp program for the reopened groups to stdout.
-func writeSeccomp(allow []string) int {
-	f, err := seccomp.Build(allow)
+// writeSeccomp writes the seccomp program for the reopened (and extra)
+// groups to stdout.
+func writeSeccomp(args []string) int {
+	f, err := seccomp.BuildArgs(args)
 	if err != nil {
 		printError(err)
 		return supervise.ExitFailure

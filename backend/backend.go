@@ -69,6 +69,12 @@ type Context struct {
 	// uses it to leave the box's cgroup and to record the box's process
 	// group.
 	Started func(pid int)
+	// Prepared holds the folders of the plan's Prepare list that the
+	// supervisor made and checked, opened by descriptor (on Linux; nil
+	// elsewhere). A backend hands the box these descriptors rather than
+	// looking the paths up again, so what was checked is what the box
+	// gets. The supervisor closes them after Run.
+	Prepared map[string]*os.File
 }
 
 // Emit sends e to c.Events, if any.

@@ -182,11 +182,7 @@ func hint(err error, hints ...string) error { return &hinted{err: err, hints: hi
 
 // untrusted explains a project policy that is not trusted yet.
 func untrusted(ue *policy.UntrustedError) error {
-	hints := []string{"it would grant:"}
-	for _, g := range ue.Grants() {
-		hints = append(hints, "  "+g)
-	}
-	hints = append(hints, "review it, then trust it with: agentbox trust "+ShellQuote(ue.File))
+	hints := append(ue.Explain(), "review it, then trust it with: agentbox trust "+ShellQuote(ue.File))
 	return hint(ue, hints...)
 }
 

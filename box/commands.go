@@ -71,13 +71,14 @@ func Trust(file string, revoke bool, w io.Writer) error {
 			return err
 		}
 		if !ok {
-			fmt.Fprintf(w, "%s was not trusted\n", file)
+			fmt.Fprintf(w, "%s was not trusted\n", policy.Escape(file))
 			return nil
 		}
-		fmt.Fprintf(w, "revoked trust in %s\n", file)
+		fmt.Fprintf(w, "revoked trust in %s\n", policy.Escape(file))
 		return nil
 	}
-	data, err := os.ReadFile(file)
+	// Bounded and regular only, as when a run loads it.
+	data, err := env.FS.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("reading policy: %w", err)
 	}
@@ -85,11 +86,38 @@ func Trust(file string, revoke bool, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := store.Trust(file, policy.Hash(data)); err != nil {
+	hash := policy.Hash(data)
+	before, err := store.Lookup(file)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "trusted %s (sha256 %s)\n", file, policy.Hash(data)[:16])
-	for _, g := range (&policy.UntrustedError{Layer: l}).Grants() {
+	var was *policy.Layer
+	if before != "" && before != hash {
+		if old, err := store.Content(before); err == nil {
+			was, _ = policy.Parse("project", file, old)
+		}
+	}
+	// The bytes are kept, so that an edit is shown as what changed.
+	if err := store.Save(data); err != nil {
+		return err
+	}
+	if err := store.Trust(file, hash); err != nil {
+		return err
+	}
+	name := policy.Escape(file)
+	switch {
+	case before == hash:
+		fmt.Fprintf(w, "trusted %s (sha256 %s; unchanged)\n", name, hash[:16])
+	case was != nil:
+		fmt.Fprintf(w, "trusted %s (sha256 %s); what changed since you last trusted it (+ added, - removed; ! loosens your sandbox):\n", name, hash[:16])
+		for _, line := range policy.Diff(policy.Classify(was, env), policy.Classify(l, env)) {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+		return nil
+	default:
+		fmt.Fprintf(w, "trusted %s (sha256 %s); it grants (! loosens your sandbox):\n", name, hash[:16])
+	}
+	for _, g := range policy.Classify(l, env) {
 		fmt.Fprintf(w, "  %s\n", g)
 	}
 	return nil

@@ -253,14 +253,15 @@ echo "succeeded:$out"
 					t.Fatalf("the log folder holds more than the log: %v", entries)
 				}
 				// Besides the log: the after-run check's own records
-				// (index, pending, placeholders.lock) and the workspace's
-				// private package caches, nothing.
-				if entries, _ := os.ReadDir(filepath.Dir(w.logDir())); len(entries) > 5 {
+				// (index, pending, placeholders.lock), the workspace's
+				// private package caches and agentbox's own folder for
+				// temporary folders (made by agentbox, not the box).
+				if entries, _ := os.ReadDir(filepath.Dir(w.logDir())); len(entries) > 6 {
 					t.Fatalf("the state folder holds more than agentbox's own: %v", entries)
 				} else {
 					for _, e := range entries {
 						switch e.Name() {
-						case "log", "index", "pending", "placeholders.lock", "caches":
+						case "log", "index", "pending", "placeholders.lock", "caches", "tmp":
 						default:
 							t.Fatalf("the state folder holds %s", e.Name())
 						}

@@ -351,7 +351,7 @@ func TestNetworkPlan(t *testing.T) {
 		" --setenv HTTP_PROXY http://127.0.0.1:3128 ", " --setenv https_proxy http://127.0.0.1:3128 ",
 		" --setenv ALL_PROXY socks5h://127.0.0.1:3128 ", " --setenv NO_PROXY localhost,127.0.0.1,::1 ",
 		" --setenv AGENTBOX_NETWORK allowlist ",
-		" --net-fd 7 --net-port 3128 --forward localhost:3000 -- true ",
+		" --net-fd 9 --net-port 3128 --forward localhost:3000 -- true ",
 	} {
 		expectContains(t, "plan --argv", r.stdout, want)
 	}

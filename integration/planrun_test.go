@@ -100,7 +100,10 @@ func TestPlanEqualsRunBwrap(t *testing.T) {
 	recDir := filepath.Join(w.base, "rec")
 	mkdir(t, wrapDir)
 	mkdir(t, recDir)
-	write(t, filepath.Join(wrapDir, "bwrap"), "#!/bin/sh\nprintf '%s\\0' \"$@\" > "+recDir+"/argv.$$\nexec "+realBwrap+" \"$@\"\n")
+	// The options come through --args FD: read them through /proc, which
+	// opens the file afresh and leaves bwrap's read position alone.
+	write(t, filepath.Join(wrapDir, "bwrap"), "#!/bin/sh\n[ \"$1\" = --args ] && cat /proc/self/fd/$2 > "+recDir+"/opts.$$\n"+
+		"printf '%s\\0' \"$@\" > "+recDir+"/argv.$$\nexec "+realBwrap+" \"$@\"\n")
 	os.Chmod(filepath.Join(wrapDir, "bwrap"), 0o755)
 	w.env = append(w.env, "PATH="+wrapDir+":"+os.Getenv("PATH"))
 	mkdir(t, filepath.Join(w.home, ".codex"))
@@ -150,11 +153,23 @@ func bwrapRuns(t *testing.T, dir string) [][]string {
 	}
 	var out [][]string
 	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "argv.") {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+		if len(args) > 1 && args[0] == "--args" {
+			// The options bwrap read from the descriptor, then its
+			// command line's command.
+			opts, err := os.ReadFile(filepath.Join(dir, "opts."+strings.TrimPrefix(e.Name(), "argv.")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(strings.Split(strings.TrimSuffix(string(opts), "\x00"), "\x00"), args[2:]...)
+		}
 		if strings.Join(args, "\x00") == strings.Join(mount.ProbeArgs, "\x00") {
 			continue
 		}

@@ -52,8 +52,9 @@ func TestRealProviders(t *testing.T) {
 						}
 						// agentbox's own probe cache and state (the audit log,
 						// the after-run check's records, the workspace's
-						// private caches, with the folders made for them) are
-						// agentbox's, not the CLI's.
+						// private caches, the box's temporary folders, with
+						// the folders made for them) are agentbox's, not the
+						// CLI's.
 						state := filepath.Join(w.home, ".local", "state", "agentbox")
 						if !under(path, filepath.Join(w.home, "."+cli), w.project, filepath.Join(w.home, ".cache"), w.logDir(), state) &&
 							!strings.HasPrefix(w.logDir(), path+"/") && !strings.HasPrefix(state, path+"/") {

@@ -23,8 +23,9 @@ func TestTmpModes(t *testing.T) {
 	t.Cleanup(func() { os.Remove(marker.Name()) })
 	name := filepath.Base(marker.Name())
 	id := fmt.Sprintf("tmpmode%d", time.Now().UnixNano())
-	hostDir := filepath.Join("/tmp", fmt.Sprintf("agentbox-%d", os.Getuid()), id)
-	t.Cleanup(func() { os.RemoveAll(hostDir) })
+	// agentbox's own folder for temporary folders, in the user's state
+	// folder (the test gives no XDG_RUNTIME_DIR).
+	hostDir := filepath.Join(w.home, ".local", "state", "agentbox", "tmp", id)
 	w.env = append(w.env, "AGENTBOX_WORKSPACE="+id, "AGENTBOX_TEST=1")
 	root := filepath.Join(w.base, "work")
 
@@ -58,18 +59,16 @@ func TestTmpModes(t *testing.T) {
 	})
 }
 
-// A per-workspace tmp folder that exists as a symlink (planted by another
-// user in the shared /tmp) is refused.
+// A per-workspace tmp folder that exists as a symlink is refused.
 func TestTmpSymlinkRefused(t *testing.T) {
 	w := newWorld(t)
 	id := fmt.Sprintf("tmplink%d", time.Now().UnixNano())
-	base := filepath.Join("/tmp", fmt.Sprintf("agentbox-%d", os.Getuid()))
+	base := filepath.Join(w.home, ".local", "state", "agentbox", "tmp")
 	os.MkdirAll(base, 0o700)
 	link := filepath.Join(base, id)
 	if err := os.Symlink(w.base, link); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(link) })
 	r := w.sh([]string{"--workspace", id, "--workspace-root", filepath.Join(w.base, "work")}, `true`)
 	expectCode(t, r, 125)
 	expectContains(t, "stderr", r.stderr, "symlink")

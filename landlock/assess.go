@@ -428,6 +428,8 @@ func classify(p *plan.Plan, a Assessment, ls []layer, o Options, guards map[stri
 				" and shm can be opened (other device nodes are visible but refused); /dev/shm is shared with the host")
 		case m.Op == plan.Proc:
 			add(m, "proc", Weaker, "the host's /proc, read-only: no PID namespace, so other processes are visible (Landlock refuses to ptrace them)")
+		case m.Stage == plan.StageTmp && m.Op == plan.HideDir:
+			add(m, "tmp", Weaker, "the temporary folders of other workspaces are inaccessible (EACCES) rather than hidden: stat still shows they exist")
 		case m.Stage == plan.StageTmp:
 			classifyTmp(p, m, add)
 		case m.Stage == plan.StageWorkspace && m.Op == plan.Tmpfs:

@@ -66,15 +66,20 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 		abi = 0
 	}
 	if p.Tmp.Mode == plan.TmpPrivate && p.Tmp.HostDir == "" && p.RunID != "" {
-		tmp := l.TempDir
-		if tmp == "" {
-			tmp = os.TempDir()
-		}
-		base := filepath.Join(tmp, "agentbox-"+strconv.Itoa(p.Identity.UID))
-		p.Tmp.HostDir = filepath.Join(base, "run-"+p.RunID)
 		origin := plan.Origin{Key: "tmp.mode private (landlock: a fresh folder per run)"}
-		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin})
-		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: p.Tmp.HostDir, Mode: 0o700, Origin: origin, Fresh: true})
+		// In the user's own folder for temporary folders (plan Tmp.Base),
+		// never in the shared /tmp.
+		base := p.Tmp.Base
+		if base == "" {
+			tmp := l.TempDir
+			if tmp == "" {
+				tmp = os.TempDir()
+			}
+			base = filepath.Join(tmp, "agentbox-"+strconv.Itoa(p.Identity.UID))
+			p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin, Private: true})
+		}
+		p.Tmp.HostDir = filepath.Join(base, "run-"+p.RunID)
+		p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: p.Tmp.HostDir, Mode: 0o700, Origin: origin, Fresh: true, Private: true})
 	}
 	keepByRecord(p)
 	a := Assess(p, abi)
@@ -149,7 +154,7 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 	for _, r := range p.Box.Rules {
 		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
 	}
-	seccomp.Describe(p.Seccomp, w)
+	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true), w)
 }
 
 // AssessmentOf reads the Landlock rule set of a completed plan.

@@ -13,7 +13,10 @@
 // enforced but weaker (saying how), or not enforced (saying why), so that
 // `agentbox plan` tells the truth. Assess and [Expand] are pure and compile on
 // every OS; [Apply] and [ABI] talk to the Linux kernel and are stubs
-// elsewhere.
+// elsewhere. Apply carves over descriptors: every rule is added on a file
+// opened without following links, and carved folders' children are told
+// apart by device and inode, so a path swapped while the box starts never
+// gets a rule.
 //
 // What does not belong here: reading policies (policy/), building the plan
 // (plan/), the bubblewrap backend and the supervisor that starts the child

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"path"
 	"strings"
-
-	"github.com/agentbox/agentbox/plan"
 )
 
 // PathRule is one landlock_add_rule call: Rights on the file hierarchy at
@@ -19,61 +17,185 @@ type PathRule struct {
 	Dir    bool   `json:"dir"`
 }
 
-// Expand carves the grants into path rules, reading folders from fsys, a
-// file system rooted at "/" (os.DirFS("/") when applying). A grant without
-// exceptions is one rule. A grant with exceptions becomes one rule per child
-// of its path, skipping the excepted children and descending into the
-// children that hold an exception, so nothing at or below an excepted path
-// gets the grant's rights.
+// Carving: Landlock cannot subtract, so a grant with exceptions is applied
+// to the children of its path one by one, leaving out the excepted ones and
+// descending into the ones that hold an exception. Which child is which is
+// decided by identity, not by name: the excepted paths and the folders
+// holding them are opened first, and each child is opened (without
+// following it) and compared with them. Another box may rename and swap
+// entries of a writable project while this one starts; whatever it does, a
+// rule is attached to the very file that was opened and checked, never to
+// what a name leads to a moment later, and an excepted file never gets the
+// grant's rights, under any name.
 //
 // Symbolic links met while carving are skipped: a rule is attached to what
 // the path resolves to, so granting a link would grant its target, which may
-// be a deny path. The link still resolves, and its target keeps the rights
-// of where it really lives. A folder the user cannot list is skipped as a
-// whole: its owner's permissions keep the user out of it anyway.
+// be a deny path or another project. The link still resolves, and its
+// target keeps the rights of where it really lives. A folder the user cannot
+// list is skipped as a whole: its owner's permissions keep the user out of
+// it anyway.
 //
 // The carving is done when the sandbox starts: an entry created later in a
 // carved folder by someone else gets no rights.
-func Expand(grants []Grant, fsys fs.FS) ([]PathRule, error) {
-	var out []PathRule
-	for _, g := range grants {
-		if err := expand(fsys, g, g.Path, &out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+
+// fileTree is what carving walks: the real filesystem through descriptors
+// (Apply), or an fs.FS (Expand, for `plan` and tests).
+type fileTree interface {
+	// open opens an absolute path without following a link anywhere
+	// along it; fs.ErrNotExist when it is missing.
+	open(p string) (node, error)
+	// names lists a folder's entries.
+	names(n node) ([]string, error)
+	// child opens one entry of a folder without following it.
+	child(n node, name string) (node, error)
+	close(n node)
 }
 
-func expand(fsys fs.FS, g Grant, dir string, out *[]PathRule) error {
-	if !holdsException(g.Except, dir) {
-		info, err := fs.Stat(fsys, rel(dir))
-		if err != nil {
-			if g.Optional && errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return fmt.Errorf("granting %s on %s: %w", g.Rights, dir, err)
+// node is an opened file of a tree.
+type node struct {
+	path string // for rules and messages
+	id   fileID
+	dir  bool
+	link bool
+	fd   int // the descriptor (descriptor trees only)
+}
+
+// fileID identifies a file: device and inode on a real filesystem.
+type fileID struct {
+	dev, ino uint64
+	path     string // the identity of a file in an fs.FS
+}
+
+// Expand carves the grants into path rules, reading folders from fsys, a
+// file system rooted at "/". It is the carving Apply does, on a tree that
+// no one changes meanwhile, so `plan` and tests can show it.
+func Expand(grants []Grant, fsys fs.FS) ([]PathRule, error) {
+	var out []PathRule
+	err := carve(grants, fsTree{fsys}, func(n node, r Rights) error {
+		add(&out, n.path, r, n.dir)
+		return nil
+	})
+	return out, err
+}
+
+// carve calls grant for every file that gets rights, with the rights.
+func carve(grants []Grant, t fileTree, grant func(n node, r Rights) error) error {
+	for _, g := range grants {
+		if err := carveGrant(g, t, grant); err != nil {
+			return err
 		}
-		add(out, dir, g.Rights, info.IsDir())
+	}
+	return nil
+}
+
+func carveGrant(g Grant, t fileTree, grant func(n node, r Rights) error) error {
+	root, err := t.open(g.Path)
+	if err != nil {
+		if g.Optional && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, errLink)) {
+			// A device node that is missing, or a link (to /dev/pts/ptmx):
+			// its target has rights of its own.
+			return nil
+		}
+		return fmt.Errorf("granting %s on %s: %w", g.Rights, g.Path, err)
+	}
+	defer t.close(root)
+	if len(g.Except) == 0 {
+		return grantNode(root, g.Rights, grant)
+	}
+	holders, excepted, err := identify(g, t)
+	if err != nil {
+		return err
+	}
+	return walk(t, root, g, holders, excepted, grant)
+}
+
+func grantNode(n node, r Rights, grant func(node, Rights) error) error {
+	if !n.dir {
+		r &= fileRights
+	}
+	if r == 0 {
 		return nil
 	}
-	entries, err := fs.ReadDir(fsys, rel(dir))
+	return grant(n, r)
+}
+
+// identify opens g's excepted paths and every folder from g.Path down to
+// each, and returns their identities. A missing one has nothing to protect
+// (its existing parents still hold it); a link in the way is an error, as
+// it was not there when the plan was made.
+func identify(g Grant, t fileTree) (holders, excepted map[fileID]bool, err error) {
+	holders, excepted = map[fileID]bool{}, map[fileID]bool{}
+	seen := map[string]*fileID{} // nil: missing
+	id := func(p string) (*fileID, error) {
+		if v, ok := seen[p]; ok {
+			return v, nil
+		}
+		n, err := t.open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			seen[p] = nil
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.close(n)
+		seen[p] = &n.id
+		return &n.id, nil
+	}
+	for _, e := range g.Except {
+		for d := g.Path; ; d = nextToward(d, e) {
+			v, err := id(d)
+			if err != nil {
+				return nil, nil, fmt.Errorf("carving %s around %s: %w", g.Path, e, err)
+			}
+			if v == nil {
+				break
+			}
+			if d == e {
+				excepted[*v] = true
+				break
+			}
+			holders[*v] = true
+		}
+	}
+	return holders, excepted, nil
+}
+
+// nextToward is the child of dir on the way to p, which lies below dir.
+func nextToward(dir, p string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+	first, _, _ := strings.Cut(rest, "/")
+	return path.Join(dir, first)
+}
+
+// walk grants g's rights to the children of dir (a holder), skipping the
+// excepted ones and descending into the holders.
+func walk(t fileTree, dir node, g Grant, holders, excepted map[fileID]bool, grant func(node, Rights) error) error {
+	names, err := t.names(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return fmt.Errorf("carving %s around %s: %w", dir, list(g.Except), err)
+		return fmt.Errorf("carving %s around %s: %w", dir.path, list(g.Except), err)
 	}
-	for _, e := range entries {
-		child := path.Join(dir, e.Name())
+	for _, name := range names {
+		c, err := t.child(dir, name)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			continue // gone since it was listed, or not ours to open
+		}
+		if err != nil {
+			return fmt.Errorf("carving %s around %s: %w", dir.path, list(g.Except), err)
+		}
 		switch {
-		case isExcepted(g.Except, child), e.Type()&fs.ModeSymlink != 0:
-			continue
-		case e.IsDir():
-			if err := expand(fsys, g, child, out); err != nil {
-				return err
-			}
+		case c.link, excepted[c.id]:
+		case c.dir && holders[c.id]:
+			err = walk(t, c, g, holders, excepted, grant)
 		default:
-			add(out, child, g.Rights, false)
+			err = grantNode(c, g.Rights, grant)
+		}
+		t.close(c)
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -88,24 +210,46 @@ func add(out *[]PathRule, p string, r Rights, dir bool) {
 	}
 }
 
-// holdsException reports whether an excepted path is dir or lies below it.
-func holdsException(except []string, dir string) bool {
-	for _, e := range except {
-		if plan.Within(e, dir) {
-			return true
-		}
+// errLink is a symbolic link met where carving follows none.
+var errLink = errors.New("a symbolic link is in the way")
+
+// fsTree is a fileTree over an fs.FS rooted at "/"; a file's identity is its
+// path.
+type fsTree struct{ fsys fs.FS }
+
+func (t fsTree) open(p string) (node, error) {
+	fi, err := fs.Lstat(t.fsys, rel(p))
+	if err != nil {
+		return node{}, err
 	}
-	return false
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return node{}, errLink
+	}
+	return node{path: p, id: fileID{path: p}, dir: fi.IsDir()}, nil
 }
 
-func isExcepted(except []string, p string) bool {
-	for _, e := range except {
-		if plan.Within(p, e) {
-			return true
-		}
+func (t fsTree) names(n node) ([]string, error) {
+	entries, err := fs.ReadDir(t.fsys, rel(n.path))
+	if err != nil {
+		return nil, err
 	}
-	return false
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Name()
+	}
+	return out, nil
 }
+
+func (t fsTree) child(n node, name string) (node, error) {
+	p := path.Join(n.path, name)
+	fi, err := fs.Lstat(t.fsys, rel(p))
+	if err != nil {
+		return node{}, err
+	}
+	return node{path: p, id: fileID{path: p}, dir: fi.IsDir(), link: fi.Mode()&fs.ModeSymlink != 0}, nil
+}
+
+func (fsTree) close(node) {}
 
 // rel turns an absolute path into an io/fs name relative to "/".
 func rel(p string) string {

@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/supervise"
 )
 
 // ABI returns the Landlock ABI version of the running kernel, 0 when
@@ -28,20 +31,32 @@ func ABI() (int, error) {
 	return 0, fmt.Errorf("probing the landlock ABI: %w", errno)
 }
 
-// Apply confines the calling process as a says, for good: call it in the
+// Apply confines the calling thread as a says, for good: call it in the
 // child that is about to exec CMD, never in a process that goes on
 // supervising. It drops capabilities first when a.DropCaps is set, then
-// restricts every thread with Landlock and sets no_new_privs (without which
-// a setuid program could escape the restriction).
+// sets no_new_privs (without which a setuid program could escape the
+// restriction) and restricts the thread with Landlock. Only the thread
+// that calls execve(2) survives it, and CMD inherits that thread's
+// restrictions.
 //
 // Apply locks the calling goroutine to its OS thread and leaves it locked:
-// capabilities belong to a thread, and only the thread that calls execve(2)
-// survives it, so call syscall.Exec from the same goroutine (or use Exec).
+// capabilities and the Landlock domain belong to a thread, so call
+// syscall.Exec from the same goroutine.
 //
 // The ABI is pinned: the ruleset handles exactly the rights the assessment
 // was made for, and Apply fails if the kernel has an older ABI than a.ABI
 // rather than silently enforcing less than `agentbox plan` showed.
+//
+// Every rule is attached to a descriptor opened without following links
+// (see carve): nothing a second box renames or swaps while this one starts
+// can make a rule land on another file.
 func Apply(a Assessment) error {
+	return apply(a, supervise.NewPins())
+}
+
+// apply is Apply with the folders the supervisor prepared (pins), which
+// are used as they were checked rather than opened again.
+func apply(a Assessment, pins *supervise.Pins) error {
 	if a.ABI < 1 {
 		return errors.New("landlock is not available on this kernel")
 	}
@@ -52,18 +67,12 @@ func Apply(a Assessment) error {
 	if have < a.ABI {
 		return fmt.Errorf("the kernel has landlock ABI %d, the plan was assessed for ABI %d", have, a.ABI)
 	}
-	rules, err := Expand(a.Grants, os.DirFS("/"))
-	if err != nil {
-		return err
-	}
 	cfg := ll.Config{HandledAccessFS: ll.AccessFSSet(a.HandledFS)}
-	var lrules []ll.Rule
-	for _, r := range rules {
-		lrules = append(lrules, ll.PathAccess(ll.AccessFSSet(r.Rights), r.Path))
-	}
 	// With the TCP (and UDP) rights handled and nothing granted, every
 	// connect and bind is refused; in allowlist mode, connecting to the
 	// proxy's port and to the allowed host services' ports is granted.
+	// The file system rules are added below, on descriptors.
+	var lrules []ll.Rule
 	if a.BlockTCP {
 		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindTCP | accessNetConnectTCP)
 	}
@@ -91,8 +100,26 @@ func Apply(a Assessment) error {
 			return err
 		}
 	}
-	if err := cfg.Restrict(lrules...); err != nil {
+	ruleset, flags, err := cfg.NewRulesetFD(lrules...)
+	if err != nil {
 		return fmt.Errorf("landlock: %w", err)
+	}
+	defer unix.Close(ruleset)
+	err = carve(a.Grants, fdTree{pins: pins}, func(n node, r Rights) error {
+		attr := llsys.PathBeneathAttr{ParentFd: n.fd, AllowedAccess: uint64(r)}
+		if err := llsys.LandlockAddPathBeneathRule(ruleset, &attr, 0); err != nil {
+			return fmt.Errorf("landlock rule %s on %s: %w", r, n.path, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(ruleset, flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
 	return nil
 }

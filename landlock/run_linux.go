@@ -20,8 +20,20 @@ import (
 	"github.com/agentbox/agentbox/supervise"
 )
 
-// planFD is the descriptor the child reads the frozen plan from.
-const planFD = 3
+// The descriptors the child inherits: the frozen plan and the pinned
+// folders (childInput), then the pinned folders themselves from pinFD on.
+const (
+	planFD = 3
+	pinFD  = 4
+)
+
+// childInput is what the supervisor writes to the child on planFD.
+type childInput struct {
+	Plan *plan.Plan `json:"plan"`
+	// Pins are the folders Prepare made and checked, in the order of
+	// their descriptors from pinFD on.
+	Pins []string `json:"pins,omitempty"`
+}
 
 // SelfCheck verifies what a process confined by Landlock can see for
 // itself: there is no mount to look at, but agentbox's child always sets
@@ -46,7 +58,12 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if _, err := AssessmentOf(p); err != nil {
 		return 0, err
 	}
-	data, err := json.Marshal(p)
+	// No process of the box may open this one's memory or descriptors.
+	supervise.NotDumpable()
+	pins := supervise.PinsOf(c.Prepared)
+	defer pins.Close()
+	paths, pinned := pins.List()
+	data, err := json.Marshal(childInput{Plan: p, Pins: paths})
 	if err != nil {
 		return 0, err
 	}
@@ -66,11 +83,22 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	files := []uintptr{0, 1, 2, r.Fd()}
+	for _, f := range pinned {
+		files = append(files, f.Fd())
+	}
+	// Only the descriptors listed reach the child and CMD: whatever
+	// agentbox inherited from what started it is closed at exec.
+	if err := supervise.CloseOnExec(); err != nil {
+		return 0, fmt.Errorf("closing inherited descriptors: %w", err)
+	}
 	fg := supervise.Foreground()
 	attr := &syscall.ProcAttr{
-		// CMD's environment: the child execs CMD with its own.
-		Env:   env,
-		Files: []uintptr{0, 1, 2, r.Fd()},
+		// CMD's environment: the child execs CMD with its own. A name
+		// set twice (an inherited TMPDIR, then the box's) keeps its last
+		// value: C programs read the first.
+		Env:   lastWins(env),
+		Files: files,
 		// Its own process group, with the terminal's foreground when
 		// agentbox had it, so Ctrl-C reaches CMD and not agentbox; SIGKILL
 		// when agentbox dies. There is no PID namespace: processes CMD
@@ -79,20 +107,22 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	}
 	watch := supervise.Watch(fg)
 	defer watch.Stop()
-	// Pdeathsig follows the thread that forked, so keep it alive.
+	// Pdeathsig follows the thread that forked, so keep it alive. The
+	// running executable itself, not the file at its path now.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	pid, err := syscall.ForkExec(c.Self, args, attr)
+	pid, err := syscall.ForkExec("/proc/self/exe", args, attr)
 	if err != nil && fg {
 		// The terminal may refuse (stdin is not its controlling terminal
 		// after all): run without handing it over.
 		attr.Sys = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		pid, err = syscall.ForkExec(c.Self, args, attr)
+		pid, err = syscall.ForkExec("/proc/self/exe", args, attr)
 	}
 	if c.Started != nil {
 		c.Started(pid)
 	}
 	r.Close()
+	pins.Close()
 	if err != nil {
 		w.Close()
 		return 0, fmt.Errorf("starting the landlock child: %w", err)
@@ -116,12 +146,21 @@ func ChildMain() int {
 		fmt.Fprintf(os.Stderr, "agentbox: error: landlock: "+format+"\n", args...)
 		return supervise.ExitFailure
 	}
+	// Unlike agentbox's other processes this one stays dumpable: it is
+	// the first process of its box and becomes CMD, no box process exists
+	// before it, and Landlock refuses every other box access to it (a
+	// Landlock domain reaches only processes in itself or below).
 	f := os.NewFile(planFD, "plan")
-	var p plan.Plan
-	if err := json.NewDecoder(f).Decode(&p); err != nil {
+	var in childInput
+	if err := json.NewDecoder(f).Decode(&in); err != nil || in.Plan == nil {
 		return fail("reading the plan: %v", err)
 	}
 	f.Close()
+	p := *in.Plan
+	pins := supervise.NewPins()
+	for i, path := range in.Pins {
+		pins.Adopt(path, pinFD+i)
+	}
 	a, err := AssessmentOf(&p)
 	if err != nil {
 		return fail("%v", err)
@@ -148,20 +187,19 @@ func ChildMain() int {
 	if err != nil {
 		return supervise.ExecError(p.Command[0], err)
 	}
-	var extra []seccomp.Group
-	if p.Network.Mode == plan.NetNone || a.Proxy {
-		// Landlock checks connect(2) only: refuse the ways around it.
-		extra = append(extra, seccomp.NoNetBypass)
-	}
-	filter, err := seccomp.Build(p.Seccomp, extra...)
+	// Under network "none" and with the allowlist's proxy, Landlock checks
+	// connect(2) only: refuse the ways around it, and the socket families
+	// that leave the host.
+	filter, err := seccomp.Build(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true)...)
 	if err != nil {
 		return fail("%v", err)
 	}
-	// Apply locks this goroutine to its thread; the seccomp filter and
+	// apply locks this goroutine to its thread; the seccomp filter and
 	// execve must happen on the same thread.
-	if err := Apply(a); err != nil {
+	if err := apply(a, pins); err != nil {
 		return fail("%v", err)
 	}
+	pins.Close()
 	if err := installSeccomp(filter.Bytes()); err != nil {
 		return fail("installing the seccomp filter: %v", err)
 	}
@@ -193,4 +231,21 @@ func installSeccomp(raw []byte) error {
 	}
 	fprog := unix.SockFprog{Len: uint16(n), Filter: &prog[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
+}
+
+// lastWins drops every variable that is set again later in env.
+func lastWins(env []string) []string {
+	last := map[string]int{}
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if last[name] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -19,10 +20,87 @@ const (
 	readyFD   = 4 // the init writes one byte here once the box is set up
 	selfFD    = 5 // the agentbox executable, run as the init through /proc/self/fd
 	seccompFD = 6 // the seccomp program (a sealed memfd), for --add-seccomp-fd
-	firstFD   = 7 // then, in network mode allowlist, the box's end of the
-	// proxy's socket pair (so fd 7; the init's --net-fd), and then one
-	// /dev/null per hidden file (--ro-bind-data)
+	argsFD    = 7 // the arguments below, NUL-separated (a sealed memfd), for --args
+	checkFD   = 8 // what the init checks before CMD starts (a sealed memfd; see Check)
+	firstFD   = 9 // then, in network mode allowlist, the box's end of the
+	// proxy's socket pair (so fd 9; the init's --net-fd), and then, in
+	// mount order, one descriptor per mount that takes one: the host path
+	// of a bind (--bind-fd, --ro-bind-fd) or /dev/null for a hidden file
+	// (--ro-bind-data)
 )
+
+// MaxArgs is the most arguments bwrap accepts in all (MAX_ARGS in
+// bubblewrap's bwrap.c), --args or not.
+const MaxArgs = 9000
+
+// Check is one mount the init verifies in the box before CMD starts.
+//
+// bwrap binds a descriptor by resolving it (/proc/self/fd/N) and mounting
+// what that resolves to, and it finds each mount's destination by name: a
+// second box that swaps a folder for a symlink at that moment can have
+// another folder mounted, or a mount land somewhere else (bwrap's own
+// check after the mount compares the destination path again, which the
+// swap can pass). So the init looks at the result, not at the names: each
+// mount that no later mount covers must be at its path, reached without
+// following a link, as the root of a mount, and be the file that was
+// opened (for a bind: its device and inode) or what bwrap makes (for a
+// hidden path: an empty read-only tmpfs or file). Any difference and the
+// box does not start.
+type Check struct {
+	// Kind is "bind", "tmpfs", "hide-dir" or "hide-file".
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	// FD is the bind's descriptor: its device and inode are what Path
+	// must show. 0 for the other kinds.
+	FD int `json:"fd,omitempty"`
+}
+
+// checks lists what the init verifies: every mount agentbox makes after
+// stage 1 that no later mount covers (a later mount at the same path or
+// above it hides it).
+func checks(p *plan.Plan, bindFDs map[int]int) []Check {
+	var out []Check
+	for i, m := range p.Mounts {
+		if m.Stage == plan.StageRoot {
+			continue
+		}
+		kind := ""
+		switch m.Op {
+		case plan.Bind, plan.ROBind, plan.Pin:
+			kind = "bind"
+		case plan.Tmpfs:
+			kind = "tmpfs"
+		case plan.HideDir:
+			kind = "hide-dir"
+		case plan.HideFile:
+			kind = "hide-file"
+		default:
+			continue
+		}
+		covered := false
+		for _, later := range p.Mounts[i+1:] {
+			if later.Op != plan.RemountRO && plan.Within(m.Path, later.Path) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, Check{Kind: kind, Path: m.Path, FD: bindFDs[i]})
+		}
+	}
+	return out
+}
+
+// Bind is a host path bwrap binds from a descriptor. agentbox opens Source
+// once, without following a symbolic link anywhere along it, and passes the
+// descriptor as FD: bwrap mounts what was opened, never what the path names
+// a moment later, when another box may have swapped it for a symlink.
+type Bind struct {
+	FD     int    `json:"fd"`
+	Source string `json:"source"`
+	// Dir is true when the source must be a folder (a pinned one).
+	Dir bool `json:"dir,omitempty"`
+}
 
 // Options are the facts about the run that are not in the plan.
 type Options struct {
@@ -46,12 +124,21 @@ type Options struct {
 // it expects to inherit.
 type Argv struct {
 	Args []string
+	// CommandAt is where the command begins in Args (at its "--"): the
+	// options before it travel through --args, the command after it on
+	// bwrap's command line.
+	CommandAt int
 	// NullFDs are the fds that must be open on /dev/null (hidden files).
 	NullFDs []int
+	// Binds are the fds that must be open on host paths.
+	Binds []Bind
+	// Checks are what the init verifies before CMD starts (fd 8).
+	Checks []Check
 	// Seccomp is true when fd 6 must hold the seccomp program built with
-	// the reopened groups SeccompAllow.
+	// the reopened groups SeccompAllow and the extra groups SeccompExtra.
 	Seccomp      bool
 	SeccompAllow []string
+	SeccompExtra []string
 	// NetFD is the fd that must hold the box's end of the proxy's socket
 	// pair (netproxy.Pair), or 0 when the network mode is not allowlist.
 	NetFD int
@@ -68,7 +155,16 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	var a []string
 	add := func(s ...string) { a = append(a, s...) }
 	var nulls []int
+	var binds []Bind
 	next := firstFD
+	bindFDs := map[int]int{} // mount index -> descriptor
+	// bindFD gives the host path src of mount i the next descriptor.
+	bindFD := func(i int, src string, dir bool) string {
+		binds = append(binds, Bind{FD: next, Source: src, Dir: dir})
+		bindFDs[i] = next
+		next++
+		return strconv.Itoa(next - 1)
+	}
 	var nr netRender
 	if p.Network.Mode == plan.NetAllowlist {
 		var err error
@@ -78,29 +174,32 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		nr.fd = next
 		next++
 	}
-	for _, m := range p.Mounts {
-		switch m.Op {
-		case plan.ROBind:
-			add("--ro-bind", m.Src(), m.Path)
-		case plan.Bind:
-			add("--bind", m.Src(), m.Path)
-		case plan.Pin:
+	for i, m := range p.Mounts {
+		switch op := m.Op; {
+		case op == plan.ROBind && m.Src() == "/" && m.Path == "/":
+			// The host's root: no box can swap it.
+			add("--ro-bind", "/", "/")
+		case op == plan.ROBind:
+			add("--ro-bind-fd", bindFD(i, m.Src(), false), m.Path)
+		case op == plan.Bind:
+			add("--bind-fd", bindFD(i, m.Src(), false), m.Path)
+		case op == plan.Pin:
 			// Bound onto itself: a mount point cannot be renamed or
 			// removed (EBUSY), so the folder stays where it is.
-			add("--bind", m.Path, m.Path)
-		case plan.Dev:
+			add("--bind-fd", bindFD(i, m.Path, true), m.Path)
+		case op == plan.Dev:
 			add("--dev", m.Path)
-		case plan.Proc:
+		case op == plan.Proc:
 			add("--proc", m.Path)
-		case plan.Tmpfs:
+		case op == plan.Tmpfs:
 			add("--tmpfs", m.Path)
-		case plan.RemountRO:
+		case op == plan.RemountRO:
 			add("--remount-ro", m.Path)
-		case plan.HideDir:
+		case op == plan.HideDir:
 			// An empty tmpfs, then read-only: the folder looks empty and
 			// nothing can be put into it.
 			add("--tmpfs", m.Path, "--remount-ro", m.Path)
-		case plan.HideFile:
+		case op == plan.HideFile:
 			// bwrap copies the fd's content (nothing: /dev/null) into a file
 			// of its own and binds it read-only over the path.
 			add("--ro-bind-data", strconv.Itoa(next), m.Path)
@@ -143,14 +242,19 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			}
 		}
 	}
+	var extra []string
 	if o.Seccomp {
 		// The syscall filter (package seccomp): no TIOCSTI keystroke
 		// injection into the user's terminal, no foreign-architecture
 		// syscalls, no keyring, bpf, ptrace, io_uring or new user
-		// namespaces unless the policy reopens a group. Because TIOCSTI is
-		// refused here, the box keeps the terminal's session
-		// (no --new-session) and job control works.
+		// namespaces unless the policy reopens a group, and with the
+		// network cut or filtered no socket family but the ones the box
+		// needs. Because TIOCSTI is refused here, the box keeps the
+		// terminal's session (no --new-session) and job control works.
 		add("--add-seccomp-fd", strconv.Itoa(seccompFD))
+		for _, g := range seccomp.ForNetwork(p.Network.Mode, false) {
+			extra = append(extra, g.Name)
+		}
 	}
 	add("--chdir", p.Cwd)
 	for _, name := range p.Env.Removed {
@@ -166,7 +270,11 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	add("--info-fd", strconv.Itoa(infoFD))
 	// agentbox's init is pid 1 in the box: it forwards signals to CMD, hands
 	// it the terminal, reaps orphans and reports CMD's exit status.
-	add("--as-pid-1", "--", "/proc/self/fd/"+strconv.Itoa(selfFD), InitCommand, "--ready-fd", strconv.Itoa(readyFD))
+	add("--as-pid-1")
+	// bwrap takes the options from --args but the command only from its
+	// own command line: the command starts here.
+	commandAt := len(a)
+	add("--", "/proc/self/fd/"+strconv.Itoa(selfFD), InitCommand, "--ready-fd", strconv.Itoa(readyFD), "--check-fd", strconv.Itoa(checkFD))
 	if o.Foreground {
 		add("--foreground")
 	}
@@ -181,7 +289,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	}
 	add("--")
 	add(p.Command...)
-	return Argv{Args: a, NullFDs: nulls, Seccomp: o.Seccomp, SeccompAllow: p.Seccomp,
+	if len(a) > MaxArgs {
+		return Argv{}, fmt.Errorf("the plan needs %d bwrap arguments (%d mounts); bubblewrap accepts at most %d", len(a), len(p.Mounts), MaxArgs)
+	}
+	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
 		NetFD: nr.fd, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
 }
 
@@ -220,10 +331,13 @@ func renderNet(p *plan.Plan) (netRender, error) {
 	}}, nil
 }
 
-// Shell renders the bwrap command line of d with POSIX shell quoting,
-// followed by the fd redirections bwrap and the init expect, so it can be
-// pasted and run. self is the agentbox executable; the seccomp program
-// comes from `agentbox __seccomp`, through bash process substitution.
+// Shell renders the bwrap command line of d with POSIX shell quoting (the
+// arguments on the command line rather than through --args), followed by
+// the fd redirections bwrap and the init expect, so it can be pasted into
+// bash and run. self is the agentbox executable; the seccomp program comes
+// from `agentbox __seccomp`, through bash process substitution. The shell
+// opens the bound paths by name, following links, as agentbox itself
+// never does.
 func Shell(self string, d Detail) string {
 	words := []string{quote(d.Bwrap)}
 	for _, s := range d.Args {
@@ -231,12 +345,17 @@ func Shell(self string, d Detail) string {
 	}
 	words = append(words, fmt.Sprintf("%d>/dev/null", infoFD), fmt.Sprintf("%d>/dev/null", readyFD), fmt.Sprintf("%d<%s", selfFD, quote(self)))
 	gen := []string{quote(self), SeccompCommand}
-	for _, g := range d.Seccomp {
+	for _, g := range seccomp.Args(d.Seccomp, extraGroups(d.SeccompExtra)) {
 		gen = append(gen, quote(g))
 	}
 	words = append(words, fmt.Sprintf("%d< <(%s)", seccompFD, strings.Join(gen, " ")))
+	// No checks: the shell has not opened the paths before bwrap did.
+	words = append(words, fmt.Sprintf("%d</dev/null", checkFD))
 	for _, fd := range d.NullFDs {
 		words = append(words, fmt.Sprintf("%d</dev/null", fd))
+	}
+	for _, b := range d.Binds {
+		words = append(words, fmt.Sprintf("%d<%s", b.FD, quote(b.Source)))
 	}
 	if d.NetFD > 0 {
 		// A shell cannot make the socket pair or run the proxy: without
@@ -261,4 +380,32 @@ func quote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// extraGroups looks up the extra seccomp groups named in a detail.
+func extraGroups(names []string) []seccomp.Group {
+	var out []seccomp.Group
+	for _, n := range names {
+		if g, ok := seccomp.Extra(n); ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Annotated is the argument list one per line, with the host path each
+// bind descriptor holds after its number: what the golden files record.
+func Annotated(av Argv) []string {
+	src := map[string]string{}
+	for _, b := range av.Binds {
+		src[strconv.Itoa(b.FD)] = b.Source
+	}
+	out := make([]string, len(av.Args))
+	for i, a := range av.Args {
+		out[i] = a
+		if i > 0 && (av.Args[i-1] == "--bind-fd" || av.Args[i-1] == "--ro-bind-fd") {
+			out[i] = a + " = " + src[a]
+		}
+	}
+	return out
 }

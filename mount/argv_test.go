@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,7 +121,7 @@ func TestGoldenArgv(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b strings.Builder
-			for _, a := range av.Args {
+			for _, a := range Annotated(av) {
 				b.WriteString(normalize(root, a) + "\n")
 			}
 			got := b.String()
@@ -178,9 +179,35 @@ func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	if len(av.NullFDs) != hidden {
 		t.Errorf("%d null fds for %d hidden files", len(av.NullFDs), hidden)
 	}
-	for i, fd := range av.NullFDs {
+	// Every bind but the root's comes from a descriptor, never a path.
+	binds := 0
+	for _, m := range p.Mounts {
+		if (m.Op == plan.Bind || m.Op == plan.ROBind || m.Op == plan.Pin) && m.Path != "/" {
+			binds++
+		}
+	}
+	if len(av.Binds) != binds {
+		t.Errorf("%d bind fds for %d binds", len(av.Binds), binds)
+	}
+	for i, a := range args {
+		if (a == "--bind" || a == "--ro-bind") && args[i+1] != "/" && args[i+1] != "/proc/sys" {
+			t.Errorf("%s %s: a host path bound by name", a, args[i+1])
+		}
+	}
+	// The descriptors follow the fixed ones without a gap or a repeat.
+	var fds []int
+	if av.NetFD > 0 {
+		fds = append(fds, av.NetFD)
+	}
+	fds = append(fds, av.NullFDs...)
+	for _, b := range av.Binds {
+		fds = append(fds, b.FD)
+	}
+	slices.Sort(fds)
+	for i, fd := range fds {
 		if fd != firstFD+i {
-			t.Errorf("null fd %d is %d, want %d", i, fd, firstFD+i)
+			t.Errorf("descriptors %v: want %d to %d", fds, firstFD, firstFD+len(fds)-1)
+			break
 		}
 	}
 }
@@ -260,9 +287,9 @@ func TestRenderSmallPlan(t *testing.T) {
 		"--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus",
 		"--unshare-pid", "--die-with-parent",
 		"--tmpfs", "/tmp",
-		"--bind", "/home/u/proj", "/home/u/proj",
-		"--ro-bind-data", "7", "/home/u/.netrc",
-		"--ro-bind-data", "8", "/home/u/proj/.env",
+		"--bind-fd", "9", "/home/u/proj",
+		"--ro-bind-data", "10", "/home/u/.netrc",
+		"--ro-bind-data", "11", "/home/u/proj/.env",
 		"--add-seccomp-fd", "6",
 		"--chdir", "/home/u/proj",
 		"--unsetenv", "GITHUB_TOKEN",
@@ -273,15 +300,18 @@ func TestRenderSmallPlan(t *testing.T) {
 		"--setenv", "AGENTBOX_NETWORK", "open",
 		"--setenv", "TMPDIR", "/tmp",
 		"--info-fd", "3",
-		"--as-pid-1", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--foreground",
+		"--as-pid-1", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--check-fd", "8", "--foreground",
 		"--rlimit", "nproc=10", "--rlimit", "nofile=20", "--rlimit", "as=30", "--rlimit", "cpu=40", "--rlimit", "fsize=50",
 		"--", "true",
 	}
 	if diff := cmp.Diff(want, av.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int{7, 8}, av.NullFDs); diff != "" {
+	if diff := cmp.Diff([]int{10, 11}, av.NullFDs); diff != "" {
 		t.Errorf("null fds (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Bind{{FD: 9, Source: "/home/u/proj"}}, av.Binds); diff != "" {
+		t.Errorf("binds (-want +got):\n%s", diff)
 	}
 	if !av.Seccomp {
 		t.Error("Argv.Seccomp is false with Options.Seccomp true")
@@ -386,13 +416,15 @@ printf '%s\0' "$@"`
 
 func TestShell(t *testing.T) {
 	d := Detail{
-		Bwrap:   "/usr/bin/bwrap",
-		Args:    []string{"--ro-bind", "/", "/", "--chdir", "/home/u/my proj", "--", "echo", "it's", ""},
-		NullFDs: []int{7, 8},
-		Seccomp: []string{"userns"},
+		Bwrap:        "/usr/bin/bwrap",
+		Args:         []string{"--ro-bind", "/", "/", "--bind-fd", "11", "/home/u/my proj", "--chdir", "/home/u/my proj", "--", "echo", "it's", ""},
+		NullFDs:      []int{9, 10},
+		Binds:        []Bind{{FD: 11, Source: "/home/u/my proj"}},
+		Seccomp:      []string{"userns"},
+		SeccompExtra: []string{"socket-families"},
 	}
-	want := `/usr/bin/bwrap --ro-bind / / --chdir '/home/u/my proj' -- echo 'it'\''s' '' ` +
-		`3>/dev/null 4>/dev/null 5<'/opt/agent box/agentbox' 6< <('/opt/agent box/agentbox' __seccomp userns) 7</dev/null 8</dev/null`
+	want := `/usr/bin/bwrap --ro-bind / / --bind-fd 11 '/home/u/my proj' --chdir '/home/u/my proj' -- echo 'it'\''s' '' ` +
+		`3>/dev/null 4>/dev/null 5<'/opt/agent box/agentbox' 6< <('/opt/agent box/agentbox' __seccomp +socket-families userns) 8</dev/null 9</dev/null 10</dev/null 11<'/home/u/my proj'`
 	got := Shell("/opt/agent box/agentbox", d)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Shell (-want +got):\n%s", diff)
@@ -413,5 +445,52 @@ func TestShellParses(t *testing.T) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		t.Errorf("bash -n: %v: %s", err, stderr.String())
+	}
+}
+
+// TestChecks: the init verifies every mount after stage 1 that no later
+// mount covers, a bind by the descriptor it was given.
+func TestChecks(t *testing.T) {
+	p := testPlan()
+	o := plan.Origin{Key: "test"}
+	p.Mounts = append(p.Mounts[:4:4],
+		plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: "/var/x", Path: "/tmp/x", Access: plan.ReadWrite, Origin: o},
+		plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Path: "/home/u/proj", Access: plan.ReadWrite, Origin: o},
+		plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: "/home/u/proj/.git", Access: plan.ReadWrite, Origin: o},
+		plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: "/home/u/proj/.git/hooks", Access: plan.ReadOnly, Origin: o},
+		plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/.netrc", Access: plan.Hidden, Origin: o},
+		plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: "/home/u/proj/secrets", Access: plan.Hidden, Origin: o},
+		plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/proj/.env", Access: plan.Hidden, Origin: o},
+	)
+	av, err := Render(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdOf := map[string]int{}
+	for _, b := range av.Binds {
+		fdOf[b.Source] = b.FD
+	}
+	want := []Check{
+		{Kind: "tmpfs", Path: "/tmp"},
+		{Kind: "bind", Path: "/tmp/x", FD: fdOf["/var/x"]},
+		{Kind: "bind", Path: "/home/u/proj", FD: fdOf["/home/u/proj"]},
+		{Kind: "bind", Path: "/home/u/proj/.git", FD: fdOf["/home/u/proj/.git"]},
+		{Kind: "bind", Path: "/home/u/proj/.git/hooks", FD: fdOf["/home/u/proj/.git/hooks"]},
+		{Kind: "hide-file", Path: "/home/u/.netrc"},
+		{Kind: "hide-dir", Path: "/home/u/proj/secrets"},
+		{Kind: "hide-file", Path: "/home/u/proj/.env"},
+	}
+	if diff := cmp.Diff(want, av.Checks); diff != "" {
+		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+	p.Mounts = append(p.Mounts, plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: "/home/u", Access: plan.Hidden, Origin: o})
+	av, err = Render(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range av.Checks {
+		if strings.HasPrefix(c.Path, "/home/u/") {
+			t.Errorf("%s is checked, though a later mount of /home/u covers it", c.Path)
+		}
 	}
 }

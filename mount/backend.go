@@ -27,16 +27,26 @@ func New() *Bwrap { return &Bwrap{} }
 func (b *Bwrap) Name() string { return Backend }
 
 // Detail is what `agentbox plan --json` shows of a bwrap run under
-// box.detail: the command line bwrap is started with, exactly (the init
-// gets --foreground in addition when agentbox owns the terminal).
+// box.detail: the arguments bwrap is given, exactly (through --args; the
+// init gets --foreground in addition when agentbox owns the terminal), and
+// the descriptors it inherits.
 type Detail struct {
 	Bwrap string   `json:"bwrap"`
 	Args  []string `json:"args"`
+	// CommandAt is where the command (the init and CMD) begins in Args:
+	// bwrap reads the options before it from --args, the command after it
+	// from its command line.
+	CommandAt int `json:"command_at"`
 	// NullFDs are the descriptors open on /dev/null (hidden files).
 	NullFDs []int `json:"null_fds,omitempty"`
+	// Binds are the descriptors open on the host paths bwrap binds.
+	Binds []Bind `json:"binds,omitempty"`
+	// Checks are the mounts the init verifies before CMD starts.
+	Checks []Check `json:"checks,omitempty"`
 	// Seccomp are the syscall groups the policy reopened; the filter on
-	// fd 6 blocks the others.
-	Seccomp []string `json:"seccomp_reopened,omitempty"`
+	// fd 6 blocks the others, and the extra groups SeccompExtra.
+	Seccomp      []string `json:"seccomp_reopened,omitempty"`
+	SeccompExtra []string `json:"seccomp_extra,omitempty"`
 	// NetFD is the descriptor of the box's end of the proxy's socket pair.
 	NetFD int `json:"net_fd,omitempty"`
 	// Allow, Deny and Forward are the proxy's rules and port forwards.
@@ -79,7 +89,8 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
-	d := Detail{Bwrap: path, Args: av2.Args, NullFDs: av2.NullFDs, Seccomp: p.Seccomp, NetFD: av2.NetFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
+	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
+		NetFD: av2.NetFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}
@@ -130,7 +141,7 @@ func (b *Bwrap) Describe(p *plan.Plan, w io.Writer) {
 	if p.Network.Mode == plan.NetAllowlist {
 		fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
 	}
-	seccomp.Describe(p.Seccomp, w)
+	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, false), w)
 }
 
 // DetailOf reads the bwrap detail of a completed plan.

@@ -3,6 +3,7 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -20,10 +21,12 @@ import (
 
 // Init is pid 1 inside the box:
 //
-//	agentbox __init --ready-fd N [--foreground] [--rlimit NAME=VALUE]...
+//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--rlimit NAME=VALUE]...
 //	    [--net-fd N --net-port PORT [--forward HOST:PORT]...] -- CMD ARGS...
 //
-// It tells the supervisor the box is up, starts CMD (in its own process
+// It first checks that the box's mounts are what agentbox asked for (the
+// records on --check-fd, see Check): a path swapped while bwrap set the
+// box up fails it. Then it tells the supervisor the box is up, starts CMD (in its own process
 // group, given the terminal's foreground when agentbox had it, so that Ctrl-C
 // and job control reach CMD and not bwrap), forwards signals to it, reaps
 // every orphan, and exits with CMD's status: its own code, or 128+N when a
@@ -36,7 +39,16 @@ import (
 // netproxy.Relay); CMD starts only once these listen, so its first
 // connection finds them.
 func Init(args []string) int {
-	readyFD, foreground := -1, false
+	// First of all: the init holds no limits and the box's descriptors;
+	// no process of the box may open its memory (/proc/1/mem) or its
+	// descriptors (/proc/1/fd).
+	supervise.NotDumpable()
+	// What bwrap passed on that the init has no use for: the info pipe
+	// to the supervisor, the agentbox executable and the seccomp program.
+	for _, fd := range []int{infoFD, selfFD, seccompFD} {
+		unix.Close(fd)
+	}
+	readyFD, checkFD, foreground := -1, -1, false
 	netFD, netPort := -1, 0
 	var forwards, limits []string
 	i := 0
@@ -45,6 +57,11 @@ func Init(args []string) int {
 		case "--ready-fd":
 			if i+1 < len(args) {
 				readyFD, _ = strconv.Atoi(args[i+1])
+				i++
+			}
+		case "--check-fd":
+			if i+1 < len(args) {
+				checkFD, _ = strconv.Atoi(args[i+1])
 				i++
 			}
 		case "--foreground":
@@ -73,6 +90,20 @@ func Init(args []string) int {
 		}
 	}
 	cmdArgs := args[min(i+1, len(args)):]
+	if checkFD >= 0 {
+		// Before the ready byte: a box that is not as planned failed to
+		// start.
+		f := os.NewFile(uintptr(checkFD), "checks")
+		data, err := io.ReadAll(f)
+		f.Close()
+		if err == nil {
+			err = verifyMounts(data)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
+			return 125
+		}
+	}
 	if netFD >= 0 {
 		// Before the ready byte: a box whose network cannot be set up
 		// fails to start, as one whose mounts cannot.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,6 +77,10 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// No process of the box may open this one's memory or descriptors.
+	supervise.NotDumpable()
+	pins := supervise.PinsOf(c.Prepared)
+	defer pins.Close()
 	fg := supervise.Foreground()
 	args := d.Args
 	if fg {
@@ -90,11 +95,12 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, &BoxError{Op: "pipe", Err: err}
 	}
-	self, err := os.Open(c.Self)
+	// The running executable itself, not the file at its path now.
+	self, err := os.Open("/proc/self/exe")
 	if err != nil {
 		return 0, &BoxError{Op: "opening", Path: c.Self, Err: err}
 	}
-	f, err := seccomp.Build(p.Seccomp)
+	f, err := seccomp.Build(d.Seccomp, extraGroups(d.SeccompExtra)...)
 	if err != nil {
 		return 0, &BoxError{Op: "building the seccomp filter", Err: err}
 	}
@@ -102,28 +108,60 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, &BoxError{Op: "building the seccomp filter", Err: err}
 	}
-	extra := []*os.File{infoW, readyW, self, mfd}
+	// The options through a descriptor: no limit on their length, and
+	// no other process sees them in /proc/PID/cmdline. bwrap takes the
+	// command (the init and CMD, which fit: CMD came on agentbox's own
+	// command line) only from its command line.
+	if d.CommandAt <= 0 || d.CommandAt >= len(args) || args[d.CommandAt] != "--" {
+		return 0, &BoxError{Op: "passing the arguments", Err: errors.New("the plan's bwrap detail does not say where the command starts")}
+	}
+	afd, err := argsFile(args[:d.CommandAt])
+	if err != nil {
+		return 0, &BoxError{Op: "passing the arguments", Err: err}
+	}
+	fixed := []*os.File{infoW, readyW, self, mfd, afd}
 	var nw *netRun
 	if d.NetFD > 0 {
-		if nw, err = startNet(d, c); err != nil {
+		if nw, err = startNet(d, p, c); err != nil {
 			return 0, err
 		}
 		// Stopped at the end of the run (see below), or here if the box
 		// never starts; stop is idempotent.
 		defer nw.stop()
-		extra = append(extra, nw.box) // fd d.NetFD: right after seccomp
 	}
-	for range d.NullFDs {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			return 0, &BoxError{Op: "opening", Path: os.DevNull, Err: err}
+	slots, err := mountFiles(d, pins, nw)
+	if err != nil {
+		return 0, err
+	}
+	// What the init verifies before CMD starts: every bind is the very
+	// file opened here, every hidden path is hidden.
+	cfd, err := checkFile(d, slots)
+	if err != nil {
+		closeAll(slots)
+		return 0, &BoxError{Op: "listing the mounts to check", Err: err}
+	}
+	opened := append(append(fixed, cfd), slots...)
+	defer func() {
+		for _, f := range opened {
+			if f != nil {
+				f.Close()
+			}
 		}
-		extra = append(extra, f)
-	}
+	}()
 
 	files := []uintptr{0, 1, 2}
-	for _, f := range extra {
+	for _, f := range opened {
+		if f == nil {
+			files = append(files, ^uintptr(0)) // a gap: closed in bwrap
+			continue
+		}
 		files = append(files, f.Fd())
+	}
+	// Only the descriptors listed reach bwrap: whatever agentbox inherited
+	// from what started it (a shell redirection, an IDE, a CI runner,
+	// make's jobserver) is closed at exec.
+	if err := supervise.CloseOnExec(); err != nil {
+		return 0, &BoxError{Op: "closing inherited descriptors", Err: err}
 	}
 	attr := &syscall.ProcAttr{
 		Env:   p.Environ,
@@ -147,13 +185,18 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	// throwaway child to probe for pidfd support, a cost on every launch.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	bwrapPid, err := syscall.ForkExec(d.Bwrap, append([]string{d.Bwrap}, args...), attr)
+	argv := append([]string{d.Bwrap, "--args", strconv.Itoa(argsFD)}, args[d.CommandAt:]...)
+	bwrapPid, err := syscall.ForkExec(d.Bwrap, argv, attr)
 	if c.Started != nil {
 		c.Started(bwrapPid)
 	}
-	for _, f := range extra {
-		f.Close()
+	for _, f := range opened {
+		if f != nil {
+			f.Close()
+		}
 	}
+	opened = nil
+	pins.Close()
 	if err != nil {
 		return 0, &BoxError{Op: "starting", Path: d.Bwrap, Err: err}
 	}
@@ -179,6 +222,81 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		return 0, b.diagnose(d.Bwrap)
 	}
 	return supervise.Status(ws), nil
+}
+
+// mountFiles opens what bwrap inherits from fd firstFD on: the box's end of
+// the proxy's socket pair (allowlist), then /dev/null for each hidden file
+// and the pinned host path of each bind, at the numbers the rendering gave
+// them. A bind's path is opened without following a link (Pins.Open), and
+// a pinned folder must still be a folder.
+func mountFiles(d Detail, pins *supervise.Pins, nw *netRun) ([]*os.File, error) {
+	last := firstFD - 1
+	for _, fd := range d.NullFDs {
+		last = max(last, fd)
+	}
+	for _, b := range d.Binds {
+		last = max(last, b.FD)
+	}
+	if d.NetFD > 0 {
+		last = max(last, d.NetFD)
+	}
+	slots := make([]*os.File, last-firstFD+1)
+	if d.NetFD > 0 {
+		// Closed here with the other slots once bwrap has its copy: once
+		// the box's last process ends, the proxy sees the end of the pair.
+		slots[d.NetFD-firstFD] = nw.box
+	}
+	for _, fd := range d.NullFDs {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			closeAll(slots)
+			return nil, &BoxError{Op: "opening", Path: os.DevNull, Err: err}
+		}
+		slots[fd-firstFD] = f
+	}
+	for _, b := range d.Binds {
+		open := pins.Open
+		if b.Dir {
+			open = pins.Dir
+		}
+		f, err := open(b.Source)
+		if err == nil {
+			f, err = dupFile(f)
+		}
+		if err != nil {
+			closeAll(slots)
+			return nil, &BoxError{Op: "opening", Path: b.Source, Err: err}
+		}
+		slots[b.FD-firstFD] = f
+	}
+	return slots, nil
+}
+
+func dupFile(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// argsFile returns a sealed memory file holding args, each ended by a NUL,
+// for bwrap's --args.
+func argsFile(args []string) (*os.File, error) {
+	var b strings.Builder
+	for _, a := range args {
+		b.WriteString(a)
+		b.WriteByte(0)
+	}
+	return supervise.SealedFile("agentbox-bwrap-args", []byte(b.String()))
 }
 
 // withForeground adds the init's --foreground flag: agentbox owns the
@@ -221,7 +339,7 @@ type netRun struct {
 // startNet creates the proxy for av's rules and its socket pair, and opens
 // the log. Nothing listens anywhere on the host: the box's end of the pair
 // is the only way to the proxy.
-func startNet(d Detail, c *backend.Context) (*netRun, error) {
+func startNet(d Detail, p *plan.Plan, c *backend.Context) (*netRun, error) {
 	rules, err := netproxy.Compile(d.Allow, d.Deny)
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
@@ -231,7 +349,9 @@ func startNet(d Detail, c *backend.Context) (*netRun, error) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
 	}}
 	if c.NetLog != "" {
-		nw.log, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		// A file agentbox writes on the host: never one the box can
+		// replace with a link to ~/.bashrc, never through a link.
+		nw.log, err = supervise.OpenHostFile(c.NetLog, p)
 		if err != nil {
 			return nil, &BoxError{Op: "opening the network log", Path: c.NetLog, Err: err}
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -290,9 +291,10 @@ func (p *Proxy) record(proto, target string, d Decision, err error) {
 	if p.opts.Log == nil {
 		return
 	}
-	line := fmt.Sprintf("%s %s %s %s rule=%q reason=%q", time.Now().Format(time.RFC3339Nano), verdict, proto, target, d.Rule, d.Reason)
+	line := fmt.Sprintf("%s %s %s %s rule=%s reason=%s", time.Now().Format(time.RFC3339Nano), verdict, proto,
+		logField(target), logQuote(d.Rule), logQuote(d.Reason))
 	if err != nil {
-		line += fmt.Sprintf(" error=%q", err.Error())
+		line += " error=" + logQuote(err.Error())
 	}
 	p.logMu.Lock()
 	defer p.logMu.Unlock()
@@ -349,4 +351,40 @@ func copyHalf(dst, src net.Conn) {
 		return
 	}
 	dst.Close()
+}
+
+// The log's text comes partly from the box (the host a client asked for),
+// and a log is read by terminals, pagers, scripts and, should it ever land
+// in one, shells. So a field is written bare only when it is made of the
+// characters a host and port are (logField), and quoted otherwise
+// (logQuote): a Go-quoted string in which control characters, escape
+// sequences and every non-printable character are escapes, and $ and `,
+// which a shell would expand even inside double quotes, are \x24 and \x60.
+
+// logField writes a target bare when it is a plain host:port; one that
+// open already quoted (an invalid host, as "raw":port) with $ and `
+// neutralised; anything else quoted.
+func logField(s string) string {
+	plain := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_:[]*%", c)) {
+			plain = false
+			break
+		}
+	}
+	switch {
+	case plain:
+		return s
+	case strings.HasPrefix(s, `"`) && strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) < 0:
+		return shellInert.Replace(s)
+	}
+	return logQuote(s)
+}
+
+var shellInert = strings.NewReplacer("$", `\x24`, "`", `\x60`)
+
+// logQuote quotes s so that nothing reading the log can be made to run or
+// render it.
+func logQuote(s string) string {
+	return shellInert.Replace(strconv.Quote(s))
 }

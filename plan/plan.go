@@ -153,6 +153,9 @@ const (
 type Tmp struct {
 	Mode    string `json:"mode"`
 	HostDir string `json:"host_dir,omitempty"` // for "workspace": the host folder bound at /tmp
+	// Base is the host folder that holds every workspace's (and run's)
+	// temporary folder: the user's own, hidden in the box.
+	Base string `json:"base,omitempty"`
 }
 
 // Network modes.
@@ -307,6 +310,9 @@ type Prepare struct {
 	// uses it. Content is what a placeholder file holds.
 	Placeholder string `json:"placeholder,omitempty"`
 	Content     string `json:"content,omitempty"`
+	// Private folders are for the user alone (the temporary folders): one
+	// that lets other users in is refused.
+	Private bool `json:"private,omitempty"`
 }
 
 // Plan is the fully resolved sandbox: everything a backend needs and nothing

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,8 +34,77 @@ func (OSFS) EvalSymlinks(name string) (string, error) { return filepath.EvalSyml
 // ReadDir calls os.ReadDir.
 func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 
-// ReadFile calls os.ReadFile.
-func (OSFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+// MaxFileSize is the most bytes resolution reads of any one file (a policy,
+// a .git file, an agent CLI's config): anything larger is refused before it
+// is read whole.
+const MaxFileSize = 1 << 20
+
+// FileError is a file resolution refuses to read: not a regular file (a
+// device, a FIFO, a socket) or larger than MaxFileSize. A project policy
+// that links to /dev/zero or /proc/self/pagemap must be an error, not a
+// hang or an out-of-memory death before the trust check.
+type FileError struct {
+	Path string
+	Why  string
+}
+
+func (e *FileError) Error() string { return e.Path + ": " + e.Why }
+
+// ReadFile reads a regular file of at most MaxFileSize bytes. It follows
+// symbolic links (a user's config may be one), checks what it opened, and
+// never reads more than one byte past the limit.
+func (OSFS) ReadFile(name string) ([]byte, error) {
+	// Non-blocking: a FIFO must not hang the open; it is refused below.
+	f, err := os.OpenFile(name, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &FileError{Path: name, Why: "not a regular file (" + kind(fi.Mode()) + ")"}
+	}
+	tooLarge := &FileError{Path: name, Why: fmt.Sprintf("larger than %d KiB, refused before reading it", MaxFileSize>>10)}
+	if fi.Size() > MaxFileSize {
+		return nil, tooLarge
+	}
+	// The size a file claims is not a promise (/proc files say 0): read
+	// at most one byte past the limit, in blocks that are a multiple of 8
+	// (some /proc files refuse any other read size).
+	var data []byte
+	buf := make([]byte, 32<<10)
+	for len(data) <= MaxFileSize {
+		n, err := f.Read(buf)
+		data = append(data, buf[:n]...)
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, tooLarge
+}
+
+// kind names a file type that is not a regular file.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a plain file"
+}
 
 // Readlink calls os.Readlink.
 func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
@@ -82,10 +153,12 @@ func ConfigPath(env Env) string {
 const ProjectFile = ".agentbox.toml"
 
 // FindProject returns the nearest .agentbox.toml walking up from dir, or "".
+// Whatever is there counts, so that one that is not a regular file is an
+// error (see OSFS.ReadFile) rather than skipped in favour of a parent's.
 func FindProject(env Env, dir string) string {
 	for {
 		p := filepath.Join(dir, ProjectFile)
-		if fi, err := env.FS.Stat(p); err == nil && fi.Mode().IsRegular() {
+		if _, err := env.FS.Lstat(p); err == nil {
 			return p
 		}
 		parent := filepath.Dir(dir)

@@ -250,7 +250,7 @@ func TestResolveCachesDefault(t *testing.T) {
 			prep = append(prep, w.norm(d.Path)+" "+strconvOctal(d.Mode))
 		}
 	}
-	wantPrep := []string{"$ROOT/state/agentbox 700", "$ROOT/state/agentbox/caches 700", dir + " 700"}
+	wantPrep := []string{"$ROOT/state/agentbox/caches 700", dir + " 700"}
 	if diff := cmp.Diff(wantPrep, prep); diff != "" {
 		t.Errorf("prepare (-want +got):\n%s", diff)
 	}

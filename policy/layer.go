@@ -64,12 +64,13 @@ var listKeys = []string{
 
 // choices lists the values a scalar key accepts, where the set is closed.
 var choices = map[string][]string{
-	"sandbox.enforce": {plan.Require, plan.BestEffort},
-	"sandbox.backend": {"auto", "bwrap", "landlock", "windows"},
-	"tmp.mode":        {plan.TmpWorkspace, plan.TmpPrivate, plan.TmpHost},
-	"network.mode":    {plan.NetOpen, plan.NetNone, plan.NetAllowlist},
-	"env.mode":        {"inherit", "clean"},
-	"log.enabled":     {"true", "false"},
+	"sandbox.enforce":     {plan.Require, plan.BestEffort},
+	"sandbox.backend":     {"auto", "bwrap", "landlock", "windows"},
+	"tmp.mode":            {plan.TmpWorkspace, plan.TmpPrivate, plan.TmpHost},
+	"network.mode":        {plan.NetOpen, plan.NetNone, plan.NetAllowlist},
+	"env.mode":            {"inherit", "clean"},
+	"filesystem.ssh_keys": {"hidden", "visible"},
+	"log.enabled":         {"true", "false"},
 }
 
 // Choices returns the values the scalar key accepts ("network.mode"), nil
@@ -168,6 +169,8 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	}
 	scalar("sandbox.enforce", s.Sandbox.Enforce)
 	scalar("sandbox.backend", s.Sandbox.Backend)
+	scalar("sandbox.project_may_loosen", strconv.FormatBool(s.Sandbox.ProjectMayLoosen))
+	scalar("filesystem.ssh_keys", s.Filesystem.SSHKeys)
 	scalar("filesystem.scan_limit", strconv.FormatInt(s.Filesystem.ScanLimit, 10))
 	if s.Filesystem.ProtectDepth != nil {
 		return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line("filesystem.protect_depth")), key: "filesystem.protect_depth",

@@ -44,6 +44,7 @@ func Defaults() *Layer {
 	set("sandbox.enforce", plan.Require)
 	set("sandbox.backend", "auto")
 	set("filesystem.scan_limit", strconv.Itoa(hostexec.DefaultLimit))
+	set("filesystem.ssh_keys", "hidden")
 	set("tmp.mode", plan.TmpWorkspace)
 	set("network.mode", plan.NetOpen)
 	set("env.mode", "inherit")
@@ -113,17 +114,30 @@ func Load(env Env, flags Flags) ([]*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(layers, fl), nil
+	layers = append(layers, fl)
+	if err := checkLoosening(layers); err != nil {
+		return nil, err
+	}
+	return layers, nil
 }
 
 // loadFile reads one policy file. trusted is true for files the user named or
-// owns; a project policy must match its pinned hash.
+// owns; a project policy must match its pinned hash. The file must be a
+// regular file of at most MaxFileSize bytes, checked before it is read
+// whole (OSFS.ReadFile).
 func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 	data, err := env.FS.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := env.FS.Lstat(path); lerr == nil {
+			return nil, fmt.Errorf("reading policy %s: it is a symbolic link to nothing", path)
+		}
 		return newLayer(name, path, "absent"), nil
 	}
 	if err != nil {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("reading policy %s: %s", path, fe.Why)
+		}
 		return nil, fmt.Errorf("reading policy %s: %w", path, err)
 	}
 	l, err := Parse(name, path, data)
@@ -134,12 +148,17 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 	if trusted {
 		return l, nil
 	}
-	pinned, err := TrustStore{Path: StorePath(env)}.Lookup(path)
+	store := TrustStore{Path: StorePath(env)}
+	pinned, err := store.Lookup(path)
 	if err != nil {
 		return nil, err
 	}
 	if pinned != l.Hash {
-		return nil, &UntrustedError{File: path, Edited: pinned != "", Layer: l}
+		ue := &UntrustedError{File: path, Edited: pinned != "", Layer: l, Env: env}
+		if old, err := store.Content(pinned); err == nil {
+			ue.Trusted, _ = Parse(name, path, old)
+		}
+		return nil, ue
 	}
 	l.Status = "trusted"
 	return l, nil
@@ -152,6 +171,67 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 // as settings: an inner run would otherwise insist on the outer box's
 // backend (which cannot start inside it) or copy its rules by accident.
 var informational = []string{plan.VarBackend, plan.VarNetwork, plan.VarDeny}
+
+// checkLoosening refuses a trusted project policy that sets sandbox.enforce
+// or sandbox.backend looser than the user's own configuration (the layers
+// before it), when its value is the one that would count (no later layer
+// sets the key), unless the user's own policy files set
+// sandbox.project_may_loosen. A project policy comes with a repository, and
+// best-effort with a backend that cannot run here (windows on Linux) runs
+// the agent unconfined.
+func checkLoosening(layers []*Layer) error {
+	proj := -1
+	for i, l := range layers {
+		if l.Name == "project" && l.File != "" {
+			proj = i
+		}
+	}
+	if proj < 0 {
+		return nil
+	}
+	p := layers[proj]
+	if e, ok := p.Scalars["sandbox.project_may_loosen"]; ok {
+		return originError(e.Origin, "only your own configuration can set this (~/.config/agentbox/config.toml or --policy)")
+	}
+	for _, l := range layers {
+		if l.Name != "project" && l.Scalars["sandbox.project_may_loosen"].Value == "true" {
+			return nil
+		}
+	}
+	for _, key := range []string{"sandbox.enforce", "sandbox.backend"} {
+		e, ok := p.Scalars[key]
+		if !ok {
+			continue
+		}
+		later := false
+		for _, l := range layers[proj+1:] {
+			_, set := l.Scalars[key]
+			later = later || set
+		}
+		own := merge(layers[:proj]).scalars[key]
+		if later || !looser(key, own.Value, e.Value) {
+			continue
+		}
+		return &policyError{where: fmt.Sprintf("%s:%d", e.Origin.File, e.Origin.Line), key: key,
+			msg: fmt.Sprintf("%q would loosen your own setting (%q, from %s); a project policy may only tighten it. "+
+				"To let trusted projects loosen it, set [sandbox] project_may_loosen = true in your own config", e.Value, own.Value, own.Origin)}
+	}
+	return nil
+}
+
+// looser reports whether a project's value v for key loosens the user's
+// value own: best-effort where the user requires confinement; any backend
+// but the user's own, except bwrap where the user lets auto choose (it
+// only refuses to fall back to Landlock).
+func looser(key, own, v string) bool {
+	switch key {
+	case "sandbox.enforce":
+		return own == plan.Require && v == plan.BestEffort
+	case "sandbox.backend":
+		return v != own && !(own == "auto" && v == "bwrap")
+	}
+	return false
+}
 
 // envLayer turns the AGENTBOX_* variables into a layer.
 func envLayer(env Env) (*Layer, error) {

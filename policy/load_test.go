@@ -379,6 +379,7 @@ func TestDefaults(t *testing.T) {
 		"sandbox.enforce":       "require",
 		"sandbox.backend":       "auto",
 		"filesystem.scan_limit": "1000000",
+		"filesystem.ssh_keys":   "hidden",
 		"tmp.mode":              "workspace",
 		"network.mode":          "open",
 		"env.mode":              "inherit",
@@ -411,7 +412,9 @@ func TestEnvHelpers(t *testing.T) {
 		{"store path with a relative XDG_STATE_HOME", StorePath(fakeEnv(nil, "XDG_STATE_HOME=rel")), "/home/u/.local/state/agentbox/trusted"},
 		{"nearest project file", FindProject(env, "/home/u/proj/sub/deeper"), "/home/u/proj/sub/.agentbox.toml"},
 		{"project file further up", FindProject(env, "/home/u/proj"), "/home/u/.agentbox.toml"},
-		{"a folder named .agentbox.toml is skipped", FindProject(env, "/home/u/proj/dir"), "/home/u/.agentbox.toml"},
+		// Found, so that loading it is an error rather than a parent's
+		// policy silently taking its place.
+		{"a folder named .agentbox.toml is found", FindProject(env, "/home/u/proj/dir"), "/home/u/proj/dir/.agentbox.toml"},
 		{"none", FindProject(env, "/srv"), ""},
 	}
 	for _, tc := range tests {

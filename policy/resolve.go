@@ -50,16 +50,6 @@ func merge(layers []*Layer) merged {
 	return m
 }
 
-// credentialStores are the well-known credential stores, relative to the
-// home folder, denied by default when they exist.
-var credentialStores = []string{
-	".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
-	".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
-	".gem/credentials", ".gnupg", ".netrc", ".git-credentials", ".config/gh/hosts.yml",
-	".terraform.d/credentials.tfrc.json", ".vault-token", ".password-store",
-	".m2/settings-security.xml", ".config/hub",
-}
-
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
 	registry     *provider.Registry // when a provider is detected or chosen
@@ -74,6 +64,7 @@ type resolver struct {
 	m            merged
 	opts         Options
 	p            *plan.Plan
+	defaults     []denied // defaultDenied, once worked out
 }
 
 // Resolve turns layers into a plan for command, in the world env.
@@ -405,6 +396,23 @@ func (r *resolver) rootStage() error {
 
 func (r *resolver) tmpStage() error {
 	origin := r.m.scalars["tmp.mode"].Origin
+	// The folder of every workspace's temporary folder is the user's own,
+	// and hidden in the box before /tmp is set up (the box's own folder is
+	// bound there from its descriptor). Under /tmp (a home folder there),
+	// replacing /tmp hides it already, but for the host's /tmp: then it is
+	// hidden after /tmp, its parent.
+	var hide *plan.Mount
+	if r.env.GOOS != "windows" {
+		r.p.Tmp.Base = r.prepareTmpBase(origin)
+		hide = &plan.Mount{Stage: plan.StageTmp, Op: plan.HideDir, Path: r.p.Tmp.Base, Access: plan.Hidden, Origin: origin, Note: "the temporary folders of every workspace"}
+	}
+	underTmp := hide != nil && plan.Within(hide.Path, "/tmp")
+	if hide != nil && !underTmp {
+		r.add(*hide)
+	}
+	if underTmp && r.p.Tmp.Mode == plan.TmpHost {
+		defer r.add(*hide)
+	}
 	switch r.p.Tmp.Mode {
 	case plan.TmpPrivate:
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "fresh and empty for this run"})
@@ -412,20 +420,22 @@ func (r *resolver) tmpStage() error {
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "the host's /tmp, shared with everything"})
 	default:
 		id := r.workspaceKey()
-		tmp := r.env.TempDir
-		if tmp == "" {
-			tmp = "/tmp"
+		base := r.p.Tmp.Base
+		if r.env.GOOS == "windows" {
+			// %TEMP% is the user's own there.
+			tmp := r.env.TempDir
+			if tmp == "" {
+				tmp = "/tmp"
+			}
+			owner := strconv.Itoa(r.env.UID)
+			if r.env.User != "" {
+				owner = r.env.User // UID is -1 for everyone on Windows
+			}
+			base = filepath.Join(r.realMaybe(tmp), "agentbox-"+owner)
+			r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: base, Mode: 0o700, Origin: origin})
 		}
-		tmp = r.realMaybe(tmp)
-		owner := strconv.Itoa(r.env.UID)
-		if r.env.GOOS == "windows" && r.env.User != "" {
-			owner = r.env.User // UID is -1 for everyone on Windows
-		}
-		base := filepath.Join(tmp, "agentbox-"+owner)
 		r.p.Tmp.HostDir = filepath.Join(base, id)
-		r.p.Prepare = append(r.p.Prepare,
-			plan.Prepare{Path: base, Mode: 0o700, Origin: origin},
-			plan.Prepare{Path: r.p.Tmp.HostDir, Mode: 0o700, Origin: origin})
+		r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: r.p.Tmp.HostDir, Mode: 0o700, Origin: origin, Private: true})
 		r.add(plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Source: r.p.Tmp.HostDir, Path: "/tmp", Access: plan.ReadWrite, Origin: origin, Note: "shared by workspace " + id})
 	}
 	return nil
@@ -498,6 +508,9 @@ func (r *resolver) writableStage() error {
 	}
 	if r.p.Workspace.Root == "" {
 		root, why := r.projectRoot()
+		if err := r.checkDefaultWritable(root, why); err != nil {
+			return err
+		}
 		addPath(root, plan.Origin{Key: why}, "")
 	}
 	for _, e := range r.m.lists["filesystem.writable"] {
@@ -714,6 +727,17 @@ func (r *resolver) readOnlyStage() error {
 			}
 		}
 	}
+	// The same for every folder between a writable root and a deny path:
+	// renamed, it would carry the hidden file out of the path that this
+	// and every later run hides.
+	for _, p := range r.denyPaths() {
+		for d := filepath.Dir(p); d != "/" && !isRegion(d) && r.inWritable(d) && !r.hiddenByWorkspace(d); d = filepath.Dir(d) {
+			if !seen[d] {
+				seen[d] = true
+				pins = append(pins, pathEntry{path: d, origin: plan.Origin{Key: "always: folder holding a deny path"}, note: "pinned: cannot be renamed or replaced", pin: true})
+			}
+		}
+	}
 	list = append(list, pins...)
 	if n := len(list); n > maxReadOnly {
 		return &policyError{where: "filesystem", msg: fmt.Sprintf("%d paths to keep read-only in the writable roots (more than %d): that many mounts would make every run slow; make fewer or smaller folders writable", n, maxReadOnly)}
@@ -864,8 +888,8 @@ func (r *resolver) denyStage() error {
 			return err
 		}
 	}
-	for _, c := range credentialStores {
-		if err := add(filepath.Join(r.env.Home, c), plan.Origin{Key: "default: credential store"}, false); err != nil {
+	for _, d := range r.defaultDenied() {
+		if err := add(d.path, d.origin, false); err != nil {
 			return err
 		}
 	}

@@ -92,7 +92,7 @@ func TestResolveDefaultsInRepository(t *testing.T) {
 		"root ro-bind / (default)",
 		"root dev /dev (default)",
 		"root proc /proc (default)",
-		"tmp bind /tmp <- $ROOT/tmp/agentbox-1000/proj-HASH (default) shared by workspace proj-HASH",
+		"tmp bind /tmp <- $ROOT/state/agentbox/tmp/proj-HASH (default) shared by workspace proj-HASH",
 		"writable bind $ROOT/home/u/proj (default: git top-level of the working directory)",
 		"read-only pin $ROOT/home/u/proj/.git (always: git folder) pinned: cannot be renamed or replaced",
 		"read-only ro-bind $ROOT/home/u/proj/.git/hooks (always: git hooks)",
@@ -105,8 +105,9 @@ func TestResolveDefaultsInRepository(t *testing.T) {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
 	wantPrepare := []string{
-		"$ROOT/tmp/agentbox-1000 700 (default)",
-		"$ROOT/tmp/agentbox-1000/proj-HASH 700 (default)",
+		"$ROOT/state/agentbox 700 (default)",
+		"$ROOT/state/agentbox/tmp 700 (default)",
+		"$ROOT/state/agentbox/tmp/proj-HASH 700 (default)",
 	}
 	if diff := cmp.Diff(wantPrepare, w.prepares(p)); diff != "" {
 		t.Errorf("prepare (-want +got):\n%s", diff)
@@ -114,8 +115,8 @@ func TestResolveDefaultsInRepository(t *testing.T) {
 	if diff := cmp.Diff(w.path("home/u/proj/sub"), p.Cwd); diff != "" {
 		t.Errorf("cwd (-want +got):\n%s", diff)
 	}
-	if !regexp.MustCompile(`^` + regexp.QuoteMeta(w.path("tmp/agentbox-1000/proj-")) + `[0-9a-f]{8}$`).MatchString(p.Tmp.HostDir) {
-		t.Errorf("tmp host folder %s, want <tmp>/agentbox-<uid>/proj-<8 hex>", p.Tmp.HostDir)
+	if !regexp.MustCompile(`^` + regexp.QuoteMeta(w.path("state/agentbox/tmp/proj-")) + `[0-9a-f]{8}$`).MatchString(p.Tmp.HostDir) {
+		t.Errorf("tmp host folder %s, want <state>/agentbox/tmp/proj-<8 hex>", p.Tmp.HostDir)
 	}
 	wantScalars := plan.Plan{Enforce: "require", Backend: "auto", Network: plan.Network{Mode: "open"},
 		Env: plan.Env{Mode: "inherit"}, Identity: plan.Identity{UID: 1000, GID: 1000, Home: w.path("home/u")},
@@ -148,7 +149,7 @@ func TestResolveDefaultsOutsideRepository(t *testing.T) {
 		"root ro-bind / (default)",
 		"root dev /dev (default)",
 		"root proc /proc (default)",
-		"tmp bind /tmp <- $ROOT/tmp/agentbox-1000/proj-HASH (default) shared by workspace proj-HASH",
+		"tmp bind /tmp <- $ROOT/state/agentbox/tmp/proj-HASH (default) shared by workspace proj-HASH",
 		"writable bind $ROOT/home/u/proj (default: the working directory)",
 	}
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
@@ -177,7 +178,7 @@ func TestResolveTmpID(t *testing.T) {
 	}
 	w.mkdir("my proj!")
 	w.env.Cwd = w.path("my proj!")
-	if got := w.norm(w.mustResolve(Flags{}, Options{}, "true").Tmp.HostDir); got != "$ROOT/tmp/agentbox-1000/my_proj_-HASH" {
+	if got := w.norm(w.mustResolve(Flags{}, Options{}, "true").Tmp.HostDir); got != "$ROOT/state/agentbox/tmp/my_proj_-HASH" {
 		t.Errorf("tmp folder of \"my proj!\" is %s, want one plain path element", got)
 	}
 }
@@ -192,7 +193,7 @@ func TestResolveTmpModes(t *testing.T) {
 		{"private", Flags{Tmp: "private"}, "tmp tmpfs /tmp (flag --tmp) fresh and empty for this run", ""},
 		{"host", Flags{Tmp: "host"}, "tmp bind /tmp (flag --tmp) the host's /tmp, shared with everything", ""},
 		{"workspace of a named workspace", Flags{Tmp: "workspace", Workspace: "w1", WorkspaceRoot: "/nonexistent/work"},
-			"tmp bind /tmp <- $ROOT/tmp/agentbox-1000/w1 (flag --tmp) shared by workspace w1", "$ROOT/tmp/agentbox-1000/w1"},
+			"tmp bind /tmp <- $ROOT/state/agentbox/tmp/w1 (flag --tmp) shared by workspace w1", "$ROOT/state/agentbox/tmp/w1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestResolveTmpModes(t *testing.T) {
 			}
 			if tc.host == "" {
 				for _, d := range p.Prepare {
-					if strings.Contains(d.Path, "agentbox-1000") {
+					if strings.HasPrefix(d.Path, p.Tmp.Base+"/") {
 						t.Errorf("tmp mode %s prepares %s", tc.flags.Tmp, d.Path)
 					}
 				}
@@ -217,13 +218,14 @@ func TestResolveTmpModes(t *testing.T) {
 }
 
 // TestResolveTmpDirSymlink checks that the host tmp folder is resolved
-// before it is used.
+// before it is used (here the state folder it lies in is a symlink).
 func TestResolveTmpDirSymlink(t *testing.T) {
 	w := newWorld(t)
-	w.symlink(w.path("tmp"), "tmplink")
-	w.env.TempDir = w.path("tmplink")
+	w.mkdir("state")
+	w.symlink(w.path("state"), "statelink")
+	w.env.Environ = append(w.env.Environ, "XDG_STATE_HOME="+w.path("statelink"))
 	p := w.mustResolve(Flags{Workspace: "w1", WorkspaceRoot: w.path("work")}, Options{}, "true")
-	if diff := cmp.Diff("$ROOT/tmp/agentbox-1000/w1", w.norm(p.Tmp.HostDir)); diff != "" {
+	if diff := cmp.Diff("$ROOT/state/agentbox/tmp/w1", w.norm(p.Tmp.HostDir)); diff != "" {
 		t.Errorf("tmp host folder (-want +got):\n%s", diff)
 	}
 }
@@ -533,7 +535,8 @@ func TestResolveGitProtection(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("read-only mounts (-want +got):\n%s", diff)
 	}
-	wantPrepare := []string{"$ROOT/home/u/proj/a/.git/hooks 755 (always: git hooks)"}
+	wantPrepare := []string{"$ROOT/state/agentbox 700 (flag --tmp)", "$ROOT/state/agentbox/tmp 700 (flag --tmp)",
+		"$ROOT/home/u/proj/a/.git/hooks 755 (always: git hooks)"}
 	if diff := cmp.Diff(wantPrepare, w.prepares(p)); diff != "" {
 		t.Errorf("prepare (-want +got):\n%s", diff)
 	}
@@ -625,7 +628,7 @@ func TestResolveWorkspace(t *testing.T) {
 		"root ro-bind / (default)",
 		"root dev /dev (default)",
 		"root proc /proc (default)",
-		"tmp bind /tmp <- $ROOT/tmp/agentbox-1000/w1 (default) shared by workspace w1",
+		"tmp bind /tmp <- $ROOT/state/agentbox/tmp/w1 (default) shared by workspace w1",
 		"workspace tmpfs $ROOT/work (flag --workspace) every other workspace is hidden",
 		"workspace bind $ROOT/work/w1 (flag --workspace)",
 		"workspace bind $ROOT/work/.repos/w1 (flag --workspace)",
@@ -651,8 +654,9 @@ func TestResolveWorkspace(t *testing.T) {
 		"$ROOT/work/.repos 700 (flag --workspace)",
 		"$ROOT/work/.repos/w1 700 (flag --workspace)",
 		"$ROOT/work/w1/t1 700 (flag --task)",
-		"$ROOT/tmp/agentbox-1000 700 (default)",
-		"$ROOT/tmp/agentbox-1000/w1 700 (default)",
+		"$ROOT/state/agentbox 700 (default)",
+		"$ROOT/state/agentbox/tmp 700 (default)",
+		"$ROOT/state/agentbox/tmp/w1 700 (default)",
 	}
 	if diff := cmp.Diff(wantPrepare, w.prepares(p)); diff != "" {
 		t.Errorf("prepare (-want +got):\n%s", diff)
@@ -1018,8 +1022,8 @@ func TestResolveIdentity(t *testing.T) {
 	if !p.Identity.Root() {
 		t.Error("Root() is false for uid 0")
 	}
-	if !strings.HasPrefix(w.norm(p.Tmp.HostDir), "$ROOT/tmp/agentbox-0/") {
-		t.Errorf("tmp folder %s, want one under agentbox-0", w.norm(p.Tmp.HostDir))
+	if !strings.HasPrefix(w.norm(p.Tmp.HostDir), "$ROOT/state/agentbox/tmp/") {
+		t.Errorf("tmp folder %s, want one in the user's own state folder", w.norm(p.Tmp.HostDir))
 	}
 }
 

@@ -25,6 +25,9 @@ type Schema struct {
 type SandboxSchema struct {
 	Enforce string `toml:"enforce"`
 	Backend string `toml:"backend"`
+	// ProjectMayLoosen lets a trusted project policy set enforce and
+	// backend looser than the user's own; only the user's files may set it.
+	ProjectMayLoosen bool `toml:"project_may_loosen"`
 }
 
 // FilesystemSchema is the [filesystem] table.
@@ -37,6 +40,9 @@ type FilesystemSchema struct {
 	// any depth. It is still read, so a policy that sets it gets an error
 	// that says so instead of "unknown key".
 	ProtectDepth *int `toml:"protect_depth"`
+	// SSHKeys is "hidden" (the default: every file in ~/.ssh but config,
+	// known_hosts, authorized_keys and *.pub is hidden) or "visible".
+	SSHKeys string `toml:"ssh_keys"`
 }
 
 // WorkspaceSchema is the [workspace] table.

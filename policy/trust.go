@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
-
-	"github.com/agentbox/agentbox/cache"
 )
 
 // A project policy comes with the repository, so a stranger may have written
@@ -47,7 +43,7 @@ func StateDir(env Env) string {
 
 func (s TrustStore) read() (map[string]string, error) {
 	out := map[string]string{}
-	data, err := os.ReadFile(s.Path)
+	data, err := OSFS{}.ReadFile(s.Path)
 	if os.IsNotExist(err) {
 		return out, nil
 	}
@@ -62,6 +58,50 @@ func (s TrustStore) read() (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// contentDir is where the trusted policies' bytes are kept, by hash, so
+// that a policy edited since can be shown as what changed.
+func (s TrustStore) contentDir() string { return s.Path + ".d" }
+
+// Save keeps a copy of the policy bytes data that are being trusted.
+func (s TrustStore) Save(data []byte) error {
+	dir := s.contentDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("writing trust store: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".policy-*")
+	if err != nil {
+		return fmt.Errorf("writing trust store: %w", err)
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, Hash(data)+".toml"))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing trust store: %w", err)
+	}
+	return nil
+}
+
+// Content returns the bytes of the trusted policy with hash, as Save kept
+// them; an error when there are none (or they do not match the hash).
+func (s TrustStore) Content(hash string) ([]byte, error) {
+	if len(hash) != 64 || strings.ContainsAny(hash, "/.") {
+		return nil, fmt.Errorf("no trusted content for %q", hash)
+	}
+	data, err := OSFS{}.ReadFile(filepath.Join(s.contentDir(), hash+".toml"))
+	if err != nil {
+		return nil, err
+	}
+	if Hash(data) != hash {
+		return nil, fmt.Errorf("the trusted copy %s does not match its hash", hash)
+	}
+	return data, nil
 }
 
 // Lookup returns the pinned hash of path, or "".
@@ -125,67 +165,40 @@ type UntrustedError struct {
 	File   string
 	Edited bool
 	Layer  *Layer // what it would add, for the message
+	// Trusted is the version that was trusted, when the store kept it.
+	Trusted *Layer
+	// Env is the world the grants are classified in (home folder,
+	// environment); the zero Env classifies without one.
+	Env Env
 }
 
 func (e *UntrustedError) Error() string {
 	if e.Edited {
-		return fmt.Sprintf("%s: project policy changed since it was trusted", e.File)
+		return fmt.Sprintf("%s: project policy changed since it was trusted", Escape(e.File))
 	}
-	return fmt.Sprintf("%s: project policy is not trusted", e.File)
+	return fmt.Sprintf("%s: project policy is not trusted", Escape(e.File))
 }
 
-// printable shows s as is when it holds only printable characters, and
-// quoted otherwise: a policy must not be able to move the cursor or clear
-// the lines of the very message that asks the user to review it.
-func printable(s string) string {
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
+// Explain is what the message about the untrusted policy shows: what it
+// would grant, classified, or, when it was edited since it was trusted and
+// the trusted version is known, what changed.
+func (e *UntrustedError) Explain() []string {
+	if e.Edited && e.Trusted != nil {
+		out := []string{"what changed since you trusted it (+ added, - removed; ! loosens your sandbox):"}
+		return append(out, Diff(Classify(e.Trusted, e.Env), Classify(e.Layer, e.Env))...)
 	}
-	return s
+	out := []string{"it would grant (! loosens your sandbox):"}
+	for _, g := range Classify(e.Layer, e.Env) {
+		out = append(out, "  "+g.String())
+	}
+	return out
 }
 
 // Grants describes, one line each, what the untrusted policy would grant.
 func (e *UntrustedError) Grants() []string {
-	if e.Layer == nil {
-		return nil
-	}
 	var out []string
-	for _, key := range listKeys {
-		var vals []string
-		for _, en := range e.Layer.Lists[key] {
-			vals = append(vals, printable(en.Value))
-		}
-		if len(vals) > 0 {
-			out = append(out, fmt.Sprintf("%s = %s", key, strings.Join(vals, ", ")))
-		}
-	}
-	keys := make([]string, 0, len(e.Layer.Scalars))
-	for k := range e.Layer.Scalars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		line := fmt.Sprintf("%s = %s", k, printable(e.Layer.Scalars[k].Value))
-		if strings.HasPrefix(k, "caches.") && e.Layer.Scalars[k].Value == cache.HostWritable {
-			line += " (WARNING: the box could change your own cache, which the tool uses outside the box later)"
-		}
-		out = append(out, line)
-	}
-	for _, k := range sortedKeys(e.Layer.EnvSet) {
-		out = append(out, fmt.Sprintf("env.set.%s = (a value)", printable(k)))
-	}
-	for _, p := range e.Layer.Providers {
-		var w []string
-		for _, en := range p.Writable {
-			w = append(w, printable(en.Value))
-		}
-		var cmds []string
-		for _, c := range p.Commands {
-			cmds = append(cmds, printable(c))
-		}
-		out = append(out, fmt.Sprintf("providers.%s: commands %s, writable %s, sandbox %v", printable(p.Name), strings.Join(cmds, ", "), strings.Join(w, ", "), p.Sandbox))
+	for _, g := range Classify(e.Layer, e.Env) {
+		out = append(out, g.String())
 	}
 	return out
 }

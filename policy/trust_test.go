@@ -178,13 +178,14 @@ func TestUntrustedError(t *testing.T) {
 		})
 	}
 	want := []string{
-		"filesystem.writable = build",
-		"filesystem.deny = ~/.aws",
-		"network.mode = none",
-		"env.set.TOKEN = (a value)",
-		"providers.mytool: commands mytool, writable ~/.mytool, sandbox true",
+		"  inside the project: filesystem.writable = build (/p/build)",
+		"  tightens: filesystem.deny = ~/.aws",
+		"  tightens: network.mode = none",
+		"  sets: env.set.TOKEN = (a value)",
+		"! declares a provider: providers.mytool: commands mytool run confined with its writable folders, for any command named so",
+		"! elsewhere in your home folder: providers.mytool.writable = ~/.mytool (/home/u/.mytool)",
 	}
-	if diff := cmp.Diff(want, (&UntrustedError{Layer: l}).Grants()); diff != "" {
+	if diff := cmp.Diff(want, (&UntrustedError{Layer: l, Env: fakeEnv(nil)}).Grants()); diff != "" {
 		t.Errorf("Grants (-want +got):\n%s", diff)
 	}
 	if got := (&UntrustedError{}).Grants(); got != nil {

@@ -112,7 +112,7 @@ func (w *world) trust(rel string) {
 
 // tmpID matches the hash part of a per-workspace tmp id derived from a
 // folder ("proj-1a2b3c4d"), which depends on where the world is.
-var tmpID = regexp.MustCompile(`\b(agentbox-\d+/[A-Za-z0-9_.-]+|workspace [A-Za-z0-9_.-]+|caches/[A-Za-z0-9_.-]+)-[0-9a-f]{8}\b`)
+var tmpID = regexp.MustCompile(`\b(agentbox/tmp/[A-Za-z0-9_.-]+|agentbox-\d+/[A-Za-z0-9_.-]+|workspace [A-Za-z0-9_.-]+|caches/[A-Za-z0-9_.-]+)-[0-9a-f]{8}\b`)
 
 // norm replaces the world's root with $ROOT and the hash of a derived tmp
 // id with HASH.

@@ -23,8 +23,10 @@ type Group struct {
 }
 
 // Rule refuses one syscall: every call, or only the calls whose argument
-// Arg matches Equal or Bits. Conditions compare the low 32 bits of the
-// argument only; each rule that has one says why that is enough.
+// Arg matches Equal or Bits, or does not match Unless. Conditions compare
+// the low 32 bits of the argument only; each rule that has one says why
+// that is enough. Several rules may name one syscall: a call is refused
+// when any of them refuses it.
 type Rule struct {
 	// Syscall is the kernel's name for the syscall, as in its syscall table.
 	Syscall string
@@ -36,13 +38,18 @@ type Rule struct {
 	Equal []uint32
 	// Bits refuses the call when the argument's low 32 bits have any of these bits set.
 	Bits uint32
-	// Errno is what the refused call returns: "EPERM" or "ENOSYS".
+	// Unless refuses the call when the argument's low 32 bits equal none
+	// of these: a list of what is allowed, so that anything the kernel
+	// adds later is refused too. A rule has Unless or Equal and Bits.
+	Unless []uint32
+	// Errno is what the refused call returns: "EPERM", "ENOSYS" or
+	// "EAFNOSUPPORT".
 	Errno string
 }
 
 // conditional reports whether the rule looks at an argument.
 func (r Rule) conditional() bool {
-	return len(r.Equal) > 0 || r.Bits != 0
+	return len(r.Equal) > 0 || r.Bits != 0 || len(r.Unless) > 0
 }
 
 // Values from the Linux UAPI headers that the rules compare against. They are
@@ -55,7 +62,12 @@ const (
 	cloneNewUser = 0x10000000 // CLONE_NEWUSER, linux/sched.h
 	msgFastOpen  = 0x20000000 // MSG_FASTOPEN, linux/socket.h
 	ipprotoSCTP  = 132        // IPPROTO_SCTP, linux/in.h
+	ipprotoSMC   = 256        // IPPROTO_SMC, linux/in.h (Linux 6.11)
 	ipprotoMPTCP = 262        // IPPROTO_MPTCP, linux/in.h
+	afUnix       = 1          // AF_UNIX, linux/socket.h
+	afInet       = 2          // AF_INET
+	afInet6      = 10         // AF_INET6
+	afNetlink    = 16         // AF_NETLINK
 )
 
 // NoNetBypass is an extra group, off unless a backend asks for it: the
@@ -66,13 +78,97 @@ const (
 // box has no network at all.
 var NoNetBypass = Group{
 	Name: "no-net-bypass",
-	Why:  "TCP Fast Open and MPTCP/SCTP sockets connect without connect(2), which is all Landlock checks",
+	Why:  "TCP Fast Open and MPTCP, SCTP and SMC sockets connect without connect(2), which is all Landlock checks",
 	Rules: []Rule{
 		{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Arg: 3, Bits: msgFastOpen, Errno: "EPERM"},
 		{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Arg: 2, Bits: msgFastOpen, Errno: "EPERM"},
 		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Arg: 3, Bits: msgFastOpen, Errno: "EPERM"},
-		{Syscall: "socket", When: "protocol is SCTP or MPTCP", Arg: 2, Equal: []uint32{ipprotoSCTP, ipprotoMPTCP}, Errno: "EPERM"},
+		{Syscall: "socket", When: "protocol is SCTP, MPTCP or SMC", Arg: 2, Equal: []uint32{ipprotoSCTP, ipprotoMPTCP, ipprotoSMC}, Errno: "EPERM"},
 	},
+}
+
+// SocketFamilies is an extra group for a box whose network is cut
+// ("none") or goes through the proxy ("allowlist"): the box may open the
+// socket families it needs for loopback, the proxy and local tools (unix,
+// IPv4, IPv6, netlink) and no other. Not every family is cut by a network
+// namespace or checked by Landlock: AF_VSOCK reaches the hypervisor of a
+// VM from any namespace, and AF_TIPC, AF_RDS, AF_SMC or AF_BLUETOOTH leave
+// the host by ways of their own. The list says what is allowed, so a
+// family the kernel gains later is refused too. socket(2) answers
+// EAFNOSUPPORT, what a kernel without the family says, so programs fall
+// back instead of failing.
+var SocketFamilies = Group{
+	Name: "socket-families",
+	Why:  "socket families other than unix, IPv4, IPv6 and netlink (AF_VSOCK to the hypervisor, AF_TIPC, AF_RDS, AF_SMC, AF_BLUETOOTH, ...) reach past the box's network namespace and past Landlock",
+	Rules: []Rule{
+		// The family is an int; the kernel rejects any value it does not
+		// know (family >= NPROTO), so the low 32 bits are all of it.
+		{Syscall: "socket", When: "family is not AF_UNIX, AF_INET, AF_INET6 or AF_NETLINK", Arg: 0,
+			Unless: []uint32{afUnix, afInet, afInet6, afNetlink}, Errno: "EAFNOSUPPORT"},
+	},
+}
+
+// ForNetwork returns the extra groups a box with network mode mode needs
+// ("open", "none" or "allowlist"): landlock says whether the box is a
+// Landlock one, which has no network namespace of its own.
+func ForNetwork(mode string, landlock bool) []Group {
+	var out []Group
+	switch mode {
+	case "none":
+		if landlock {
+			out = append(out, NoNetBypass)
+		}
+		out = append(out, SocketFamilies)
+	case "allowlist":
+		if landlock {
+			// The box reaches the network only through the proxy's
+			// port: the same ways around connect(2) are closed.
+			out = append(out, NoNetBypass)
+		}
+		out = append(out, SocketFamilies)
+	}
+	return out
+}
+
+// extraGroups are the groups a backend adds (never reopened by a policy).
+var extraGroups = []Group{NoNetBypass, SocketFamilies}
+
+// Extra returns the extra group named name.
+func Extra(name string) (Group, bool) {
+	for _, g := range extraGroups {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// Args renders what Build is given as the arguments of agentbox's hidden
+// seccomp command: each extra group as "+NAME", then the reopened groups.
+// ParseArgs reads them back.
+func Args(allow []string, extra []Group) []string {
+	var out []string
+	for _, g := range extra {
+		out = append(out, "+"+g.Name)
+	}
+	return append(out, allow...)
+}
+
+// ParseArgs reads what Args wrote.
+func ParseArgs(args []string) (allow []string, extra []Group, err error) {
+	for _, a := range args {
+		name, isExtra := strings.CutPrefix(a, "+")
+		if !isExtra {
+			allow = append(allow, a)
+			continue
+		}
+		g, ok := Extra(name)
+		if !ok {
+			return nil, nil, fmt.Errorf("unknown extra seccomp group %q", name)
+		}
+		extra = append(extra, g)
+	}
+	return allow, extra, nil
 }
 
 // groups is the table every filter is built from. Order is the order of the
@@ -260,15 +356,16 @@ func (f *Filter) Len() int {
 }
 
 // Describe writes, for `agentbox plan`, which groups a filter with allow
-// reopened blocks and which the policy reopened, and why.
-func Describe(allow []string, w io.Writer) {
+// reopened and the extra groups blocks and which the policy reopened, and
+// why.
+func Describe(allow []string, extra []Group, w io.Writer) {
 	blocked, reopened, err := split(allow)
 	if err != nil {
 		fmt.Fprintf(w, "seccomp:   NOT in force: %v\n", err)
 		return
 	}
 	var b, r []string
-	for _, g := range blocked {
+	for _, g := range append(blocked, extra...) {
 		b = append(b, g.Name)
 	}
 	for _, g := range reopened {
@@ -277,5 +374,10 @@ func Describe(allow []string, w io.Writer) {
 	fmt.Fprintf(w, "seccomp:   blocked: %s; foreign architectures killed\n", strings.Join(b, ", "))
 	if len(r) > 0 {
 		fmt.Fprintf(w, "  reopened by policy: %s\n", strings.Join(r, "; "))
+		for _, g := range reopened {
+			if g.Name == "io_uring" && len(extra) > 0 {
+				fmt.Fprintln(w, "  io_uring reopened: its socket operations do not pass through this filter, so the socket families it refuses are open to io_uring")
+			}
+		}
 	}
 }

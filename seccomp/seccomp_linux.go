@@ -44,8 +44,9 @@ var syscalls = map[string]uint32{
 }
 
 var errnos = map[string]unix.Errno{
-	"EPERM":  unix.EPERM,
-	"ENOSYS": unix.ENOSYS,
+	"EPERM":        unix.EPERM,
+	"ENOSYS":       unix.ENOSYS,
+	"EAFNOSUPPORT": unix.EAFNOSUPPORT,
 }
 
 // Offsets into struct seccomp_data (linux/seccomp.h), the input of every
@@ -76,6 +77,16 @@ func nativeArch() uint32 {
 	return unix.AUDIT_ARCH_X86_64
 }
 
+// BuildArgs builds the filter that Args describes (the arguments of
+// agentbox's hidden seccomp command).
+func BuildArgs(args []string) (*Filter, error) {
+	allow, extra, err := ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return Build(allow, extra...)
+}
+
 // Build compiles the filter that blocks every group except those named in
 // allow, plus the extra groups given (such as NoNetBypass). An unknown name
 // is an error that lists the valid ones.
@@ -102,6 +113,7 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 
 const (
 	ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	ja   = unix.BPF_JMP | unix.BPF_JA
 	jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 	jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
 	jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
@@ -116,9 +128,11 @@ func retErrno(e unix.Errno) unix.SockFilter {
 //
 //  1. the architecture check;
 //  2. on x86-64, the x32 check;
-//  3. for each rule: "is it this syscall?" and, if so, a body that ends in
-//     a return (so the accumulator still holds the syscall number whenever
-//     control falls through to the next rule);
+//  3. for each rule: "is it this syscall?" and, if so, a body that either
+//     returns the rule's errno or loads the syscall number again and falls
+//     through to the next rule (so the accumulator holds the syscall
+//     number whenever a rule is checked, and several rules can name one
+//     syscall);
 //  4. allow.
 //
 // Steps 1, 2 and the syscall comparisons only read nr and arch, so the
@@ -180,11 +194,22 @@ func compile(blocked []Group) ([]unix.SockFilter, error) {
 	return prog, nil
 }
 
-// ruleBody is what runs once the syscall number matched r. It always ends in
-// a return.
+// ruleBody is what runs once the syscall number matched r: it returns the
+// errno, or leaves the syscall number in the accumulator and falls through
+// to the instruction after it.
 func ruleBody(r Rule, e unix.Errno) []unix.SockFilter {
 	if !r.conditional() {
 		return []unix.SockFilter{retErrno(e)}
+	}
+	body := []unix.SockFilter{stmt(ldW, argLow(r.Arg))}
+	if len(r.Unless) > 0 {
+		// A value on the list jumps over the remaining tests and the
+		// errno, to the reload of the syscall number; none on it, errno.
+		//   ld arg; jeq v1 -> ok; ...; jeq vn -> ok; ret errno; ok: ld nr
+		for i, v := range r.Unless {
+			body = append(body, jump(jeq, v, uint8(len(r.Unless)-i), 0))
+		}
+		return append(body, retErrno(e), stmt(ldW, offNr))
 	}
 	var tests []unix.SockFilter
 	for _, v := range r.Equal {
@@ -193,15 +218,16 @@ func ruleBody(r Rule, e unix.Errno) []unix.SockFilter {
 	if r.Bits != 0 {
 		tests = append(tests, jump(jset, r.Bits, 0, 0))
 	}
-	// A matching test jumps over the remaining tests and the allow, to the
-	// errno return at the end.
+	// A matching test jumps over the remaining tests, the reload and the
+	// jump, to the errno return at the end.
+	//   ld arg; tests -> refuse; ld nr; ja +1; refuse: ret errno
 	for i := range tests {
-		tests[i].Jt = uint8(len(tests) - i)
+		tests[i].Jt = uint8(len(tests) - i + 1)
 	}
-	body := []unix.SockFilter{stmt(ldW, argLow(r.Arg))}
 	body = append(body, tests...)
 	return append(body,
-		stmt(ret, unix.SECCOMP_RET_ALLOW),
+		stmt(ldW, offNr),
+		stmt(ja, 1),
 		retErrno(e),
 	)
 }

@@ -162,7 +162,8 @@ func TestGroupTable(t *testing.T) {
 			if _, ok := errnos[r.Errno]; !ok {
 				t.Errorf("group %s: unknown errno %q", g.Name, r.Errno)
 			}
-			// Two rules for one syscall would make the first one win silently.
+			// One syscall in two groups: reopening one group would leave
+			// the syscall refused by the other, which no one would guess.
 			if other, ok := seen[r.Syscall]; ok {
 				t.Errorf("%s is in groups %s and %s", r.Syscall, other, g.Name)
 			}
@@ -310,5 +311,88 @@ func TestMemfd(t *testing.T) {
 	}
 	if _, err := file.WriteAt([]byte{0}, 0); err == nil {
 		t.Error("writing to the sealed memfd succeeded")
+	}
+}
+
+// The extra groups a backend adds for a network mode: only the socket
+// families the box needs, and under Landlock none the ways past its
+// connect check. socket(2) is named by two rules then; each one answers.
+func TestNetworkGroups(t *testing.T) {
+	native := nativeArch()
+	build := func(t *testing.T, extra []Group) []unix.SockFilter {
+		f, err := Build(nil, extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := decode(f.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prog
+	}
+	eafnosupport := verdict{Action: "errno", Errno: unix.EAFNOSUPPORT}
+	sock := func(family, typ, proto uint64) call {
+		return call{arch: native, nr: unix.SYS_SOCKET, args: [6]uint64{family, typ, proto}}
+	}
+	tests := []struct {
+		name string
+		mode string
+		ll   bool
+		call call
+		want verdict
+	}{
+		{"unix allowed", "none", false, sock(unix.AF_UNIX, unix.SOCK_STREAM, 0), allow},
+		{"inet allowed", "none", false, sock(unix.AF_INET, unix.SOCK_STREAM, 0), allow},
+		{"inet6 allowed", "allowlist", false, sock(unix.AF_INET6, unix.SOCK_DGRAM, 0), allow},
+		{"netlink allowed", "none", false, sock(unix.AF_NETLINK, unix.SOCK_RAW, 0), allow},
+		{"vsock refused", "none", false, sock(unix.AF_VSOCK, unix.SOCK_STREAM, 0), eafnosupport},
+		{"vsock refused under allowlist", "allowlist", false, sock(unix.AF_VSOCK, unix.SOCK_STREAM, 0), eafnosupport},
+		{"tipc refused", "none", false, sock(unix.AF_TIPC, unix.SOCK_RDM, 0), eafnosupport},
+		{"packet refused", "none", false, sock(unix.AF_PACKET, unix.SOCK_RAW, 0), eafnosupport},
+		{"smc refused", "none", false, sock(unix.AF_SMC, unix.SOCK_STREAM, 0), eafnosupport},
+		{"vsock in the high half still vsock", "none", false, sock(1<<32|unix.AF_VSOCK, unix.SOCK_STREAM, 0), eafnosupport},
+		{"family 0 refused", "none", false, sock(0, unix.SOCK_STREAM, 0), eafnosupport},
+		{"a family the kernel gains later refused", "none", false, sock(63, unix.SOCK_STREAM, 0), eafnosupport},
+		{"vsock allowed with the network open", "open", false, sock(unix.AF_VSOCK, unix.SOCK_STREAM, 0), allow},
+		{"landlock: MPTCP refused by the other socket rule", "none", true, sock(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), eperm},
+		{"landlock: SMC protocol refused", "none", true, sock(unix.AF_INET, unix.SOCK_STREAM, 256), eperm},
+		{"landlock: vsock refused", "none", true, sock(unix.AF_VSOCK, unix.SOCK_STREAM, 0), eafnosupport},
+		{"landlock: plain TCP allowed (Landlock refuses connect)", "none", true, sock(unix.AF_INET, unix.SOCK_STREAM, 0), allow},
+		{"landlock: TCP Fast Open refused", "none", true, call{arch: native, nr: unix.SYS_SENDTO, args: [6]uint64{3, 0, 0, unix.MSG_FASTOPEN}}, eperm},
+		{"bwrap none: MPTCP allowed (its namespace has only loopback)", "none", false, sock(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), allow},
+		{"keyctl still refused", "none", true, call{arch: native, nr: unix.SYS_KEYCTL}, eperm},
+		{"read allowed", "none", true, call{arch: native, nr: unix.SYS_READ}, allow},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ret, err := run(build(t, ForNetwork(tc.mode, tc.ll)), tc.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, verdictOf(ret)); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The hidden seccomp command's arguments round-trip: extra groups as
+// +NAME, then the reopened ones.
+func TestArgs(t *testing.T) {
+	args := Args([]string{"userns"}, ForNetwork("none", true))
+	if diff := cmp.Diff([]string{"+no-net-bypass", "+socket-families", "userns"}, args); diff != "" {
+		t.Errorf("Args (-want +got):\n%s", diff)
+	}
+	allow, extra, err := ParseArgs(args)
+	if err != nil || len(extra) != 2 || extra[1].Name != "socket-families" || len(allow) != 1 {
+		t.Errorf("ParseArgs = %v, %v, %v", allow, extra, err)
+	}
+	if _, _, err := ParseArgs([]string{"+nope"}); err == nil {
+		t.Error("an unknown extra group was accepted")
+	}
+	a, _ := Build([]string{"userns"}, ForNetwork("none", true)...)
+	b, _ := BuildArgs(args)
+	if diff := cmp.Diff(a.Bytes(), b.Bytes()); diff != "" {
+		t.Errorf("BuildArgs differs from Build (-want +got):\n%s", diff)
 	}
 }

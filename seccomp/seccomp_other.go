@@ -18,6 +18,15 @@ func Build(allow []string, extra ...Group) (*Filter, error) {
 	return nil, fmt.Errorf("%w: %s/%s (seccomp filters are built for linux/amd64 and linux/arm64)", ErrUnsupported, runtime.GOOS, runtime.GOARCH)
 }
 
+// BuildArgs validates args and returns an error wrapping ErrUnsupported.
+func BuildArgs(args []string) (*Filter, error) {
+	allow, extra, err := ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return Build(allow, extra...)
+}
+
 // Memfd returns an error wrapping ErrUnsupported.
 func (f *Filter) Memfd() (*os.File, error) {
 	return nil, fmt.Errorf("%w: %s/%s", ErrUnsupported, runtime.GOOS, runtime.GOARCH)

@@ -1,6 +1,8 @@
 package supervise
 
 import (
+	"os"
+
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
 )
@@ -14,6 +16,7 @@ type runGuard struct {
 	pend  *pending
 	holds []hold
 	recs  []guardRecord
+	pins  *Pins
 	done  bool
 }
 
@@ -33,7 +36,7 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 		pend = nil
 	}
 	g.pend = pend
-	if err := Prepare(p); err != nil {
+	if g.pins, err = PreparePinned(p); err != nil {
 		g.release()
 		return nil, err
 	}
@@ -59,6 +62,9 @@ func (g *runGuard) saveRecord(cgroups []string) {
 // started records the box's first process (its process group).
 func (g *runGuard) started(pid int) { g.pend.pgrp(pid) }
 
+// prepared returns the folders Prepare made, by path, for the backend.
+func (g *runGuard) prepared() map[string]*os.File { return g.pins.files }
+
 // check is the after-run check; every process of the run has ended.
 func (g *runGuard) check() {
 	check(&g.p.HostExec, g.p.RunID, g.recs, g.ev)
@@ -71,6 +77,7 @@ func (g *runGuard) release() {
 		return
 	}
 	g.done = true
+	g.pins.Close()
 	releasePlaceholders(g.holds, g.p.HostExec.State, g.pend)
 	g.pend.done()
 }

@@ -3,6 +3,8 @@
 package supervise
 
 import (
+	"os"
+
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
 )
@@ -20,6 +22,9 @@ func (g *runGuard) saveRecord(cgroups []string) {}
 func (g *runGuard) started(pid int)             {}
 func (g *runGuard) check()                      {}
 func (g *runGuard) release()                    {}
+
+// prepared is nil: the folders are not pinned by descriptor here.
+func (g *runGuard) prepared() map[string]*os.File { return nil }
 
 // Recover does nothing here: see the Linux version.
 func Recover(state string, ev event.Emitter) {}

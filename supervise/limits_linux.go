@@ -49,6 +49,8 @@ func ApplyLimits(l plan.Limits) error {
 // they cannot raise again. Nothing is allocated between the limits and
 // execve, so a memory limit far below what a Go program needs still works.
 func RlimitExec(args []string) int {
+	// Until it becomes CMD, this is agentbox's own process in the box.
+	NotDumpable()
 	i := 0
 	for ; i < len(args) && args[i] != "--"; i++ {
 		res, n, err := ParseRlimit(args[i])

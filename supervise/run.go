@@ -69,6 +69,7 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 		defer grp.Close()
 	}
 	g.saveRecord(grp.Dirs())
+	c.Prepared = g.prepared()
 	left := false
 	c.Started = func(pid int) {
 		if grp != nil && !left {

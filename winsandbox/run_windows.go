@@ -113,11 +113,9 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 	if err != nil || userSID == "" {
 		return 125, fmt.Errorf("sandbox user %s: %v; run `agentbox setup`", spec.User, err)
 	}
-	// The folders agentbox owns must exist (and be the user's own, not a
-	// link planted by someone else) before an ACL can be put on them.
-	if err := supervise.Prepare(p); err != nil {
-		return 125, err
-	}
+	// The folders agentbox owns exist by now, and are the user's own, not
+	// a link planted by someone else (supervise.Run prepared them) before
+	// an ACL is put on them.
 	release, err := applyACEs(spec, supervise.Project(p), rec.GroupSID)
 	if err != nil {
 		return 125, err

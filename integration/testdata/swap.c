@@ -1,0 +1,39 @@
+/*
+ * swap.c - exchange two names in a loop, as a box writing a project can:
+ *
+ *   swap A B    renameat2(A, B, RENAME_EXCHANGE) until killed
+ *
+ * Prints "swapping" once the first exchange succeeded. The race tests run
+ * it in one box while other boxes of the same project start. It dies with
+ * its parent, so it never outlives the box that started it.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: swap A B\n");
+		return 2;
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (long n = 0;; n++) {
+		if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], RENAME_EXCHANGE) != 0) {
+			perror("renameat2");
+			return 1;
+		}
+		if (n == 0) {
+			printf("swapping\n");
+			fflush(stdout);
+		}
+	}
+}

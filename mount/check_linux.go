@@ -1,0 +1,109 @@
+package mount
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/supervise"
+)
+
+// The check file (fd 8) holds one record per Check, each ended by a NUL:
+// kind, device, inode and path separated by tabs (the path last, so it may
+// hold a tab itself). The device and inode are 0 for what bwrap makes.
+
+// checkFile writes the checks of d for the init: each bind's device and
+// inode are taken from the descriptor bwrap is given (slots, from firstFD).
+func checkFile(d Detail, slots []*os.File) (*os.File, error) {
+	var b bytes.Buffer
+	for _, c := range d.Checks {
+		var dev, ino uint64
+		if c.Kind == "bind" {
+			f := slots[c.FD-firstFD]
+			var st unix.Stat_t
+			if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+				return nil, &os.PathError{Op: "stat", Path: c.Path, Err: err}
+			}
+			dev, ino = st.Dev, st.Ino
+		}
+		fmt.Fprintf(&b, "%s\t%d\t%d\t%s\x00", c.Kind, dev, ino, c.Path)
+	}
+	return supervise.SealedFile("agentbox-checks", b.Bytes())
+}
+
+// verifyMounts checks, in the box, every record of the check file data.
+func verifyMounts(data []byte) error {
+	for _, rec := range bytes.Split(data, []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		f := strings.SplitN(string(rec), "\t", 4)
+		if len(f) != 4 {
+			return fmt.Errorf("bad check record %q", rec)
+		}
+		dev, err1 := strconv.ParseUint(f[1], 10, 64)
+		ino, err2 := strconv.ParseUint(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("bad check record %q", rec)
+		}
+		if err := verifyMount(f[0], dev, ino, f[3]); err != nil {
+			return fmt.Errorf("%s: %w", f[3], err)
+		}
+	}
+	return nil
+}
+
+// errSwapped is the end of every message about a mount that is not what
+// agentbox asked for.
+const errSwapped = "a path was swapped while the box started (another box writing the same folders?); nothing ran"
+
+// verifyMount checks one mount: reached without following a link, the root
+// of a mount, and the file agentbox opened (a bind) or an empty tmpfs
+// folder or file bwrap made (a hidden path).
+func verifyMount(kind string, dev, ino uint64, path string) error {
+	fd, err := supervise.OpenFD(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%v: %s", err, errSwapped)
+	}
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE, &stx); err != nil {
+		return err
+	}
+	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return errors.New("not mounted there: " + errSwapped)
+	}
+	if kind == "bind" {
+		if unix.Mkdev(stx.Dev_major, stx.Dev_minor) != dev || stx.Ino != ino {
+			return errors.New("not the folder or file agentbox opened: " + errSwapped)
+		}
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return err
+	}
+	if st.Type != unix.TMPFS_MAGIC {
+		return errors.New("not the empty tmpfs agentbox put there: " + errSwapped)
+	}
+	switch kind {
+	case "hide-dir":
+		if st.Flags&unix.ST_RDONLY == 0 || stx.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return errors.New("not an empty read-only folder: " + errSwapped)
+		}
+	case "hide-file":
+		if st.Flags&unix.ST_RDONLY == 0 || stx.Mode&unix.S_IFMT != unix.S_IFREG || stx.Size != 0 {
+			return errors.New("not an empty read-only file: " + errSwapped)
+		}
+	}
+	return nil
+}

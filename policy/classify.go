@@ -1,0 +1,291 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/cache"
+	"github.com/agentbox/agentbox/hostexec"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// A project policy arrives with a repository, so the user who is asked to
+// trust it must see what it really asks for: a grant inside the project is
+// ordinary, a writable folder elsewhere in the home folder (~/.config,
+// ~/.local/bin) or outside it, or a setting that loosens enforcement, the
+// backend, seccomp or the network is not, and is marked with "!".
+
+// Grant is one thing a policy layer asks for, classified.
+type Grant struct {
+	// Danger is true when the grant loosens the sandbox.
+	Danger bool
+	// Category is where a path lies ("inside the project", "elsewhere in
+	// your home folder", "outside your home folder") or what a setting
+	// does ("loosens seccomp", "tightens", "sets").
+	Category string
+	// Text is "key = value", escaped for the terminal.
+	Text string
+}
+
+// String renders the grant as one line: "!" for a dangerous one, then the
+// category and the text.
+func (g Grant) String() string {
+	mark := " "
+	if g.Danger {
+		mark = "!"
+	}
+	return mark + " " + g.Category + ": " + g.Text
+}
+
+// Categories of grants.
+const (
+	inProject   = "inside the project"
+	inHome      = "elsewhere in your home folder"
+	outsideHome = "outside your home folder"
+	tightens    = "tightens"
+	sets        = "sets"
+)
+
+// Classify lists what layer l asks for, classified, in a stable order: the
+// paths it makes writable one by one, then the other lists, the settings
+// and the providers it declares. env gives the home folder and the
+// variables paths are expanded with.
+func Classify(l *Layer, env Env) []Grant {
+	if l == nil {
+		return nil
+	}
+	var out []Grant
+	add := func(danger bool, category, text string) {
+		out = append(out, Grant{Danger: danger, Category: category, Text: text})
+	}
+	path := func(key string, e Entry) {
+		add(pathGrant(key, e, env))
+	}
+	for _, e := range l.Lists["filesystem.writable"] {
+		path("filesystem.writable", e)
+	}
+	for _, key := range []string{"filesystem.read_only", "filesystem.deny"} {
+		for _, e := range l.Lists[key] {
+			add(false, tightens, fmt.Sprintf("%s = %s", key, printable(e.Value)))
+		}
+	}
+	joined := func(key string) string {
+		var vals []string
+		for _, e := range l.Lists[key] {
+			vals = append(vals, printable(e.Value))
+		}
+		return key + " = " + strings.Join(vals, ", ")
+	}
+	for _, lk := range []struct {
+		key, category string
+		danger        bool
+	}{
+		{"network.allow", "loosens the network", true},
+		{"network.deny", tightens, false},
+		{"env.pass", "loosens the environment (passes these variables into the box)", true},
+		{"env.deny", tightens, false},
+		{"seccomp.allow", "loosens seccomp", true},
+	} {
+		if len(l.Lists[lk.key]) > 0 {
+			add(lk.danger, lk.category, joined(lk.key))
+		}
+	}
+	keys := make([]string, 0, len(l.Scalars))
+	for k := range l.Scalars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := l.Scalars[k].Value
+		danger, category, why := classifyScalar(k, v)
+		text := fmt.Sprintf("%s = %s", k, printable(v))
+		if why != "" {
+			text += ": " + why
+		}
+		add(danger, category, text)
+	}
+	for _, k := range sortedKeys(l.EnvSet) {
+		add(false, sets, fmt.Sprintf("env.set.%s = (a value)", printable(k)))
+	}
+	for _, p := range l.Providers {
+		var cmds []string
+		for _, c := range p.Commands {
+			cmds = append(cmds, printable(c))
+		}
+		name := printable(p.Name)
+		if p.Sandbox {
+			add(true, "declares a provider", fmt.Sprintf("providers.%s: commands %s run confined with its writable folders, for any command named so", name, strings.Join(cmds, ", ")))
+		} else {
+			add(false, sets, fmt.Sprintf("providers.%s: commands %s", name, strings.Join(cmds, ", ")))
+		}
+		for _, e := range p.Writable {
+			path("providers."+name+".writable", e)
+		}
+	}
+	return out
+}
+
+// pathGrant classifies a writable path by where it lies once expanded: in
+// the policy's own folder, elsewhere in the home folder, or outside it.
+func pathGrant(key string, e Entry, env Env) (bool, string, string) {
+	text := fmt.Sprintf("%s = %s", key, printable(e.Value))
+	p, err := (&resolver{env: env}).expand(e)
+	if err != nil {
+		return true, "cannot be placed", text + " (" + printable(err.Error()) + ")"
+	}
+	if p != e.Value {
+		text += " (" + printable(p) + ")"
+	}
+	switch {
+	case e.Base != "" && plan.Within(p, e.Base):
+		return false, inProject, text
+	case env.Home != "" && plan.Within(p, env.Home):
+		return true, inHome, text
+	}
+	return true, outsideHome, text
+}
+
+// classifyScalar says whether a setting loosens the sandbox, its category,
+// and a few words on what it does when that is not obvious.
+func classifyScalar(k, v string) (bool, string, string) {
+	if strings.HasPrefix(k, "caches.") {
+		if v == cache.HostWritable {
+			return true, "shares your own caches", "the box could change your own cache, which the tool uses outside the box later"
+		}
+		return false, sets, ""
+	}
+	switch k {
+	case "sandbox.enforce":
+		if v == plan.BestEffort {
+			return true, "loosens enforcement", "runs the command unconfined when no backend can confine it"
+		}
+		return false, tightens, ""
+	case "sandbox.backend":
+		switch v {
+		case "bwrap":
+			return false, tightens, ""
+		case "auto":
+			return false, sets, ""
+		}
+		return true, "loosens the backend", "a backend weaker than bubblewrap, or one that cannot run here (with best-effort: unconfined)"
+	case "sandbox.project_may_loosen":
+		return v == "true", "loosens trust", ""
+	case "network.mode":
+		if v == plan.NetOpen {
+			return true, "loosens the network", "the host's network"
+		}
+		return false, tightens, ""
+	case "tmp.mode":
+		if v == plan.TmpHost {
+			return true, "loosens /tmp", "the host's /tmp, shared with every program"
+		}
+		return false, sets, ""
+	case "env.mode":
+		if v == "inherit" {
+			return true, "loosens the environment", "every variable reaches the box"
+		}
+		return false, tightens, ""
+	case "filesystem.scan_limit":
+		if n, err := strconv.Atoi(v); err == nil && n < hostexec.DefaultLimit {
+			return false, sets, "a smaller search for what host programs run: a run in a bigger tree is refused"
+		}
+		return false, sets, ""
+	case "filesystem.ssh_keys":
+		if v == "visible" {
+			return true, "exposes your SSH private keys", "everything in the box can read and copy them"
+		}
+		return false, tightens, ""
+	case "provider.name":
+		switch v {
+		case "none":
+			return false, tightens, ""
+		case "auto", "":
+			return false, sets, ""
+		}
+		return true, "chooses the provider", "its folders become writable whatever the command"
+	case "limits.processes", "limits.open_files", "limits.memory", "limits.cpu_time", "limits.file_size":
+		if v == "" || v == "0" {
+			return true, "loosens limits", "unlimited"
+		}
+		return false, tightens, ""
+	}
+	return false, sets, ""
+}
+
+// Diff lists what changed between the grants of two versions of a policy:
+// "+ " before what is new, "- " before what is gone; unchanged grants are
+// left out.
+func Diff(old, new []Grant) []string {
+	had, has := map[string]bool{}, map[string]bool{}
+	for _, g := range old {
+		had[g.String()] = true
+	}
+	for _, g := range new {
+		has[g.String()] = true
+	}
+	var out []string
+	for _, g := range new {
+		if !had[g.String()] {
+			out = append(out, "+ "+g.String())
+		}
+	}
+	for _, g := range old {
+		if !has[g.String()] {
+			out = append(out, "- "+g.String())
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "  (nothing it grants changed: only comments or layout)")
+	}
+	return out
+}
+
+// printable shows s as is when it holds only printable characters, and
+// quoted otherwise: a policy must not be able to move the cursor, clear
+// the lines or reorder the text (a right-to-left override) of the very
+// message that asks the user to review it.
+func printable(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// Escape makes text safe to print on a terminal: every character that is
+// not printable (control characters and escape sequences, carriage
+// returns, newlines, bidirectional overrides) and every byte that is not
+// UTF-8 becomes a Go-style escape; the rest is kept. Names from the file
+// system (a folder called "\x1b]0;…") and from policies pass through it
+// before they reach the user's terminal.
+func Escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}

@@ -1,0 +1,4 @@
+package policy
+
+// nonBlock is nothing on Windows, which has no FIFOs in the file system.
+const nonBlock = 0
