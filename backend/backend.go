@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -67,6 +68,13 @@ type Context struct {
 	// process of the box (every later process of the box descends from
 	// it). The supervisor uses it to leave the box's cgroup.
 	Started func()
+	// Judge decides which filesystem calls the policy refuses, for the
+	// filesystem log (plan.Log.Filesystem); nil for no log.
+	Judge fslog.Judge
+	// FSLog is the box's end of the filesystem log's socket, which the
+	// backend passes to the box's first process when the plan records
+	// filesystem refusals (the supervisor sets it).
+	FSLog *os.File
 }
 
 // Emit sends e to c.Events, if any.

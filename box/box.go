@@ -117,6 +117,7 @@ func Complete(p *plan.Plan, all []backend.Backend) (backend.Backend, error) {
 		p.Command = append([]string(nil), p.Provider.Confined...)
 	}
 	p.Box.Passed = choice.Passed
+	p.Log.Filesystem = filesystemLog(p, choice.Backend)
 	if err := choice.Backend.Complete(p); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/refusal"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -31,12 +32,13 @@ func Run(req Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog})
+	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog},
+		&refusal.Summary{W: os.Stderr, NetLog: req.NetLog, Plan: p})
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
 	defer events.Close()
-	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events,
+	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judge(p),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 }
 

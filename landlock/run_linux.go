@@ -14,13 +14,32 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
 )
 
-// planFD is the descriptor the child reads the frozen plan from.
-const planFD = 3
+// planFD is the descriptor the child reads the frozen plan from; logFD
+// holds the box's end of the filesystem log's socket, when there is one.
+const (
+	planFD = 3
+	logFD  = 4
+)
+
+// armLog arms the filesystem log from the child, on the thread that execs
+// CMD: the notification filter (its listener goes to the supervisor), or,
+// for Landlock's own audit records, the word that this process makes the
+// run's domain. A log that cannot start is the supervisor's warning.
+func armLog(mode string) error {
+	switch mode {
+	case fslog.Notify:
+		return fslog.Arm(logFD)
+	case fslog.Audit:
+		return fslog.Announce(logFD)
+	}
+	return nil
+}
 
 // SelfCheck verifies what a process confined by Landlock can see for
 // itself: there is no mount to look at, but agentbox's child always sets
@@ -57,10 +76,14 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		return 0, err
 	}
 	fg := supervise.Foreground()
+	files := []uintptr{0, 1, 2, r.Fd()}
+	if c.FSLog != nil {
+		files = append(files, c.FSLog.Fd()) // logFD
+	}
 	attr := &syscall.ProcAttr{
 		// CMD's environment: the child execs CMD with its own.
 		Env:   p.BoxEnviron(),
-		Files: []uintptr{0, 1, 2, r.Fd()},
+		Files: files,
 		// Its own process group, with the terminal's foreground when
 		// agentbox had it, so Ctrl-C reaches CMD and not agentbox; SIGKILL
 		// when agentbox dies. There is no PID namespace: processes CMD
@@ -148,6 +171,9 @@ func ChildMain() int {
 	}
 	if err := installSeccomp(filter.Bytes()); err != nil {
 		return fail("installing the seccomp filter: %v", err)
+	}
+	if err := armLog(p.Log.Filesystem); errors.Is(err, fslog.ErrOrphan) {
+		return fail("%v", err)
 	}
 	// Last, so this Go process does not have to live under a memory limit
 	// meant for CMD: nothing is allocated between here and execve.

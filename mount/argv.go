@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/supervise"
@@ -55,6 +56,9 @@ type Argv struct {
 	// NetFD is the fd that must hold the box's end of the proxy's socket
 	// pair (netproxy.Pair), or 0 when the network mode is not allowlist.
 	NetFD int
+	// LogFD is the fd that must hold the box's end of the filesystem
+	// log's socket, or 0 when the plan does not record refusals this way.
+	LogFD int
 	// Allow and Deny are the proxy's rules, and Forward the targets of the
 	// box's port forwards in the order of the init's --forward arguments.
 	Allow, Deny, Forward []string
@@ -76,6 +80,11 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			return Argv{}, err
 		}
 		nr.fd = next
+		next++
+	}
+	logFD := 0
+	if p.Log.Filesystem == fslog.Notify {
+		logFD = next
 		next++
 	}
 	for _, m := range p.Mounts {
@@ -170,6 +179,11 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	if o.Foreground {
 		add("--foreground")
 	}
+	if logFD > 0 {
+		// The init arms the filesystem log right before it starts CMD
+		// (package fslog).
+		add("--log-fd", strconv.Itoa(logFD))
+	}
 	if nr.fd > 0 {
 		add("--net-fd", strconv.Itoa(nr.fd), "--net-port", strconv.Itoa(plan.ProxyPort))
 		for _, f := range nr.forward {
@@ -182,7 +196,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	add("--")
 	add(p.Command...)
 	return Argv{Args: a, NullFDs: nulls, Seccomp: o.Seccomp, SeccompAllow: p.Seccomp,
-		NetFD: nr.fd, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
+		NetFD: nr.fd, LogFD: logFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
 }
 
 // netRender is what network mode allowlist adds to the box.

@@ -39,6 +39,9 @@ type Detail struct {
 	Seccomp []string `json:"seccomp_reopened,omitempty"`
 	// NetFD is the descriptor of the box's end of the proxy's socket pair.
 	NetFD int `json:"net_fd,omitempty"`
+	// LogFD is the descriptor of the box's end of the filesystem log's
+	// socket.
+	LogFD int `json:"log_fd,omitempty"`
 	// Allow, Deny and Forward are the proxy's rules and port forwards.
 	Allow   []string `json:"allow,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
@@ -79,7 +82,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
-	d := Detail{Bwrap: path, Args: av2.Args, NullFDs: av2.NullFDs, Seccomp: p.Seccomp, NetFD: av2.NetFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
+	d := Detail{Bwrap: path, Args: av2.Args, NullFDs: av2.NullFDs, Seccomp: p.Seccomp, NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}

@@ -116,6 +116,12 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		defer nw.stop()
 		extra = append(extra, nw.box) // fd d.NetFD: right after seccomp
 	}
+	if d.LogFD > 0 {
+		if c.FSLog == nil {
+			return 0, &BoxError{Op: "starting", Err: errors.New("the plan records filesystem refusals, and the run has no log")}
+		}
+		extra = append(extra, c.FSLog) // fd d.LogFD: after the network's
+	}
 	for range d.NullFDs {
 		f, err := os.Open(os.DevNull)
 		if err != nil {

@@ -252,6 +252,10 @@ type Log struct {
 	Enabled bool   `json:"enabled"`
 	Dir     string `json:"dir,omitempty"`
 	Origin  Origin `json:"origin"`
+	// Filesystem is how the run's filesystem refusals are recorded (see
+	// package fslog): "seccomp-notify", "landlock-audit", or "" for not
+	// at all. It is decided with the backend.
+	Filesystem string `json:"filesystem,omitempty"`
 }
 
 // Enforcement levels.

@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -63,11 +64,20 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 			grp.Release()
 		}
 	}
-	c.Started = leave
+	// The filesystem log: it records what the box is refused until the
+	// box has ended, and its last records come before the run's end.
+	fl := fslog.Start(p, c.Judge, c.Events)
+	defer fl.Stop()
+	c.FSLog = fl.Box()
+	c.Started = func() {
+		leave()
+		fl.Started()
+	}
 	watch := gitWatch(p)
 	defer Cleanup(p)
 	status, err := b.Run(p, &c)
 	leave()
+	fl.Stop()
 	if grp != nil {
 		for _, h := range grp.Hits() {
 			c.Emit(event.Event{Kind: event.Limit, Limit: h.Limit, Detail: h.Detail})
