@@ -109,6 +109,7 @@ func Complete(p *plan.Plan, all []backend.Backend) (backend.Backend, error) {
 	}
 	if choice.Backend == nil {
 		p.Box = plan.Box{Degraded: choice.Degraded, Passed: choice.Passed}
+		p.Log.Filesystem = ""
 		// Never when unconfined: the provider's own sandbox stays on.
 		p.Provider.Adjusted, p.Provider.Confined = "", nil
 		return nil, plan.Validate(p)

@@ -18,7 +18,7 @@ import (
 // ABI 7), else seccomp notification on both Linux backends; nothing when
 // the audit log is off or elsewhere.
 func filesystemLog(p *plan.Plan, b backend.Backend) string {
-	if !p.Log.Enabled || runtime.GOOS != "linux" || p.GOOS != "linux" {
+	if !p.Log.Enabled || p.Log.Filesystem == "" || runtime.GOOS != "linux" || p.GOOS != "linux" {
 		return ""
 	}
 	switch b.Name() {

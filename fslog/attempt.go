@@ -45,6 +45,10 @@ type Target struct {
 	Exists, Dir bool
 	// Parent says the folder it would be in was there.
 	Parent bool
+	// Folder says Real is the folder an entry was to be made in or
+	// removed from, without the entry's name: what Landlock's audit
+	// records name for such a call.
+	Folder bool
 }
 
 // Attempt is one filesystem call of a boxed process.

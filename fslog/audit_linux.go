@@ -18,6 +18,7 @@ import (
 // The kernel's audit record types agentbox reads (linux/audit.h).
 const (
 	auditGet            = 1000
+	auditUser           = 1100
 	auditSyscall        = 1300
 	auditEOE            = 1320
 	auditLandlockAccess = 1423
@@ -108,34 +109,48 @@ type auditRun struct {
 	pending  map[string]*auditGroup
 	order    []string
 	finished bool
+	// marker is the text of agentbox's own record queued after the box
+	// ended; marked is set when it came back.
+	marker string
+	marked bool
 }
 
-// serve reads records until stop is readable, then for a moment more:
-// the kernel delivers audit records after the calls that made them, and
-// the domain's end (with its count of denials) after its last process.
+// serve reads records until stop is readable, then until everything the
+// box's calls made has arrived. Landlock queues a denial's record before
+// the refused call returns, so once the box has ended its records are all
+// in the kernel's audit queue: agentbox then queues a record of its own
+// (the marker) and reads until the marker comes back, which the queue
+// delivers after them. When the box was refused anything, it also waits
+// (at most a second) for the domain's end, whose count of denials says
+// whether any record was dropped on the way.
 func (r *auditReader) serve(pid int, judge Judge, ev event.Emitter, seen *dedup, stop int) {
 	run := &auditRun{pid: pid, counted: -1, judge: judge, ev: ev, seen: seen, pending: map[string]*auditGroup{}}
 	buf := make([]byte, 64<<10)
 	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
-	var deadline time.Time
+	var ended time.Time
 	for {
 		timeout := -1
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left <= 0 || run.finished || run.domain == "" {
+		if !ended.IsZero() {
+			waited := time.Since(ended)
+			if run.marked && (run.domain == "" || run.finished) || waited > time.Second {
 				break
 			}
-			timeout = int(left.Milliseconds()) + 1
+			timeout = int((time.Second - waited).Milliseconds()) + 1
 		}
-		fds[0].Revents, fds[1].Revents = 0, 0
+		for i := range fds {
+			fds[i].Revents = 0
+		}
 		c, err := unix.Poll(fds, timeout)
 		if err != nil && err != unix.EINTR {
 			break
 		}
-		if fds[1].Revents != 0 && deadline.IsZero() {
-			// The box has ended: its records may still be on their way.
-			deadline = time.Now().Add(time.Second)
+		if len(fds) > 1 && fds[1].Revents != 0 {
+			ended = time.Now()
 			fds = fds[:1]
+			run.marker = fmt.Sprintf("agentbox-fslog-end pid=%d t=%d", pid, ended.UnixNano())
+			if err := r.mark(run.marker); err != nil {
+				run.marked = true // nothing to wait for: take what came
+			}
 		}
 		if c > 0 && fds[0].Revents&unix.POLLIN != 0 {
 			n, _, err := unix.Recvfrom(r.fd, buf, unix.MSG_DONTWAIT)
@@ -152,6 +167,18 @@ func (r *auditReader) serve(pid int, judge Judge, ev event.Emitter, seen *dedup,
 	}
 }
 
+// mark queues a user message with text in the kernel's audit (it needs
+// CAP_AUDIT_WRITE, which root has): it comes back through the multicast
+// group after every record queued before it.
+func (r *auditReader) mark(text string) error {
+	msg := make([]byte, unix.NLMSG_HDRLEN, unix.NLMSG_HDRLEN+len(text)+1)
+	msg = append(append(msg, text...), 0)
+	binary.LittleEndian.PutUint32(msg[0:], uint32(len(msg)))
+	binary.LittleEndian.PutUint16(msg[4:], auditUser)
+	binary.LittleEndian.PutUint16(msg[6:], unix.NLM_F_REQUEST)
+	return unix.Sendto(r.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+}
+
 // messages takes one datagram of netlink messages.
 func (run *auditRun) messages(b []byte) {
 	for len(b) >= unix.NLMSG_HDRLEN {
@@ -161,12 +188,18 @@ func (run *auditRun) messages(b []byte) {
 			return
 		}
 		run.record(typ, string(b[unix.NLMSG_HDRLEN:l]))
-		b = b[(l+3)&^3:]
+		b = b[min((l+3)&^3, len(b)):]
 	}
 }
 
 // record takes one record: "audit(SECONDS.MS:SERIAL): key=value …".
 func (run *auditRun) record(typ uint16, text string) {
+	if typ == auditUser {
+		if run.marker != "" && strings.Contains(text, run.marker) {
+			run.marked = true
+		}
+		return
+	}
 	if typ != auditLandlockAccess && typ != auditLandlockDomain && typ != auditSyscall && typ != auditEOE {
 		return
 	}
@@ -196,7 +229,8 @@ func (run *auditRun) record(typ uint16, text string) {
 	case auditSyscall:
 		g.syscall = fields
 	}
-	if typ == auditEOE {
+	if typ == auditEOE || typ == auditLandlockDomain && fields["status"] == "deallocated" {
+		// A domain's end comes outside any call: no end-of-event follows.
 		run.finish(serial)
 	}
 	// Records without a call around them have no end-of-event record;
@@ -258,8 +292,12 @@ func (run *auditRun) denial(acc, sc map[string]string) {
 		return // a network or signal denial, or an object with no path
 	}
 	a := Attempt{Op: blockerOp(blockers), Errno: "EACCES", Targets: []Target{{Given: p, Real: p, Exists: true, Parent: true}}}
-	if a.Op == "" {
+	switch a.Op {
+	case "":
 		return
+	case Create, Mkdir, Symlink, Remove, Rmdir, Rename:
+		// Landlock checks these rights on the folder, and names it.
+		a.Targets[0].Folder = true
 	}
 	process := ""
 	if sc != nil {

@@ -42,6 +42,11 @@ type notifier struct {
 	ev    event.Emitter
 	seen  *dedup
 	buf   []byte
+	// denied is set when the last attempt could not be read because the
+	// kernel refused agentbox the caller's memory; blinded are the
+	// processes already reported so.
+	denied  bool
+	blinded map[string]bool
 }
 
 // serve answers every notification until stop is readable or no process
@@ -89,9 +94,11 @@ func (n *notifier) one() {
 		return // ENOENT: the caller was interrupted and the call withdrawn
 	}
 	var e event.Event
-	refused := false
+	refused, blind := false, false
 	if c, ok := calls[uint32(req.Nr)]; ok {
-		if a, ok := n.attempt(&req, c); ok {
+		a, ok := n.attempt(&req, c)
+		blind = n.denied
+		if ok {
 			e, refused = n.judge(a)
 			if refused && n.seen.first(e) {
 				e.Process = n.process(int(req.Pid))
@@ -109,6 +116,34 @@ func (n *notifier) one() {
 	if refused && current {
 		n.ev.Emit(e)
 	}
+	if blind && current {
+		n.blind(int(req.Pid))
+	}
+}
+
+// blind says, once per process and up to a bound, that a process's
+// calls cannot be judged: the kernel does not let agentbox read a
+// process that made itself non-dumpable, or that runs a program it may
+// not read, unless agentbox holds CAP_SYS_PTRACE over it (as root, or
+// over bwrap's user namespace). The gap is recorded, not silent.
+func (n *notifier) blind(tid int) {
+	if n.blinded == nil {
+		n.blinded = map[string]bool{}
+	}
+	tgid := tid
+	if st, err := readFile("/proc/" + strconv.Itoa(tid) + "/status"); err == nil {
+		if _, rest, ok := strings.Cut(st, "\nTgid:\t"); ok {
+			tgid, _ = strconv.Atoi(strings.Fields(rest)[0])
+		}
+	}
+	key := strconv.Itoa(tgid)
+	if n.blinded[key] || len(n.blinded) >= 64 {
+		return
+	}
+	n.blinded[key] = true
+	n.ev.Emit(event.Event{Kind: event.Warning, Process: n.process(tid),
+		Detail: "filesystem log: agentbox may not look at " + n.process(tid) +
+			" (it made itself non-dumpable, or runs a program agentbox may not read): what it is refused is not recorded"})
 }
 
 func (n *notifier) valid(id uint64) bool {
@@ -122,6 +157,7 @@ const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 // attempt reads the call's paths and resolves them in the box's view.
 func (n *notifier) attempt(req *seccompNotif, c call) (Attempt, bool) {
 	tid := int(req.Pid)
+	n.denied = false
 	if n.root < 0 {
 		// Every process of a box has its root: bwrap's new root, or the
 		// host's under Landlock. The box cannot change it (chroot needs
@@ -283,6 +319,9 @@ func (n *notifier) read(tid int, addr uint64, b []byte) bool {
 	local[0].SetLen(len(b))
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
 	got, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err == unix.EPERM || err == unix.EACCES {
+		n.denied = true
+	}
 	return err == nil && got == len(b)
 }
 

@@ -254,7 +254,8 @@ type Log struct {
 	Origin  Origin `json:"origin"`
 	// Filesystem is how the run's filesystem refusals are recorded (see
 	// package fslog): "seccomp-notify", "landlock-audit", or "" for not
-	// at all. It is decided with the backend.
+	// at all. Resolution says "auto" (log.filesystem, on by default) and
+	// the choice of backend decides.
 	Filesystem string `json:"filesystem,omitempty"`
 }
 

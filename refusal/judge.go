@@ -93,6 +93,9 @@ type verdict struct {
 	what string
 	// missing are the Landlock rights the call lacked.
 	missing []string
+	// folder says path is the folder the call was to change, with no
+	// entry named (Landlock's audit records).
+	folder bool
 }
 
 // Judge decides whether the policy refuses a, and if it does returns the
@@ -125,7 +128,7 @@ func (j *Judge) kernel(a fslog.Attempt) (verdict, bool) {
 	if !ok || underProc(t.Real) {
 		return verdict{}, false
 	}
-	return verdict{op: a.Op, path: t.Real, errno: a.Errno, layer: l}, true
+	return verdict{op: a.Op, path: t.Real, errno: a.Errno, layer: l, folder: t.Folder}, true
 }
 
 // underProc reports whether p is in /proc, whose rules are the kernel's
@@ -324,12 +327,23 @@ func (j *Judge) event(v verdict) event.Event {
 	if len(v.missing) > 0 {
 		why = append(why, fmt.Sprintf("landlock: no %s right on %s", strings.Join(v.missing, ", "), dirOf(v)))
 	}
+	if v.folder {
+		// The kernel named the folder, not the entry.
+		e.Op += " in"
+	}
 	e.Reason = strings.Join(why, "; ")
-	e.Detail = Advise(j.p, v.op, v.path, m, j.exists).String()
+	p := v.path
+	if v.folder {
+		p = path.Join(v.path, "*")
+	}
+	e.Detail = Advise(j.p, v.op, p, m, j.exists).String()
 	return e
 }
 
 func dirOf(v verdict) string {
+	if v.folder {
+		return v.path
+	}
 	switch v.op {
 	case fslog.Create, fslog.Mkdir, fslog.Symlink, fslog.Link, fslog.Remove, fslog.Rmdir, fslog.Rename:
 		return path.Dir(v.path)
