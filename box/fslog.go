@@ -49,8 +49,8 @@ func judge(p *plan.Plan) fslog.Judge {
 	if p.Log.Filesystem == "" {
 		return nil
 	}
-	return refusal.New(p, func(dir string) bool {
-		fi, err := os.Stat(dir)
-		return err == nil && fi.IsDir()
+	return refusal.New(p, func(path string) bool {
+		_, err := os.Stat(path)
+		return err == nil
 	}).Func()
 }

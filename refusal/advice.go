@@ -3,6 +3,7 @@ package refusal
 import (
 	"net"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -48,8 +49,8 @@ func (f Fix) String() string {
 }
 
 // Advise returns the smallest change that would allow op on p, which
-// the plan's mount m refused. exists tells whether a folder exists on the
-// host (a writable folder must); nil takes every folder as existing.
+// the plan's mount m refused. exists tells whether a path exists on the
+// host (a writable root must); nil takes every path as existing.
 func Advise(pl *plan.Plan, op fslog.Op, p string, m plan.Mount, exists func(string) bool) Fix {
 	if exists == nil {
 		exists = func(string) bool { return true }
@@ -99,6 +100,22 @@ var caches = map[string]string{
 	".deno": "Deno's cache", ".cache/go-build": "Go's build cache", ".cache/pip": "pip's cache",
 }
 
+// cacheNames returns the caches' folders, the longest first, so that a
+// cache inside another (~/.cache/pip in ~/.cache) is found first.
+func cacheNames() []string {
+	names := make([]string, 0, len(caches))
+	for c := range caches {
+		names = append(names, c)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if len(names[i]) != len(names[j]) {
+			return len(names[i]) > len(names[j])
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
 // writableFor returns the smallest folder whose being writable allows op
 // on p, whether it must be made first, and what it is.
 func writableFor(pl *plan.Plan, op fslog.Op, p string, exists func(string) bool) (string, bool, string) {
@@ -108,12 +125,14 @@ func writableFor(pl *plan.Plan, op fslog.Op, p string, exists func(string) bool)
 	dir := path.Dir(p)
 	if home != "" && plan.Within(p, home) && p != home {
 		rel := strings.TrimPrefix(p, home+"/")
-		for c, what := range caches {
+		for _, c := range cacheNames() {
+			what := caches[c]
 			if rel == c || strings.HasPrefix(rel, c+"/") {
 				if c == ".cache" {
 					break // one program's folder in it, below
 				}
-				return path.Join(home, c), false, what + ": the box may add to it, and the tool uses what it finds there outside the box too"
+				dir := path.Join(home, c)
+				return dir, !exists(dir), what + ": the box may add to it, and the tool uses what it finds there outside the box too"
 			}
 		}
 		parts := strings.Split(rel, "/")
@@ -163,8 +182,12 @@ var registries = []string{
 }
 
 // AdviseNet returns the smallest change that would allow a connection to
-// target ("host:port") that the allowlist refused.
-func AdviseNet(pl *plan.Plan, target string) Fix {
+// target ("host:port") that the allowlist refused, for the reason the
+// proxy gave.
+func AdviseNet(pl *plan.Plan, target, reason string) Fix {
+	if strings.HasPrefix(reason, "matches deny rule") {
+		return Fix{Risky: true, Why: "it " + reason + ", and a deny rule wins over every allow; only taking it out of network.deny allows it"}
+	}
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		host, port = target, ""

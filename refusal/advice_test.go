@@ -17,7 +17,7 @@ import (
 func TestAdvise(t *testing.T) {
 	p := bwrapPlan(t)
 	root := p.Mounts[0]
-	missing := map[string]bool{"/home/u/.config/newtool": true}
+	missing := map[string]bool{"/home/u/.config/newtool": true, "/home/u/.npm": true}
 	exists := func(d string) bool { return !missing[d] }
 	tests := []struct {
 		name string
@@ -26,12 +26,16 @@ func TestAdvise(t *testing.T) {
 		m    plan.Mount
 		want Fix
 	}{
-		{"npm's cache", fslog.Create, "/home/u/.npm/_cacache/tmp/x", root,
-			Fix{Key: "filesystem.writable", Value: "~/.npm", Flag: "--writable ~/.npm", Why: "npm's package cache: the box may add to it, and the tool uses what it finds there outside the box too"}},
+		{"npm's cache", fslog.Create, "/home/u/.yarn/cache/x", root,
+			Fix{Key: "filesystem.writable", Value: "~/.yarn", Flag: "--writable ~/.yarn", Why: "yarn's cache: the box may add to it, and the tool uses what it finds there outside the box too"}},
 		{"go's module cache", fslog.Mkdir, "/home/u/go/pkg/mod/cache/download", root,
 			Fix{Key: "filesystem.writable", Value: "~/go/pkg/mod", Flag: "--writable ~/go/pkg/mod", Why: "Go's module cache: the box may add to it, and the tool uses what it finds there outside the box too"}},
 		{"a program's folder in ~/.cache", fslog.Create, "/home/u/.cache/pip/http/x", root,
-			Fix{Key: "filesystem.writable", Value: "~/.cache/pip", Flag: "--writable ~/.cache/pip", Why: "the folder ~/.cache/pip in your home folder"}},
+			Fix{Key: "filesystem.writable", Value: "~/.cache/pip", Flag: "--writable ~/.cache/pip", Why: "pip's cache: the box may add to it, and the tool uses what it finds there outside the box too"}},
+		{"another program's folder in ~/.cache", fslog.Create, "/home/u/.cache/tool/x", root,
+			Fix{Key: "filesystem.writable", Value: "~/.cache/tool", Flag: "--writable ~/.cache/tool", Why: "the folder ~/.cache/tool in your home folder"}},
+		{"npm's cache before it exists", fslog.Mkdir, "/home/u/.npm", root,
+			Fix{Key: "filesystem.writable", Value: "~/.npm", Flag: "--writable ~/.npm", Create: "~/.npm", Why: "npm's package cache: the box may add to it, and the tool uses what it finds there outside the box too"}},
 		{"a program's folder in ~/.config", fslog.Create, "/home/u/.config/tool/state.json", root,
 			Fix{Key: "filesystem.writable", Value: "~/.config/tool", Flag: "--writable ~/.config/tool", Why: "the folder ~/.config/tool in your home folder"}},
 		{"a program's folder that does not exist yet", fslog.Mkdir, "/home/u/.config/newtool/x", root,
@@ -81,8 +85,11 @@ func TestAdviseNet(t *testing.T) {
 		{"evil.example:443", Fix{Key: "network.allow", Value: "evil.example", Flag: "--allow evil.example", Risky: true, Why: "the box could send what it reads to evil.example"}},
 		{"db.internal:5432", Fix{Key: "network.allow", Value: "db.internal:5432", Flag: "--allow db.internal:5432", Risky: true, Why: "the box could send what it reads to db.internal"}},
 	}
+	if got := AdviseNet(p, "evil.example:443", `matches deny rule "evil.example"`); got.Key != "" || !got.Risky {
+		t.Errorf("a host a deny rule refuses: %+v, want no change", got)
+	}
 	for _, tc := range tests {
-		if diff := cmp.Diff(tc.want, AdviseNet(p, tc.target)); diff != "" {
+		if diff := cmp.Diff(tc.want, AdviseNet(p, tc.target, "no allow rule matches")); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.target, diff)
 		}
 	}

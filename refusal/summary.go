@@ -67,7 +67,7 @@ func (s *Summary) Emit(e event.Event) {
 		if e.Reason != "" {
 			first += " (" + e.Reason + ")"
 		}
-		s.add(AdviseNet(s.Plan, e.Target).String(), true, first)
+		s.add(AdviseNet(s.Plan, e.Target, e.Reason).String(), true, first)
 	case event.RunEnd:
 		s.print()
 	}
