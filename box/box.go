@@ -48,6 +48,9 @@ type Request struct {
 	Command []string
 	// NetLog is --net-log: every connection of an allowlist run is logged there.
 	NetLog string
+	// Verify is run --verify: the box's rules are checked from inside a
+	// box first, and CMD runs only if every one is in force.
+	Verify bool
 }
 
 // World describes the machine and the caller, for resolution.

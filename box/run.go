@@ -28,6 +28,11 @@ func Run(req Request) (int, error) {
 	if n := countWeaker(p); n > 0 {
 		fmt.Fprintf(os.Stderr, "agentbox: warning: %s: %d rules are enforced weaker than the policy asks (agentbox plan shows how)\n", b.Name(), n)
 	}
+	if req.Verify {
+		if err := verifyFirst(p, b); err != nil {
+			return 0, err
+		}
+	}
 	self, err := SelfPath()
 	if err != nil {
 		return 0, err
@@ -65,4 +70,19 @@ func SelfPath() (string, error) {
 		self = real
 	}
 	return self, nil
+}
+
+// verifyFirst checks every rule of p from inside a box of b (run
+// --verify); a rule not in force is an error, with the report on stderr.
+func verifyFirst(p *plan.Plan, b backend.Backend) error {
+	r, err := verifyBox(p, b)
+	if err != nil {
+		return err
+	}
+	if failed := r.Failed(); len(failed) > 0 {
+		r.WriteText(os.Stderr)
+		return hint(fmt.Errorf("%s: %d rules of the plan are not in force; CMD was not started", b.Name(), len(failed)),
+			"agentbox verify with the same flags shows the report again")
+	}
+	return nil
 }

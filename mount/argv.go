@@ -170,6 +170,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	// runs with the caller's environment.
 	for _, kv := range append(append([]string(nil), p.Box.Env...), p.Truthful()...) {
 		k, v, _ := strings.Cut(kv, "=")
+		if k == "PWD" {
+			continue // bwrap sets it itself, after --chdir
+		}
 		add("--setenv", k, v)
 	}
 	add("--info-fd", strconv.Itoa(infoFD))

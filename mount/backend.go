@@ -73,6 +73,9 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		}
 		box.Env = nr.env
 	}
+	// bwrap sets PWD to the working folder itself once it has changed to
+	// it, whatever the environment says (agentbox verify found it).
+	box.Env = append(box.Env, "PWD="+p.Cwd)
 	p.Box = box
 	path := b.Path
 	if path == "" {

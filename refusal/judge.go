@@ -350,3 +350,10 @@ func dirOf(v verdict) string {
 	}
 	return v.path
 }
+
+// Access returns what the path p is in the box by the plan's mounts
+// (read-write, read-only or hidden), and false when no mount covers it.
+func (j *Judge) Access(p string) (plan.Access, bool) {
+	l, ok := j.cover(p)
+	return l.access, ok
+}
