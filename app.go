@@ -63,6 +63,17 @@ func newApp() *cli.App {
 				},
 			},
 			{
+				Name:      "learn",
+				Usage:     "run CMD confined, and propose a policy that allows what it was refused (safe changes only; in force once you trust it)",
+				ArgsUsage: "-- CMD [ARGS...]",
+				Flags: append(policyFlags(),
+					&cli.StringFlag{Name: "output", Usage: "write the proposal (a diff) to `FILE` and leave the project's policy alone"},
+				),
+				Action: func(c *cli.Context) error {
+					return box.Learn(request(c), c.String("output"), c.App.Writer, c.App.ErrWriter)
+				},
+			},
+			{
 				Name:      "verify",
 				Usage:     "start the box the plan describes and check from inside it that every rule is in force",
 				ArgsUsage: "[-- CMD [ARGS...]]",

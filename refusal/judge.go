@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/fslog"
@@ -23,6 +24,9 @@ type layer struct {
 type Judge struct {
 	p      *plan.Plan
 	exists func(string) bool
+	mu     sync.Mutex
+	seen   map[string]*Refused // by fix, for Refusals
+	order  []*Refused
 	layers []layer
 	ll     *landlock.Assessment
 }
@@ -336,8 +340,58 @@ func (j *Judge) event(v verdict) event.Event {
 	if v.folder {
 		p = path.Join(v.path, "*")
 	}
-	e.Detail = Advise(j.p, v.op, p, m, j.exists).String()
+	fix := Advise(j.p, v.op, p, m, j.exists)
+	e.Detail = fix.String()
+	j.remember(fix, e)
 	return e
+}
+
+// Refused is the refusals one fix would allow: the fix, how many, and the
+// first, as the summary names it.
+type Refused struct {
+	Fix   Fix
+	Count int
+	// First is the first refusal: "create ~/.npm/_cacache/x, EROFS".
+	First string
+	// Rule is the rule that refused it, with its origin.
+	Rule string
+}
+
+// maxRemembered bounds the fixes a judge remembers.
+const maxRemembered = 256
+
+func (j *Judge) remember(fix Fix, e event.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	key := fix.String()
+	if r := j.seen[key]; r != nil {
+		r.Count++
+		return
+	}
+	if len(j.order) >= maxRemembered {
+		return
+	}
+	if j.seen == nil {
+		j.seen = map[string]*Refused{}
+	}
+	r := &Refused{Fix: fix, Count: 1, First: e.Op + " " + tilde(j.p, e.Path) + ", " + e.Errno, Rule: e.Rule}
+	if e.Errno == "" {
+		r.First = e.Op + " " + tilde(j.p, e.Path)
+	}
+	j.seen[key] = r
+	j.order = append(j.order, r)
+}
+
+// Refusals returns what the judge refused, by fix, in the order first
+// seen.
+func (j *Judge) Refusals() []Refused {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]Refused, len(j.order))
+	for i, r := range j.order {
+		out[i] = *r
+	}
+	return out
 }
 
 func dirOf(v verdict) string {
