@@ -42,6 +42,7 @@ func newApp() *cli.App {
 				ArgsUsage: "-- CMD [ARGS...]",
 				Flags: append(policyFlags(),
 					&cli.StringFlag{Name: "net-log", Usage: "in allowlist mode, log every allowed and denied connection to `FILE`"},
+					&cli.BoolFlag{Name: "verify", Usage: "first check from inside a box that every rule of the plan is in force; refuse to run CMD if one is not"},
 				),
 				Action: func(c *cli.Context) error {
 					code, err := box.Run(request(c))
@@ -70,6 +71,30 @@ func newApp() *cli.App {
 						f = box.PlanArgv
 					}
 					return box.Plan(request(c), f, c.App.Writer)
+				},
+			},
+			{
+				Name:      "learn",
+				Usage:     "run CMD confined, and propose a policy that allows what it was refused (safe changes only; in force once you trust it)",
+				ArgsUsage: "-- CMD [ARGS...]",
+				Flags: append(policyFlags(),
+					&cli.StringFlag{Name: "output", Usage: "write the proposal (a diff) to `FILE` and leave the project's policy alone"},
+				),
+				Action: func(c *cli.Context) error {
+					return box.Learn(request(c), c.String("output"), c.App.Writer, c.App.ErrWriter)
+				},
+			},
+			{
+				Name:      "verify",
+				Usage:     "start the box the plan describes and check from inside it that every rule is in force",
+				ArgsUsage: "[-- CMD [ARGS...]]",
+				Flags:     append(policyFlags(), &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}),
+				Action: func(c *cli.Context) error {
+					if err := box.Verify(request(c), c.Bool("json"), c.App.Writer); errors.Is(err, box.ErrVerifyFailed) {
+						return &exitCode{1}
+					} else {
+						return err
+					}
 				},
 			},
 			{
@@ -307,7 +332,7 @@ func flagsFrom(c *cli.Context) policy.Flags {
 
 // request is the command line of run, plan and status --prompt.
 func request(c *cli.Context) box.Request {
-	return box.Request{Flags: flagsFrom(c), Command: c.Args().Slice(), NetLog: c.String("net-log")}
+	return box.Request{Flags: flagsFrom(c), Command: c.Args().Slice(), NetLog: c.String("net-log"), Verify: c.Bool("verify")}
 }
 
 // noArgs refuses arguments to a command that takes none: a word that is

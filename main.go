@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/verify"
 	"github.com/agentbox/agentbox/winsandbox"
 )
 
@@ -40,6 +41,8 @@ func main() {
 			os.Exit(winsandbox.RunnerMain(os.Args[2:]))
 		case mount.SeccompCommand:
 			os.Exit(writeSeccomp(os.Args[2:]))
+		case verify.ProbeCommand:
+			os.Exit(verify.Main())
 		}
 	}
 	os.Exit(run(os.Args))

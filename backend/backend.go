@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -75,6 +76,13 @@ type Context struct {
 	// looking the paths up again, so what was checked is what the box
 	// gets. The supervisor closes them after Run.
 	Prepared map[string]*os.File
+	// Judge decides which filesystem calls the policy refuses, for the
+	// filesystem log (plan.Log.Filesystem); nil for no log.
+	Judge fslog.Judge
+	// FSLog is the box's end of the filesystem log's socket, which the
+	// backend passes to the box's first process when the plan records
+	// filesystem refusals (the supervisor sets it).
+	FSLog *os.File
 }
 
 // Emit sends e to c.Events, if any.

@@ -48,6 +48,9 @@ type Request struct {
 	Command []string
 	// NetLog is --net-log: every connection of an allowlist run is logged there.
 	NetLog string
+	// Verify is run --verify: the box's rules are checked from inside a
+	// box first, and CMD runs only if every one is in force.
+	Verify bool
 }
 
 // World describes the machine and the caller, for resolution.
@@ -124,6 +127,7 @@ func Complete(p *plan.Plan, all []backend.Backend, outer Outer) (backend.Backend
 	}
 	if choice.Backend == nil {
 		p.Box = plan.Box{Degraded: choice.Degraded, Passed: choice.Passed}
+		p.Log.Filesystem = ""
 		// Never when unconfined: the provider's own sandbox stays on,
 		// nothing tells it it runs in a sandbox, and it keeps its usual
 		// configuration.
@@ -136,6 +140,7 @@ func Complete(p *plan.Plan, all []backend.Backend, outer Outer) (backend.Backend
 	}
 	confinedEnv(p)
 	p.Box.Passed = choice.Passed
+	p.Log.Filesystem = filesystemLog(p, choice.Backend)
 	if err := choice.Backend.Complete(p); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/provider"
+	"github.com/agentbox/agentbox/refusal"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -60,16 +61,22 @@ func Run(req Request) (int, error) {
 	if line := weakerLine(p, b.Name(), bwrapFallback(p, all)); line != "" {
 		fmt.Fprintln(os.Stderr, line)
 	}
+	if req.Verify {
+		if err := verifyFirst(p, b); err != nil {
+			return 0, err
+		}
+	}
 	self, err := SelfPath()
 	if err != nil {
 		return 0, err
 	}
-	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog})
+	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog},
+		&refusal.Summary{W: os.Stderr, NetLog: req.NetLog, Plan: p})
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
 	defer events.Close()
-	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events,
+	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judge(p),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 }
 
@@ -149,4 +156,19 @@ func syncState(p *plan.Plan) {
 	if _, err := provider.Sync(provider.StateSync{Host: s.Host, Box: s.Box, Base: s.Base}); err != nil {
 		fmt.Fprintf(os.Stderr, "agentbox: warning: %s starts without your settings from %s: %v\n", p.Provider.Name, s.Host, err)
 	}
+}
+
+// verifyFirst checks every rule of p from inside a box of b (run
+// --verify); a rule not in force is an error, with the report on stderr.
+func verifyFirst(p *plan.Plan, b backend.Backend) error {
+	r, err := verifyBox(p, b)
+	if err != nil {
+		return err
+	}
+	if failed := r.Failed(); len(failed) > 0 {
+		r.WriteText(os.Stderr)
+		return hint(fmt.Errorf("%s: %d rules of the plan are not in force; CMD was not started", b.Name(), len(failed)),
+			"agentbox verify with the same flags shows the report again")
+	}
+	return nil
 }

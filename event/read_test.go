@@ -55,6 +55,8 @@ func sample(t *testing.T) string {
 		Reason: "running unconfined (best-effort): bwrap-missing"}
 	writeFile(t, dir, Current,
 		line(Event{Time: t0, Run: "aaaa11112222", Kind: Quarantine, Action: "moved", Path: "/p/.git/commondir", Detail: "moved away"}),
+		line(Event{Time: t0, Run: "aaaa11112222", Kind: Denied, Op: "create", Path: "/home/u/.npm/_cacache/x", Errno: "EROFS",
+			Process: "npm (pid 12, /usr/bin/node)", Rule: "root / (default)", Detail: "--writable ~/.npm (safe: npm's package cache)"}),
 		line(end("aaaa11112222", 0)),
 		line(Event{Time: t0, Run: "bbbb33334444", Kind: Limit, Limit: "memory", Detail: "the box reached 1GiB"}),
 		line(Event{Time: t0, Run: "bbbb33334444", Kind: Dropped, Counts: map[string]int{"net-denied": 40, "net-allowed": 2}, Detail: "42 events of this run were not recorded"}),

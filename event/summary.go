@@ -10,29 +10,20 @@ import (
 )
 
 // Summary is the sink that tells the user, on stderr, what they must know
-// about a run: each item an after-run check neutralised, each limit hit,
-// each warning, and at the end one line counting the network denials (the
-// first one, or where the full list is). Text that came from the box is
-// escaped, so nothing it chose can act on the terminal.
+// about a run as it happens: each item an after-run check neutralised,
+// each limit hit, each warning. Text that came from the box is escaped, so
+// nothing it chose can act on the terminal. What the box was refused is
+// summed up at the end by another sink (package refusal), which knows the
+// policy.
 type Summary struct {
 	W io.Writer
-	// NetLog is the --net-log file, named in the denial line; "" for none.
+	// NetLog is the --net-log file; "" for none.
 	NetLog string
-
-	denied      int
-	firstDenied string
 }
 
 // Emit writes the lines e calls for.
 func (s *Summary) Emit(e Event) {
 	switch e.Kind {
-	case Net:
-		if e.Allowed != nil && !*e.Allowed {
-			s.denied++
-			if s.denied == 1 {
-				s.firstDenied = Escape(e.Target) + " (" + Escape(e.Reason) + ")"
-			}
-		}
 	case Quarantine:
 		if e.Path != "" {
 			fmt.Fprintf(s.W, "agentbox: warning: %s: %s\n", Escape(e.Path), Escape(e.Detail))
@@ -43,19 +34,6 @@ func (s *Summary) Emit(e Event) {
 		fmt.Fprintf(s.W, "agentbox: the box hit its %s limit: %s\n", e.Limit, Escape(e.Detail))
 	case Warning:
 		fmt.Fprintf(s.W, "agentbox: warning: %s\n", Escape(e.Detail))
-	case RunEnd:
-		if s.denied == 0 {
-			return
-		}
-		what := "connections"
-		if s.denied == 1 {
-			what = "connection"
-		}
-		if s.NetLog != "" {
-			fmt.Fprintf(s.W, "agentbox: network: %d %s denied (see --net-log %s)\n", s.denied, what, s.NetLog)
-			return
-		}
-		fmt.Fprintf(s.W, "agentbox: network: %d %s denied, first %s; --net-log FILE lists every connection\n", s.denied, what, s.firstDenied)
 	}
 }
 

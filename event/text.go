@@ -138,7 +138,7 @@ func Describe(e Event) string {
 	case Limit:
 		return e.Limit + " limit: " + e.Detail
 	case Denied:
-		return join("denied "+e.Op+" "+e.Path, opt("", e.Errno), opt("by ", e.Process), opt("rule ", e.Rule))
+		return join("denied "+e.Op+" "+e.Path, opt("", e.Errno), opt("by ", e.Process), opt("rule ", e.Rule), opt("allow: ", e.Detail))
 	case Dropped:
 		var kinds []string
 		for k := range e.Counts {

@@ -297,8 +297,9 @@ func TestNetworkLocalhostForward(t *testing.T) {
 	expectContains(t, "forward", r.stdout, "hello localhost:"+p+" /dev\nhello 127.0.0.1:"+p+" /v4\n")
 }
 
-// The stderr line at exit counts the denials, naming the log, or the first
-// denial when there is no log; nothing is said when nothing was denied.
+// The summary at exit counts the denials and names, for each host, the
+// allow entry that would let it through, marked safe or risky, and where
+// every connection is listed; nothing is said when nothing was denied.
 func TestNetworkDenialReport(t *testing.T) {
 	needCurl(t)
 	netNames(t)
@@ -308,15 +309,16 @@ func TestNetworkDenialReport(t *testing.T) {
 	script := `curl -sS http://other.test:` + p + `/ http://evil.wild.test:` + p + `/ >/dev/null`
 	r := w.sh(netFlags(w), script)
 	expectCode(t, r, 0)
-	if want := "agentbox: network: 2 connections denied, first other.test:" + p + " (no allow rule matches); --net-log FILE lists every connection\n"; r.stderr != want {
-		t.Errorf("stderr %q, want %q", r.stderr, want)
+	want := "agentbox: the box was refused 2 connections (agentbox log --denials lists each); what would allow them:\n" +
+		"agentbox:   other.test:" + p + " (no allow rule matches): --allow other.test:" + p + " (risky: the box could send what it reads to other.test)\n" +
+		"agentbox:   evil.wild.test:" + p + " (matches deny rule \"evil.wild.test\"): no policy change allows it (risky): it matches deny rule \"evil.wild.test\", and a deny rule wins over every allow; only taking it out of network.deny allows it\n"
+	if r.stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", r.stderr, want)
 	}
 	log := filepath.Join(w.base, "n.log")
 	r = w.sh(netFlags(w, "--net-log", log), script)
 	expectCode(t, r, 0)
-	if want := "agentbox: network: 2 connections denied (see --net-log " + log + ")\n"; r.stderr != want {
-		t.Errorf("stderr %q, want %q", r.stderr, want)
-	}
+	expectContains(t, "with --net-log", r.stderr, "agentbox: the box was refused 2 connections (agentbox log --denials lists each; --net-log "+log+" every connection)")
 	r = w.sh(netFlags(w), `curl -sS http://example.test:`+p+`/`)
 	expectCode(t, r, 0)
 	if r.stderr != "" {
@@ -324,7 +326,7 @@ func TestNetworkDenialReport(t *testing.T) {
 	}
 	r = w.sh([]string{"--network", "allowlist"}, `curl -sS http://example.test:`+p+`/`)
 	expectContains(t, "no allow rules", r.stdout, "denied: no allow rule matches")
-	expectContains(t, "no allow rules", r.stderr, "agentbox: network: 1 connection denied")
+	expectContains(t, "no allow rules", r.stderr, "agentbox: the box was refused 1 connection")
 }
 
 // plan shows the allowlist, the proxy and the forwards; plan --argv shows

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -77,6 +78,10 @@ type Assessment struct {
 	// its capabilities under Landlock, and CAP_SYS_MODULE alone would let it
 	// load kernel code (bwrap's --cap-drop ALL, for the same reason).
 	DropCaps bool `json:"drop_caps,omitempty"`
+	// Audit has Landlock report the denials of CMD and everything it
+	// starts to the kernel's audit (ABI 7's LOG_NEW_EXEC_ON): the run's
+	// filesystem log reads them there (package fslog).
+	Audit bool `json:"audit,omitempty"`
 	// Env are variables CMD must get on top of the plan's environment.
 	Env map[string]string `json:"env,omitempty"`
 	// Rules are the status of every mount and rule of the plan.
@@ -186,6 +191,7 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 		}
 	}
 	a.DropCaps = p.Identity.Root()
+	a.Audit = p.Log.Filesystem == fslog.Audit && abi >= 7
 	a.ScopeSignal = abi >= 6
 	if p.Network.Mode == plan.NetNone || (p.Network.Mode == plan.NetAllowlist && abi >= 4) {
 		a.BlockTCP = abi >= 4

@@ -94,6 +94,11 @@ func apply(a Assessment, pins *supervise.Pins) error {
 	if a.ScopeAbstractUnix {
 		cfg.Scoped |= ll.ScopedSet(scopeAbstractUnixSocket)
 	}
+	if a.Audit {
+		// Landlock logs the denials of the process that restricts
+		// itself, not those of the programs it then runs, unless told.
+		cfg = cfg.EnableLoggingForSubprocesses()
+	}
 	runtime.LockOSThread()
 	if a.DropCaps || os.Geteuid() == 0 {
 		if err := dropCaps(); err != nil {

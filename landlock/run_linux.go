@@ -15,16 +15,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
 )
 
 // The descriptors the child inherits: the frozen plan and the pinned
-// folders (childInput), then the pinned folders themselves from pinFD on.
+// folders (childInput) on planFD, the box's end of the filesystem log's
+// socket on logFD when there is one, then the pinned folders themselves
+// from pinFD on.
 const (
 	planFD = 3
-	pinFD  = 4
+	logFD  = 4
+	pinFD  = 5
 )
 
 // childInput is what the supervisor writes to the child on planFD.
@@ -33,6 +37,20 @@ type childInput struct {
 	// Pins are the folders Prepare made and checked, in the order of
 	// their descriptors from pinFD on.
 	Pins []string `json:"pins,omitempty"`
+}
+
+// armLog arms the filesystem log from the child, on the thread that execs
+// CMD: the notification filter (its listener goes to the supervisor), or,
+// for Landlock's own audit records, the word that this process makes the
+// run's domain. A log that cannot start is the supervisor's warning.
+func armLog(mode string) error {
+	switch mode {
+	case fslog.Notify:
+		return fslog.Arm(logFD)
+	case fslog.Audit:
+		return fslog.Announce(logFD)
+	}
+	return nil
 }
 
 // SelfCheck verifies what a process confined by Landlock can see for
@@ -83,7 +101,13 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	files := []uintptr{0, 1, 2, r.Fd()}
+	// The plan's pipe, the log's socket (or nothing: closed), then the
+	// pinned folders.
+	logSlot := ^uintptr(0)
+	if c.FSLog != nil {
+		logSlot = c.FSLog.Fd()
+	}
+	files := []uintptr{0, 1, 2, r.Fd(), logSlot}
 	for _, f := range pinned {
 		files = append(files, f.Fd())
 	}
@@ -202,6 +226,9 @@ func ChildMain() int {
 	pins.Close()
 	if err := installSeccomp(filter.Bytes()); err != nil {
 		return fail("installing the seccomp filter: %v", err)
+	}
+	if err := armLog(p.Log.Filesystem); errors.Is(err, fslog.ErrOrphan) {
+		return fail("%v", err)
 	}
 	// Last, so this Go process does not have to live under a memory limit
 	// meant for CMD: nothing is allocated between here and execve.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
@@ -142,6 +143,9 @@ type Argv struct {
 	// NetFD is the fd that must hold the box's end of the proxy's socket
 	// pair (netproxy.Pair), or 0 when the network mode is not allowlist.
 	NetFD int
+	// LogFD is the fd that must hold the box's end of the filesystem
+	// log's socket, or 0 when the plan does not record refusals this way.
+	LogFD int
 	// Allow and Deny are the proxy's rules, and Forward the targets of the
 	// box's port forwards in the order of the init's --forward arguments.
 	Allow, Deny, Forward []string
@@ -172,6 +176,11 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			return Argv{}, err
 		}
 		nr.fd = next
+		next++
+	}
+	logFD := 0
+	if p.Log.Filesystem == fslog.Notify {
+		logFD = next
 		next++
 	}
 	for i, m := range p.Mounts {
@@ -265,6 +274,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	// runs with the caller's environment.
 	for _, kv := range append(append([]string(nil), p.Box.Env...), p.Truthful()...) {
 		k, v, _ := strings.Cut(kv, "=")
+		if k == "PWD" {
+			continue // bwrap sets it itself, after --chdir
+		}
 		add("--setenv", k, v)
 	}
 	add("--info-fd", strconv.Itoa(infoFD))
@@ -277,6 +289,11 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	add("--", "/proc/self/fd/"+strconv.Itoa(selfFD), InitCommand, "--ready-fd", strconv.Itoa(readyFD), "--check-fd", strconv.Itoa(checkFD))
 	if o.Foreground {
 		add("--foreground")
+	}
+	if logFD > 0 {
+		// The init arms the filesystem log right before it starts CMD
+		// (package fslog).
+		add("--log-fd", strconv.Itoa(logFD))
 	}
 	if nr.fd > 0 {
 		add("--net-fd", strconv.Itoa(nr.fd), "--net-port", strconv.Itoa(plan.ProxyPort))
@@ -293,7 +310,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		return Argv{}, fmt.Errorf("the plan needs %d bwrap arguments (%d mounts); bubblewrap accepts at most %d", len(a), len(p.Mounts), MaxArgs)
 	}
 	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
-		NetFD: nr.fd, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
+		NetFD: nr.fd, LogFD: logFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
 }
 
 // netRender is what network mode allowlist adds to the box.

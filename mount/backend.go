@@ -49,6 +49,9 @@ type Detail struct {
 	SeccompExtra []string `json:"seccomp_extra,omitempty"`
 	// NetFD is the descriptor of the box's end of the proxy's socket pair.
 	NetFD int `json:"net_fd,omitempty"`
+	// LogFD is the descriptor of the box's end of the filesystem log's
+	// socket.
+	LogFD int `json:"log_fd,omitempty"`
 	// Allow, Deny and Forward are the proxy's rules and port forwards.
 	Allow   []string `json:"allow,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
@@ -80,6 +83,9 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		}
 		box.Env = nr.env
 	}
+	// bwrap sets PWD to the working folder itself once it has changed to
+	// it, whatever the environment says (agentbox verify found it).
+	box.Env = append(box.Env, "PWD="+p.Cwd)
 	p.Box = box
 	path := b.Path
 	if path == "" {
@@ -90,7 +96,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		return err
 	}
 	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
-		NetFD: av2.NetFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
+		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}

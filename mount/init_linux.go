@@ -9,19 +9,21 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/supervise"
 )
 
 // Init is pid 1 inside the box:
 //
-//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--rlimit NAME=VALUE]...
+//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--log-fd N] [--rlimit NAME=VALUE]...
 //	    [--net-fd N --net-port PORT [--forward HOST:PORT]...] -- CMD ARGS...
 //
 // It first checks that the box's mounts are what agentbox asked for (the
@@ -48,7 +50,7 @@ func Init(args []string) int {
 	for _, fd := range []int{infoFD, selfFD, seccompFD} {
 		unix.Close(fd)
 	}
-	readyFD, checkFD, foreground := -1, -1, false
+	readyFD, checkFD, foreground, logFD := -1, -1, false, -1
 	netFD, netPort := -1, 0
 	var forwards, limits []string
 	i := 0
@@ -66,6 +68,11 @@ func Init(args []string) int {
 			}
 		case "--foreground":
 			foreground = true
+		case "--log-fd":
+			if i+1 < len(args) {
+				logFD, _ = strconv.Atoi(args[i+1])
+				i++
+			}
 		case "--net-fd", "--net-port", "--forward":
 			if i+1 < len(args) {
 				switch args[i] {
@@ -150,6 +157,17 @@ func Init(args []string) int {
 		// the terminal's foreground when agentbox had it (set in the child
 		// while signals are blocked, so no SIGTTOU stops it).
 		Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: foreground, Ctty: 0},
+	}
+	if logFD >= 0 {
+		// The filesystem log's filter goes on this thread, which forks
+		// CMD, so CMD and everything it starts carry it; the init keeps
+		// no listener (package fslog). A failure is the supervisor's
+		// warning: CMD runs without the log, as confined as ever.
+		runtime.LockOSThread()
+		if err := fslog.Arm(logFD); errors.Is(err, fslog.ErrOrphan) {
+			fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
+			return 125
+		}
 	}
 	// syscall.ForkExec rather than os/exec: os/exec's first start forks a
 	// throwaway child to probe for pidfd support, a cost on every launch.

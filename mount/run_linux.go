@@ -129,7 +129,10 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		// never starts; stop is idempotent.
 		defer nw.stop()
 	}
-	slots, err := mountFiles(d, pins, nw)
+	if d.LogFD > 0 && c.FSLog == nil {
+		return 0, &BoxError{Op: "starting", Err: errors.New("the plan records filesystem refusals, and the run has no log")}
+	}
+	slots, err := mountFiles(d, pins, nw, c.FSLog)
 	if err != nil {
 		return 0, err
 	}
@@ -225,11 +228,12 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 }
 
 // mountFiles opens what bwrap inherits from fd firstFD on: the box's end of
-// the proxy's socket pair (allowlist), then /dev/null for each hidden file
+// the proxy's socket pair (allowlist), the box's end of the filesystem
+// log's socket, then /dev/null for each hidden file
 // and the pinned host path of each bind, at the numbers the rendering gave
 // them. A bind's path is opened without following a link (Pins.Open), and
 // a pinned folder must still be a folder.
-func mountFiles(d Detail, pins *supervise.Pins, nw *netRun) ([]*os.File, error) {
+func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog *os.File) ([]*os.File, error) {
 	last := firstFD - 1
 	for _, fd := range d.NullFDs {
 		last = max(last, fd)
@@ -240,7 +244,18 @@ func mountFiles(d Detail, pins *supervise.Pins, nw *netRun) ([]*os.File, error) 
 	if d.NetFD > 0 {
 		last = max(last, d.NetFD)
 	}
+	if d.LogFD > 0 {
+		last = max(last, d.LogFD)
+	}
 	slots := make([]*os.File, last-firstFD+1)
+	if d.LogFD > 0 {
+		// A copy: the supervisor closes its own once the box has started.
+		f, err := dupFile(fsLog)
+		if err != nil {
+			return nil, &BoxError{Op: "passing the filesystem log's socket", Err: err}
+		}
+		slots[d.LogFD-firstFD] = f
+	}
 	if d.NetFD > 0 {
 		// Closed here with the other slots once bwrap has its copy: once
 		// the box's last process ends, the proxy sees the end of the pair.

@@ -275,6 +275,11 @@ type Log struct {
 	Enabled bool   `json:"enabled"`
 	Dir     string `json:"dir,omitempty"`
 	Origin  Origin `json:"origin"`
+	// Filesystem is how the run's filesystem refusals are recorded (see
+	// package fslog): "seccomp-notify", "landlock-audit", or "" for not
+	// at all. Resolution says "auto" (log.filesystem, on by default) and
+	// the choice of backend decides.
+	Filesystem string `json:"filesystem,omitempty"`
 }
 
 // Enforcement levels.

@@ -151,6 +151,9 @@ func (p *Plan) WriteText(w io.Writer) {
 		log += " (" + o + ")"
 	}
 	fmt.Fprintf(w, "log:       %s\n", log)
+	if p.Log.Enabled {
+		fmt.Fprintf(w, "  filesystem refusals: %s\n", filesystemLog(p.Log.Filesystem))
+	}
 	p.HostExec.writeText(w)
 	if len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "not applied:")
@@ -194,4 +197,19 @@ func (n Network) Forwards() []string {
 		out = append(out, e)
 	}
 	return out
+}
+
+// filesystemLog says how filesystem refusals are recorded.
+func filesystemLog(mode string) string {
+	switch mode {
+	case "seccomp-notify":
+		return "seccomp notification: each call that may be refused is judged against this plan before the kernel runs it, unchanged"
+	case "landlock-audit":
+		return "Landlock's own denial records, from the kernel's audit"
+	case "auto":
+		return "recorded, as the backend allows"
+	case "":
+		return "not recorded (log.filesystem = false, or no backend here can)"
+	}
+	return mode
 }

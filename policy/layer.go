@@ -189,6 +189,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	scalar("limits.file_size", s.Limits.FileSize)
 	scalar("provider.name", s.Provider.Name)
 	scalar("log.enabled", strconv.FormatBool(s.Log.Enabled))
+	scalar("log.filesystem", strconv.FormatBool(s.Log.Filesystem))
 	list("filesystem.writable", s.Filesystem.Writable)
 	list("filesystem.read_only", s.Filesystem.ReadOnly)
 	list("filesystem.deny", s.Filesystem.Deny)

@@ -18,6 +18,7 @@ func TestParseLogBad(t *testing.T) {
 		{"a string", "[log]\nenabled = \"no\"\n", file + ":2: log.enabled: wrong type: TOML value has type string; want true or false"},
 		{"a number", "version = 1\n[log]\nenabled = 0\n", file + ":3: log.enabled: wrong type: TOML value has type int64; want true or false"},
 		{"unknown key", "[log]\nenabled = true\ndir = \"/tmp/x\"\n", file + ":3: log.dir: unknown key"},
+		{"filesystem a string", "[log]\nfilesystem = \"off\"\n", file + ":2: log.filesystem: wrong type: TOML value has type string; want true or false"},
 		{"a value instead of a table", "log = false\n", file + ":1: log: wrong type: wrong type for this key"},
 	}
 	for _, tc := range tests {
@@ -48,17 +49,21 @@ func TestResolveLog(t *testing.T) {
 		environ []string
 		want    plan.Log
 	}{
-		{name: "default", want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
+		{name: "default", want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
+		{name: "filesystem refusals off", user: "[log]\nfilesystem = false\n",
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
+		{name: "filesystem refusals off, then on for the project", user: "[log]\nfilesystem = false\n", project: "[log]\nfilesystem = true\n",
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
 		{name: "off in the user's config", user: "version = 1\n[log]\nenabled = false\n",
 			want: plan.Log{Origin: plan.Origin{File: "$ROOT/home/u/.config/agentbox/config.toml", Line: 3, Key: "log.enabled"}}},
 		{name: "off for the user, on for the project", user: "[log]\nenabled = false\n", project: "[log]\nenabled = true\n",
-			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{File: "$ROOT/home/u/proj/.agentbox.toml", Line: 2, Key: "log.enabled"}}},
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{File: "$ROOT/home/u/proj/.agentbox.toml", Line: 2, Key: "log.enabled"}, Filesystem: "auto"}},
 		{name: "off in a --policy file", project: "[log]\nenabled = true\n", extra: "[log]\nenabled = false\n",
 			want: plan.Log{Origin: plan.Origin{File: "$ROOT/extra.toml", Line: 2, Key: "log.enabled"}}},
 		{name: "XDG_STATE_HOME unset", environ: []string{"XDG_STATE_HOME="},
-			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
+			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
 		{name: "a relative XDG_STATE_HOME is ignored", environ: []string{"XDG_STATE_HOME=state"},
-			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
+			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

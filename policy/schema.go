@@ -98,7 +98,9 @@ type ProviderDeclSchema struct {
 	Sandbox  bool     `toml:"sandbox"`
 }
 
-// LogSchema is the [log] table: whether runs are recorded in the audit log.
+// LogSchema is the [log] table: whether runs are recorded in the audit log,
+// and whether what the box is refused on the filesystem is recorded there.
 type LogSchema struct {
-	Enabled bool `toml:"enabled"`
+	Enabled    bool `toml:"enabled"`
+	Filesystem bool `toml:"filesystem"`
 }

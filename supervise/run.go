@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -71,12 +72,19 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	g.saveRecord(grp.Dirs())
 	c.Prepared = g.prepared()
 	left := false
+	// The filesystem log: it records what the box is refused until every
+	// process of the run has ended, and its last records come before the
+	// run's end.
+	fl := fslog.Start(p, c.Judge, c.Events)
+	defer fl.Stop()
+	c.FSLog = fl.Box()
 	c.Started = func(pid int) {
 		if grp != nil && !left {
 			left = true
 			grp.Release()
 		}
 		g.started(pid)
+		fl.Started()
 	}
 	// Orphans of the box come to agentbox, so none can outlive the run.
 	subreaper()
@@ -93,6 +101,7 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if left := endAll(); len(left) > 0 {
 		c.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("%d processes of the run could not be ended: %v", len(left), left)})
 	}
+	fl.Stop()
 	if fg {
 		// A process of the box may have taken the terminal after CMD
 		// ended and before it was killed: take it back.

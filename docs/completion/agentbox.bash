@@ -13,7 +13,7 @@ _agentbox() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "--version --help" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "run plan log init doctor trust status providers shell-init completion setup version help" -- "$cur"))
+            COMPREPLY=($(compgen -W "run plan learn verify log init doctor trust status caches providers shell-init completion setup version help" -- "$cur"))
         fi
         return
     fi
@@ -22,7 +22,7 @@ _agentbox() {
         word=${COMP_WORDS[i]}
         case $word in
         --) first=$((i + 1)); break ;;
-        --policy|--writable|--read-only|--deny|--network|--allow|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log|--project|--run|-n)
+        --policy|--writable|--read-only|--deny|--network|--allow|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log|--output|--project|--run|-n)
             ((i++))
             [[ ${COMP_WORDS[i]} == = ]] && ((i++)) ;;
         -* | =) ;;
@@ -47,19 +47,23 @@ _agentbox() {
         --provider) COMPREPLY=($(compgen -W "auto none claude codex hermes kimi mimo opencode pi" -- "$cur")); return ;;
         --backend) COMPREPLY=($(compgen -W "auto bwrap landlock windows" -- "$cur")); return ;;
         --net-log) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --output) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --project) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --run) COMPREPLY=(); return ;;
         -n) COMPREPLY=(); return ;;
         esac
         if [[ $cur == -* ]]; then
             case $cmd in
-            run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --net-log --help" -- "$cur")) ;;
+            run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --net-log --verify --help" -- "$cur")) ;;
             plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --argv --help" -- "$cur")) ;;
+            learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --output --help" -- "$cur")) ;;
+            verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --help" -- "$cur")) ;;
             log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --help" -- "$cur")) ;;
             init) COMPREPLY=($(compgen -W "--force --help" -- "$cur")) ;;
             doctor) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             trust) COMPREPLY=($(compgen -W "--revoke --help" -- "$cur")) ;;
             status) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --prompt --help" -- "$cur")) ;;
+            caches) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --clear --all --json --help" -- "$cur")) ;;
             providers) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             shell-init) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             completion) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
@@ -88,6 +92,22 @@ _agentbox() {
         else
             compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur"))
         fi ;;
+    learn)
+        if ((COMP_CWORD == first)); then
+            COMPREPLY=($(compgen -c -- "$cur"))
+        elif declare -F _command_offset >/dev/null; then
+            _command_offset "$first"
+        else
+            compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur"))
+        fi ;;
+    verify)
+        if ((COMP_CWORD == first)); then
+            COMPREPLY=($(compgen -c -- "$cur"))
+        elif declare -F _command_offset >/dev/null; then
+            _command_offset "$first"
+        else
+            compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur"))
+        fi ;;
     trust) ((COMP_CWORD == first)) && { compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); } ;;
     status)
         if ((COMP_CWORD == first)); then
@@ -99,7 +119,7 @@ _agentbox() {
         fi ;;
     shell-init) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
     completion) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
-    help) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "run plan log init doctor trust status providers shell-init completion setup version" -- "$cur")) ;;
+    help) ((COMP_CWORD == first)) && COMPREPLY=($(compgen -W "run plan learn verify log init doctor trust status caches providers shell-init completion setup version" -- "$cur")) ;;
     esac
 }
 complete -F _agentbox agentbox

@@ -1,0 +1,152 @@
+//go:build linux && (amd64 || arm64)
+
+package fslog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	ret  = unix.BPF_RET | unix.BPF_K
+)
+
+// Offsets into struct seccomp_data: int nr; __u32 arch; __u64 ip; __u64 args[6].
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+
+func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+}
+
+func nativeArch() uint32 {
+	if runtime.GOARCH == "arm64" {
+		return unix.AUDIT_ARCH_AARCH64
+	}
+	return unix.AUDIT_ARCH_X86_64
+}
+
+// program is the log's filter. Calls in the table go to the supervisor;
+// a new seccomp filter with a notification listener is refused, because
+// its listener would receive the calls before the log's (the kernel hands
+// a notification to the newest filter that asks for one); everything else
+// is allowed, and left to the box's other filter and the kernel. Other
+// architectures are allowed here: the box's main filter kills them.
+//
+// Only the syscall number and architecture decide for every call but
+// seccomp(2), so the kernel caches "allowed" for every other syscall and
+// runs no filter for them at all.
+func program() []unix.SockFilter {
+	nrs := make([]uint32, 0, len(calls))
+	for nr := range calls {
+		nrs = append(nrs, nr)
+	}
+	sort.Slice(nrs, func(i, j int) bool { return nrs[i] < nrs[j] })
+	notify := stmt(ret, unix.SECCOMP_RET_USER_NOTIF)
+	allow := stmt(ret, unix.SECCOMP_RET_ALLOW)
+	prog := []unix.SockFilter{
+		stmt(ldW, offArch),
+		jump(jeq, nativeArch(), 1, 0),
+		allow,
+		stmt(ldW, offNr),
+		// seccomp(SECCOMP_SET_MODE_FILTER, flags with NEW_LISTENER, …):
+		// EPERM. The operation and flags are unsigned ints: the low 32
+		// bits are all the kernel reads.
+		jump(jeq, unix.SYS_SECCOMP, 0, 6),
+		stmt(ldW, offArgs),
+		jump(jeq, unix.SECCOMP_SET_MODE_FILTER, 0, 2),
+		stmt(ldW, offArgs+8),
+		jump(jset, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, 1, 0),
+		allow,
+		stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)),
+	}
+	for _, nr := range nrs {
+		prog = append(prog, jump(jeq, nr, 0, 1), notify)
+	}
+	return append(prog, allow)
+}
+
+// The messages the box's side sends the supervisor over the log socket,
+// one byte each, the second followed by its pid (8 bytes, little-endian)
+// and the third by an error message.
+const (
+	msgListener = 'N' // a seccomp notification listener comes with it
+	msgDomain   = 'D' // this process is about to restrict itself with Landlock
+	msgFailed   = 'E' // the log could not be set up in the box
+)
+
+// Arm installs the log's filter on the calling thread, which must be the
+// one that execs or forks CMD (runtime.LockOSThread) and must have
+// no_new_privs set, sends its notification listener over the socket sock
+// and closes both: nothing in the box ever holds the listener, so nothing
+// in the box can answer a notification.
+//
+// When the filter cannot be installed it tells the supervisor why and
+// returns an error: CMD then runs without the log, as confined as ever.
+// When the listener cannot be handed over after the filter is in place
+// it returns ErrOrphan, and CMD must not start: with nobody to let them
+// continue, the watched calls would fail.
+func Arm(sock int) error {
+	defer unix.Close(sock)
+	if t, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || t != unix.SOCK_SEQPACKET {
+		return fmt.Errorf("the log's socket (fd %d) is not there", sock)
+	}
+	prog := program()
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	// WAIT_KILLABLE_RECV (5.19+): once the supervisor has the
+	// notification, only a fatal signal interrupts the caller's wait, so
+	// the Go runtime's preemption signals do not make a call start over
+	// and be seen twice.
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	lfd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno == unix.EINVAL {
+		lfd, _, errno = unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	}
+	runtime.KeepAlive(prog)
+	if errno != 0 {
+		err := fmt.Errorf("installing the log's seccomp filter: %w", errno)
+		unix.Sendmsg(sock, append([]byte{msgFailed}, err.Error()...), nil, nil, 0)
+		return err
+	}
+	defer unix.Close(int(lfd))
+	if err := unix.Sendmsg(sock, []byte{msgListener}, unix.UnixRights(int(lfd)), nil, 0); err != nil {
+		return fmt.Errorf("%w: %v", ErrOrphan, err)
+	}
+	return nil
+}
+
+// ErrOrphan is Arm's failure after the filter is in place: nobody
+// received its listener.
+var ErrOrphan = errors.New("the filesystem log's listener could not be handed to agentbox")
+
+// Announce tells the supervisor over sock that the calling process is
+// about to restrict itself with Landlock, whose audit records name the
+// process that made the domain: that is how the supervisor tells this
+// run's records from every other's. It closes sock.
+func Announce(sock int) error {
+	defer unix.Close(sock)
+	msg := binary.LittleEndian.AppendUint64([]byte{msgDomain}, uint64(unix.Getpid()))
+	if err := unix.Sendmsg(sock, msg, nil, nil, 0); err != nil {
+		return fmt.Errorf("telling agentbox the Landlock domain: %w", err)
+	}
+	return nil
+}
+
+// errNoMessage is what the supervisor gets when the box's side closed the
+// socket without a word: its init or child never reached the point of
+// arming the log (the box failed to start).
+var errNoMessage = errors.New("the box never armed the filesystem log")

@@ -1,0 +1,104 @@
+//go:build linux && (amd64 || arm64)
+
+package fslog
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// run executes the classic BPF program on struct seccomp_data for a call
+// with number nr, architecture arch and arguments args: the few
+// instructions the log's program uses.
+func run(t *testing.T, prog []unix.SockFilter, nr int, arch uint32, args ...uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.LittleEndian.PutUint32(data[offNr:], uint32(nr))
+	binary.LittleEndian.PutUint32(data[offArch:], arch)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[offArgs+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case ldW:
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case jeq:
+			if acc == in.K {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case jset:
+			if acc&in.K != 0 {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case ret:
+			return in.K
+		default:
+			t.Fatalf("instruction %d: unexpected code %#x", pc, in.Code)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
+}
+
+// Every watched call goes to the supervisor; a new filter with a listener
+// is refused; everything else, and every other architecture, is allowed.
+func TestProgram(t *testing.T) {
+	prog := program()
+	arch := nativeArch()
+	for nr, c := range calls {
+		if got := run(t, prog, int(nr), arch); got != unix.SECCOMP_RET_USER_NOTIF {
+			t.Errorf("%s: %#x, want user notification", c.name, got)
+		}
+	}
+	for _, nr := range []int{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_CLOSE, unix.SYS_FSTAT, unix.SYS_EXECVE, unix.SYS_GETDENTS64} {
+		if got := run(t, prog, nr, arch); got != unix.SECCOMP_RET_ALLOW {
+			t.Errorf("syscall %d: %#x, want allow", nr, got)
+		}
+	}
+	eperm := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	for _, tc := range []struct {
+		name      string
+		op, flags uint64
+		want      uint32
+	}{
+		{"a filter with a listener", unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, eperm},
+		{"a listener with other flags", unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_TSYNC, eperm},
+		{"a listener in the high bits is not one", unix.SECCOMP_SET_MODE_FILTER, 1 << 40, unix.SECCOMP_RET_ALLOW},
+		{"a plain filter", unix.SECCOMP_SET_MODE_FILTER, 0, unix.SECCOMP_RET_ALLOW},
+		{"reading the actions", unix.SECCOMP_GET_ACTION_AVAIL, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, unix.SECCOMP_RET_ALLOW},
+	} {
+		if got := run(t, prog, unix.SYS_SECCOMP, arch, tc.op, tc.flags); got != tc.want {
+			t.Errorf("seccomp, %s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+	if got := run(t, prog, unix.SYS_OPENAT, unix.AUDIT_ARCH_I386); got != unix.SECCOMP_RET_ALLOW {
+		t.Errorf("another architecture: %#x, want allow (the box's main filter kills it)", got)
+	}
+}
+
+// The table names every path call of the architecture that can create,
+// remove, rename, link, truncate or change a file by name.
+func TestCallsComplete(t *testing.T) {
+	want := []uint32{unix.SYS_OPENAT, unix.SYS_OPENAT2, unix.SYS_MKDIRAT, unix.SYS_MKNODAT, unix.SYS_UNLINKAT,
+		unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2, unix.SYS_LINKAT, unix.SYS_SYMLINKAT, unix.SYS_TRUNCATE,
+		unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_FCHOWNAT, unix.SYS_UTIMENSAT, unix.SYS_SETXATTR,
+		unix.SYS_LSETXATTR, unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR}
+	for _, nr := range want {
+		if _, ok := calls[nr]; !ok {
+			t.Errorf("syscall %d is not watched", nr)
+		}
+	}
+	for nr, c := range calls {
+		if c.path < 0 || c.path > 5 || c.path2 > 5 || c.dirfd > 5 || c.at > 5 || c.open > 5 {
+			t.Errorf("%s (%d): an argument index out of range: %+v", c.name, nr, c)
+		}
+	}
+}

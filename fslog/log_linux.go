@@ -1,0 +1,154 @@
+//go:build linux && (amd64 || arm64)
+
+package fslog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// Log is one run's filesystem violation log, on the host.
+type Log struct {
+	mode  string
+	judge Judge
+	ev    event.Emitter
+	seen  *dedup
+	// host and box are the two ends of the socket the box's side arms
+	// the log through; the box's end goes to the box's first process.
+	host, box *os.File
+	// stopR and stopW end the serving once the box has ended.
+	stopR, stopW int
+	audit        *auditReader
+	done         chan struct{}
+	once         sync.Once
+}
+
+// Start opens the log of a run of p: the socket the box's side arms it
+// through (Box) and what serves it. It returns nil when p records no
+// filesystem refusals. A log that cannot start is a warning on ev, not a
+// failed run.
+func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
+	mode := p.Log.Filesystem
+	if mode == "" || judge == nil {
+		return nil
+	}
+	l := &Log{mode: mode, judge: judge, ev: ev, seen: newDedup(), done: make(chan struct{}), stopR: -1, stopW: -1}
+	// SOCK_SEQPACKET: one message is one send, with its descriptor.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		l.warn(fmt.Errorf("making its socket: %w", err))
+		return nil
+	}
+	l.host, l.box = os.NewFile(uintptr(fds[0]), "fslog"), os.NewFile(uintptr(fds[1]), "fslog-box")
+	var pipe [2]int
+	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC); err != nil {
+		l.host.Close()
+		l.box.Close()
+		l.warn(fmt.Errorf("making its pipe: %w", err))
+		return nil
+	}
+	l.stopR, l.stopW = pipe[0], pipe[1]
+	if mode == Audit {
+		// Subscribed before the box starts, so no record of its
+		// domain comes before the reader listens.
+		if l.audit, err = openAudit(); err != nil {
+			l.warn(err)
+		}
+	}
+	go l.run()
+	return l
+}
+
+// Box is the box's end of the log socket, to pass to the box's first
+// process (nil for a nil Log).
+func (l *Log) Box() *os.File {
+	if l == nil {
+		return nil
+	}
+	return l.box
+}
+
+// Started closes the supervisor's copy of the box's end once the box's
+// first process has its own: the log then sees the socket's end when the
+// box's side is gone without arming it.
+func (l *Log) Started() {
+	if l != nil && l.box != nil {
+		l.box.Close()
+	}
+}
+
+// Stop ends the log once the box has ended: it records what is still
+// waiting and returns when every record of the run has been emitted.
+func (l *Log) Stop() {
+	if l == nil {
+		return
+	}
+	l.once.Do(func() {
+		l.box.Close()
+		unix.Write(l.stopW, []byte{1})
+		l.host.Close() // a box side that never armed the log: recvmsg returns
+		select {
+		case <-l.done:
+		case <-time.After(2 * time.Second):
+			// A notification withdrawn between poll and receive leaves
+			// the receive waiting for the next one, which never comes
+			// once the box is gone: nothing is lost by not waiting.
+		}
+		if l.audit != nil {
+			l.audit.close()
+		}
+	})
+}
+
+func (l *Log) warn(err error) {
+	l.ev.Emit(event.Event{Kind: event.Warning, Detail: "filesystem log: " + err.Error() + "; this run's refusals are not recorded"})
+}
+
+// run waits for the box's side to arm the log, then serves it.
+func (l *Log) run() {
+	defer close(l.done)
+	buf := make([]byte, 1024)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(l.host.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		return // the box never started, or stopped before CMD
+	}
+	switch buf[0] {
+	case msgFailed:
+		l.warn(fmt.Errorf("%s", event.Escape(string(buf[1:n]))))
+	case msgListener:
+		lfd := -1
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
+			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) == 1 {
+				lfd = fds[0]
+			}
+		}
+		if lfd < 0 {
+			l.warn(fmt.Errorf("no listener came from the box"))
+			return
+		}
+		defer unix.Close(lfd)
+		// The supervisor runs right after the caller blocks: the call
+		// waits less.
+		unix.Syscall(unix.SYS_IOCTL, uintptr(lfd), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+		nt := &notifier{lfd: lfd, root: -1, judge: l.judge, ev: l.ev, seen: l.seen}
+		nt.serve(l.stopR)
+		if nt.root >= 0 {
+			unix.Close(nt.root)
+		}
+	case msgDomain:
+		if n < 9 || l.audit == nil {
+			return
+		}
+		pid := int(binary.LittleEndian.Uint64(buf[1:9]))
+		l.audit.serve(pid, l.judge, l.ev, l.seen, l.stopR)
+	}
+}

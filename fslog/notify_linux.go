@@ -1,0 +1,366 @@
+//go:build linux && (amd64 || arm64)
+
+package fslog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"path"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+)
+
+// seccompNotif and seccompResp are struct seccomp_notif (with its struct
+// seccomp_data) and struct seccomp_notif_resp (linux/seccomp.h).
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Nr    int32
+	Arch  uint32
+	IP    uint64
+	Args  [6]uint64
+}
+
+type seccompResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// notifier serves one run's notification listener.
+type notifier struct {
+	lfd   int
+	root  int // the box's root folder (O_PATH), from the first caller
+	judge Judge
+	ev    event.Emitter
+	seen  *dedup
+	buf   []byte
+	// denied is set when the last attempt could not be read because the
+	// kernel refused agentbox the caller's memory; blinded are the
+	// processes already reported so.
+	denied  bool
+	blinded map[string]bool
+}
+
+// serve answers every notification until stop is readable or no process
+// is left under the filter. Each call is allowed to continue, unchanged:
+// what the supervisor reads and judges never decides anything.
+func (n *notifier) serve(stop int) {
+	fds := []unix.PollFd{{Fd: int32(n.lfd), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if fds[0].Revents&unix.POLLIN != 0 {
+			n.one()
+			continue
+		}
+		if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 || fds[1].Revents != 0 {
+			// No process is left under the filter, or the box has
+			// ended: take what is still waiting, and stop.
+			n.drain()
+			return
+		}
+	}
+}
+
+// drain answers the notifications already waiting, without blocking.
+func (n *notifier) drain() {
+	fds := []unix.PollFd{{Fd: int32(n.lfd), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents = 0
+		if c, err := unix.Poll(fds, 0); err != nil || c == 0 || fds[0].Revents&unix.POLLIN == 0 {
+			return
+		}
+		n.one()
+	}
+}
+
+// one receives a notification, looks at the call and lets it continue.
+func (n *notifier) one() {
+	var req seccompNotif // the kernel wants it zeroed
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); errno != 0 {
+		return // ENOENT: the caller was interrupted and the call withdrawn
+	}
+	var e event.Event
+	refused, blind := false, false
+	if c, ok := calls[uint32(req.Nr)]; ok {
+		a, ok := n.attempt(&req, c)
+		blind = n.denied
+		if ok {
+			e, refused = n.judge(a)
+			if refused && n.seen.first(e) {
+				e.Process = n.process(int(req.Pid))
+			} else {
+				refused = false
+			}
+		}
+	}
+	// Everything read above belongs to this call only if the caller is
+	// still waiting in it now (a thread ID can be reused once its thread
+	// is gone).
+	current := n.valid(req.ID)
+	resp := seccompResp{ID: req.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+	if refused && current {
+		n.ev.Emit(e)
+	}
+	if blind && current {
+		n.blind(int(req.Pid))
+	}
+}
+
+// blind says, once per process and up to a bound, that a process's
+// calls cannot be judged: the kernel does not let agentbox read a
+// process that made itself non-dumpable, or that runs a program it may
+// not read, unless agentbox holds CAP_SYS_PTRACE over it (as root, or
+// over bwrap's user namespace). The gap is recorded, not silent.
+func (n *notifier) blind(tid int) {
+	if n.blinded == nil {
+		n.blinded = map[string]bool{}
+	}
+	tgid := tid
+	if st, err := readFile("/proc/" + strconv.Itoa(tid) + "/status"); err == nil {
+		if _, rest, ok := strings.Cut(st, "\nTgid:\t"); ok {
+			tgid, _ = strconv.Atoi(strings.Fields(rest)[0])
+		}
+	}
+	key := strconv.Itoa(tgid)
+	if n.blinded[key] || len(n.blinded) >= 64 {
+		return
+	}
+	n.blinded[key] = true
+	n.ev.Emit(event.Event{Kind: event.Warning, Process: n.process(tid),
+		Detail: "filesystem log: agentbox may not look at " + n.process(tid) +
+			" (it made itself non-dumpable, or runs a program agentbox may not read): what it is refused is not recorded"})
+}
+
+func (n *notifier) valid(id uint64) bool {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id)))
+	return errno == 0
+}
+
+// The flags that make an open a write.
+const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
+
+// attempt reads the call's paths and resolves them in the box's view.
+func (n *notifier) attempt(req *seccompNotif, c call) (Attempt, bool) {
+	tid := int(req.Pid)
+	n.denied = false
+	if n.root < 0 {
+		// Every process of a box has its root: bwrap's new root, or the
+		// host's under Landlock. The box cannot change it (chroot needs
+		// a capability no boxed process has).
+		fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return Attempt{}, false
+		}
+		n.root = fd
+	}
+	a := Attempt{Pid: tid, Syscall: c.name, Op: c.op}
+	at := uint64(0)
+	if c.at >= 0 {
+		at = req.Args[c.at]
+	}
+	follow := c.follow
+	switch {
+	case c.open >= 0:
+		a.Flags = req.Args[c.open]
+	case c.how:
+		var how [8]byte
+		if !n.read(tid, req.Args[2], how[:]) {
+			return Attempt{}, false
+		}
+		a.Flags = binary.LittleEndian.Uint64(how[:])
+	}
+	if c.op == "" {
+		switch {
+		case a.Flags&unix.O_PATH != 0:
+			return Attempt{}, false // a handle, not an open for reading or writing
+		case a.Flags&unix.O_CREAT != 0:
+			a.Op = Create
+		case a.Flags&writeFlags != 0:
+			a.Op = Write
+		default:
+			a.Op = Read
+		}
+		if a.Flags&unix.O_NOFOLLOW != 0 || a.Flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
+			follow = false
+		}
+	}
+	switch c.op {
+	case Remove:
+		if at&unix.AT_REMOVEDIR != 0 {
+			a.Op = Rmdir
+		}
+	case Link:
+		follow = at&unix.AT_SYMLINK_FOLLOW != 0
+	default:
+		if at&unix.AT_SYMLINK_NOFOLLOW != 0 {
+			follow = false
+		}
+	}
+	if req.Args[c.path] == 0 {
+		return Attempt{}, false // utimensat(fd, NULL, …): a descriptor, not a path
+	}
+	p, ok := n.str(tid, req.Args[c.path])
+	if !ok {
+		return Attempt{}, false
+	}
+	// The source of a rename or link is judged where it is now; a link
+	// to a symbolic link is made of the link itself.
+	a.Targets = append(a.Targets, n.target(tid, c.dirfd, req, p, follow && c.path2 < 0))
+	if c.path2 >= 0 {
+		p2, ok := n.str(tid, req.Args[c.path2])
+		if !ok {
+			return Attempt{}, false
+		}
+		a.Targets = append(a.Targets, n.target(tid, c.dirfd2, req, p2, false))
+	}
+	return a, true
+}
+
+// target resolves the path p, relative to the descriptor in argument
+// dirfd (or the working folder), in the box's view: from the box's root,
+// with the kernel following links as it would for the call.
+func (n *notifier) target(tid, dirfd int, req *seccompNotif, p string, follow bool) Target {
+	t := Target{Given: p}
+	abs := p
+	if !strings.HasPrefix(p, "/") {
+		base := "/proc/" + strconv.Itoa(tid) + "/cwd"
+		if dirfd >= 0 && int32(req.Args[dirfd]) != unix.AT_FDCWD {
+			base = "/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(int32(req.Args[dirfd])))
+		}
+		dir, err := readlink(base)
+		if err != nil || !strings.HasPrefix(dir, "/") {
+			t.Real = p
+			return t
+		}
+		abs = dir
+		if p != "" {
+			abs = dir + "/" + p
+		}
+	}
+	flags := uint64(unix.O_PATH | unix.O_CLOEXEC)
+	if !follow {
+		flags |= unix.O_NOFOLLOW
+	}
+	resolve := uint64(unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS)
+	if fd, err := unix.Openat2(n.root, abs, &unix.OpenHow{Flags: flags, Resolve: resolve}); err == nil {
+		t.Exists, t.Parent = true, true
+		t.Real, _ = readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil {
+			t.Dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
+		}
+		unix.Close(fd)
+		// A file bound over a path from one that was removed since (how
+		// bwrap hides a file) reads as "… (deleted)": its place is the
+		// folder's path and its name.
+		if t.Real != "" && !strings.HasSuffix(t.Real, " (deleted)") {
+			return t
+		}
+	}
+	dir, last := path.Split(strings.TrimRight(abs, "/"))
+	if last != "" && last != "." && last != ".." {
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolve}
+		if fd, err := unix.Openat2(n.root, dir, &how); err == nil {
+			real, _ := readlink("/proc/self/fd/" + strconv.Itoa(fd))
+			unix.Close(fd)
+			if real != "" {
+				t.Parent = true
+				t.Real = path.Join(real, last)
+				return t
+			}
+		}
+	}
+	t.Real = path.Clean(abs)
+	return t
+}
+
+// str reads the NUL-terminated string at addr in process tid's memory,
+// at most PATH_MAX bytes, one page at a time so that it never reads past
+// the page the string ends on.
+func (n *notifier) str(tid int, addr uint64) (string, bool) {
+	if n.buf == nil {
+		n.buf = make([]byte, unix.PathMax)
+	}
+	got := 0
+	for got < len(n.buf) {
+		chunk := 4096 - int((addr+uint64(got))%4096)
+		if chunk > len(n.buf)-got {
+			chunk = len(n.buf) - got
+		}
+		if !n.read(tid, addr+uint64(got), n.buf[got:got+chunk]) {
+			return "", false
+		}
+		if i := bytes.IndexByte(n.buf[got:got+chunk], 0); i >= 0 {
+			return string(n.buf[:got+i]), true
+		}
+		got += chunk
+	}
+	return "", false // longer than PATH_MAX: the kernel refuses it anyway
+}
+
+// read fills b from process tid's memory at addr.
+func (n *notifier) read(tid int, addr uint64, b []byte) bool {
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	got, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err == unix.EPERM || err == unix.EACCES {
+		n.denied = true
+	}
+	return err == nil && got == len(b)
+}
+
+// process names the calling thread's process: its name (which it chose)
+// and the executable (which it did not), and its pid on the host.
+func (n *notifier) process(tid int) string {
+	dir := "/proc/" + strconv.Itoa(tid)
+	comm, _ := readFile(dir + "/comm")
+	exe, _ := readlink(dir + "/exe")
+	s := strings.TrimSpace(comm)
+	if s == "" {
+		s = "?"
+	}
+	s += " (pid " + strconv.Itoa(tid)
+	if exe != "" {
+		s += ", " + exe
+	}
+	return s + ")"
+}
+
+func readlink(p string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink(p, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func readFile(p string) (string, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 256)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}

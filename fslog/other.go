@@ -1,0 +1,38 @@
+//go:build !linux || !(amd64 || arm64)
+
+package fslog
+
+import (
+	"os"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// Log is a run's filesystem violation log; there is none on this system.
+type Log struct{}
+
+// Start returns nil: the log needs Linux (seccomp user notification or
+// Landlock's audit records) on amd64 or arm64.
+func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log { return nil }
+
+// Box returns nil.
+func (l *Log) Box() *os.File { return nil }
+
+// Started does nothing.
+func (l *Log) Started() {}
+
+// Stop does nothing.
+func (l *Log) Stop() {}
+
+// ErrOrphan is Arm's failure after its filter is in place.
+var ErrOrphan = errUnsupported
+
+// Arm fails: the log's filter is Linux's.
+func Arm(sock int) error { return errUnsupported }
+
+// Announce fails: Landlock is Linux's.
+func Announce(sock int) error { return errUnsupported }
+
+// AuditStatus reports no audit.
+func AuditStatus() (bool, error) { return false, errUnsupported }
