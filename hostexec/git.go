@@ -246,6 +246,13 @@ func (r *resolver) hooks(g, common, top string) {
 		}
 		seen[d] = true
 		if _, err := r.in.FS.Lstat(d); err != nil {
+			if d == def && !r.canCreate(filepath.Dir(d)) {
+				// Not the user's to create, so not the box's either
+				// (a repository of another user under a broad
+				// writable root): nothing to make or mount.
+				r.add(d, "git hooks", "does not exist, and you cannot create anything in "+filepath.Dir(d)+", so neither can the box; checked after the run")
+				continue
+			}
 			if d == def && r.region(d) != "" && !InPackageTree(rel(r.region(d), d)) {
 				// Created empty, for real, so it can be bound
 				// read-only: what git init makes anyway.

@@ -222,6 +222,13 @@ func (r *resolver) blockAs(base, p, rule string, dir, asDir bool) {
 	if _, ok := r.guards[first]; ok {
 		return
 	}
+	if !r.canCreate(filepath.Dir(first)) {
+		// The user cannot create it, so neither can the box (it runs
+		// with the user's own rights on host files): no placeholder,
+		// which agentbox could not make either.
+		r.add(first, rule, "does not exist, and you cannot create anything in "+filepath.Dir(first)+", so neither can the box; checked after the run")
+		return
+	}
 	what := "an empty read-only file"
 	if isDir {
 		what = "an empty read-only folder"
@@ -239,6 +246,21 @@ func (r *resolver) blockAs(base, p, rule string, dir, asDir bool) {
 		r.res.Placeholders = append(r.res.Placeholders, plan.Prepare{Path: first, Mode: 0o755, Placeholder: kind, Content: content,
 			Origin: plan.Origin{Key: "always: " + rule}})
 	}
+}
+
+// canCreate reports whether the user can create entries in dir, when the
+// FS can tell (the real one asks the kernel: access(2) with W_OK, which
+// counts ACLs, read-only mounts and root's rights); otherwise true.
+// A folder that does not exist yet is one agentbox makes before the run
+// (Made, a writable root it creates): the user's own.
+func (r *resolver) canCreate(dir string) bool {
+	if _, err := r.in.FS.Lstat(dir); err != nil || slices.Contains(r.in.Made, dir) {
+		return true
+	}
+	if a, ok := r.in.FS.(interface{ CanCreate(string) bool }); ok {
+		return a.CanCreate(dir)
+	}
+	return true
 }
 
 func rel(root, p string) string {

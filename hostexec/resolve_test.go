@@ -479,3 +479,61 @@ func TestResolveSavedIndex(t *testing.T) {
 		}
 	}
 }
+
+// createFS is osFS where the caller can create nothing in the folders
+// listed (a repository of another user under a broad writable root).
+type createFS struct {
+	osFS
+	denied map[string]bool
+}
+
+func (f createFS) CanCreate(dir string) bool { return !f.denied[dir] }
+
+// A missing .git/hooks or control file in a folder the user cannot write
+// is neither made nor covered by a placeholder (agentbox could not make
+// either, and the run would fail): the box cannot create it either, and
+// the after-run check looks there. Where the user can write, it is made.
+func TestResolveNotCreatable(t *testing.T) {
+	tr := newTree(t)
+	tr.repo("proj")
+	tr.repo("other")
+	tr.repo("mine")
+	os.Remove(tr.p("other/.git/hooks"))
+	os.Remove(tr.p("mine/.git/hooks"))
+	in := tr.input("proj", "other", "mine")
+	in.Projects = []string{tr.p("proj"), tr.p("other")}
+	in.FS = createFS{denied: map[string]bool{tr.p("other/.git"): true, tr.p("other"): true}}
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created []string
+	for _, d := range r.Create {
+		created = append(created, strings.TrimPrefix(d, tr.root+"/"))
+	}
+	if diff := cmp.Diff([]string{"mine/.git/hooks"}, created); diff != "" {
+		t.Errorf("created (-want +got):\n%s", diff)
+	}
+	for _, p := range r.Placeholders {
+		if strings.HasPrefix(p.Path, tr.p("other")+"/") {
+			t.Errorf("a placeholder in a folder the user cannot write: %s", p.Path)
+		}
+	}
+	got := map[string]string{}
+	for _, s := range tr.guards(r) {
+		got[strings.Fields(s)[2]] = s
+	}
+	for _, want := range []string{
+		"checked missing other/.git/hooks (git hooks)",
+		"checked missing other/.claude (claude .claude/settings.json)",
+		"checked missing other/.vscode (vscode .vscode)",
+	} {
+		path := strings.Fields(want)[2]
+		if got[path] != want {
+			t.Errorf("guard of %s: %q, want %q", path, got[path], want)
+		}
+	}
+	if !strings.HasPrefix(got["mine/.git/hooks"], "read-only dir mine/.git/hooks") {
+		t.Errorf("mine/.git/hooks: %q, want it made and read-only", got["mine/.git/hooks"])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/agentbox/agentbox/plan"
@@ -23,7 +24,9 @@ func (e *PrepareError) Unwrap() error { return e.Err }
 // Hints says where agentbox's own folders can go instead when one cannot
 // be created (a read-only or foreign home folder, as in some containers).
 func (e *PrepareError) Hints() []string {
-	if e.Op != "creating" || !(errors.Is(e.Err, fs.ErrPermission) || errors.Is(e.Err, syscall.EROFS)) {
+	if e.Op != "creating" || !(errors.Is(e.Err, fs.ErrPermission) || errors.Is(e.Err, syscall.EROFS)) ||
+		!strings.Contains(e.Path, "agentbox") {
+		// Only agentbox's own folders can move.
 		return nil
 	}
 	return []string{"agentbox keeps its state and the box's temporary folders in folders of yours: set XDG_STATE_HOME (or XDG_RUNTIME_DIR, a folder only you can enter) to one you can write"}
