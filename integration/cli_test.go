@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // commands are agentbox's visible commands, in the order help lists them.
-var commands = []string{"run", "plan", "log", "init", "doctor", "trust", "status", "providers", "shell-init", "completion", "setup", "version", "help"}
+var commands = []string{"run", "plan", "learn", "verify", "log", "init", "doctor", "trust", "status", "caches", "providers", "shell-init", "completion", "setup", "version", "help"}
 
 // TestHelpGolden runs every command's --help through the real binary and
 // checks the transcript against testdata/help.golden (go test -update
@@ -103,7 +103,7 @@ agentbox: hint: --network takes open, none or allowlist
 agentbox: hint: usage: agentbox plan [FLAGS] [-- CMD [ARGS...]] (agentbox plan --help lists the flags)
 `},
 		{[]string{"--network", "none", "run", "--", "true"}, `agentbox: error: unknown flag --network
-agentbox: hint: --network is a flag of run, plan and status: it goes after the command, e.g. agentbox run --network
+agentbox: hint: --network is a flag of run, plan, learn, verify, status and caches: it goes after the command, e.g. agentbox run --network
 agentbox: hint: usage: agentbox COMMAND [FLAGS] [ARGS...] (agentbox --help lists the commands)
 `},
 		{[]string{"help", "stauts"}, `agentbox: error: unknown command "stauts"

@@ -194,6 +194,11 @@ func TestPlanEqualsRunLandlock(t *testing.T) {
 	for name, args := range planCases(w, "landlock") {
 		t.Run(name, func(t *testing.T) {
 			args = append([]string{"--backend", "landlock"}, args...)
+			// A first run makes agentbox's own state folders (the after-run
+			// check's index is made at the end of a run), so the file
+			// system the plan is compared on after the run is the one the
+			// child carved.
+			w.run(append([]string{"run"}, args...)...)
 			p := w.planFor(args...)
 			var a landlock.Assessment
 			if err := json.Unmarshal(p.Box.Detail, &a); err != nil || p.Box.Backend != "landlock" {

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/plan"
@@ -110,8 +111,13 @@ func (r *resolver) defaultCandidates() []denied {
 // absolute folder closed to other users (a tmpfs that only the user owns),
 // else agentbox/tmp in the user's state folder. Never the shared /tmp:
 // there, any local user could create agentbox's folder first and block or
-// read the box's temporary files.
+// read the box's temporary files. Inside a box (a nested run), the outer
+// box keeps the state folder read-only and its /tmp is its own, which no
+// other user reaches: the base is agentbox-UID there.
 func tmpBase(env Env) string {
+	if depth(env) > 1 && filepath.IsAbs(env.TempDir) && env.UID >= 0 {
+		return filepath.Join(env.TempDir, "agentbox-"+strconv.Itoa(env.UID))
+	}
 	if d := env.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) && env.FS != nil {
 		if fi, err := env.FS.Lstat(d); err == nil && fi.IsDir() && fi.Mode().Perm()&0o077 == 0 {
 			return filepath.Join(filepath.Clean(d), "agentbox", "tmp")
