@@ -126,4 +126,46 @@ func TestCtrlCReachesPlainCommand(t *testing.T) {
 	}
 }
 
-var _ = os.Getenv
+// A process the box leaves behind cannot take the terminal after agentbox
+// has returned: it would print a fake password prompt and read the line
+// the user types next into the shell. Every process of the run is ended
+// before agentbox returns, and the terminal's foreground is taken back.
+func TestLeftBehindCannotTakeTerminal(t *testing.T) {
+	_, err := exec.LookPath("python3")
+	need(t, err == nil, "python3 is not installed")
+	attack := `import os, signal, time
+for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGTTOU, signal.SIGTTIN):
+    signal.signal(s, signal.SIG_IGN)
+if os.fork():
+    os._exit(0)
+os.setpgid(0, 0)
+time.sleep(1.5)
+fd = os.open("/dev/tty", os.O_RDWR)
+os.tcsetpgrp(fd, os.getpgrp())
+os.write(fd, b"[sudo] password for you: ")
+line = os.read(fd, 100)
+open("STOLEN", "wb").write(line)
+`
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t)
+			write(t, w.project+"/attack.py", attack)
+			tm := newTmux(t, w, "bash --norc --noprofile -i")
+			tm.keys("PS1='host$ '", "Enter")
+			tm.wait("host$")
+			tm.keys(bin+" run --backend "+backend+" -- python3 attack.py; echo AGENTBOX-EXIT=$?", "Enter")
+			tm.wait("AGENTBOX-EXIT=0")
+			time.Sleep(3 * time.Second)
+			tm.keys("echo typed-by-the-user", "Enter")
+			time.Sleep(time.Second)
+			s := tm.screen()
+			if strings.Contains(s, "[sudo] password") {
+				t.Errorf("a process of the run prompted on the terminal after agentbox returned:\n%s", s)
+			}
+			if data, err := os.ReadFile(w.project + "/STOLEN"); err == nil {
+				t.Fatalf("a process of the run read %q from the terminal after agentbox returned", data)
+			}
+			tm.wait("typed-by-the-user\nhost$")
+		})
+	}
+}
