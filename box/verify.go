@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/verify"
 )
@@ -115,6 +116,15 @@ func envWant(q *plan.Plan) verify.EnvWant {
 		if !seen[k] {
 			seen[k] = true
 			w.Names = append(w.Names, k)
+		}
+	}
+	if a, err := landlock.AssessmentOf(q); err == nil && q.Box.Backend == landlock.Backend && a.Proxy {
+		// The proxy's variables, set when the run has its port.
+		for _, k := range landlock.ProxyVars {
+			if !seen[k] {
+				seen[k] = true
+				w.Names = append(w.Names, k)
+			}
 		}
 	}
 	sort.Strings(w.Names)

@@ -56,13 +56,13 @@ func TestLearnNpmInstall(t *testing.T) {
 			// read-only file at the project's top would keep npm from
 			// making node_modules there (plan says so).
 			file := filepath.Join(w.base, policy.ProjectFile)
-			// Under bwrap the network is an allowlist too; Landlock's
-			// network rules filter ports, not hosts.
+			// The network is an allowlist under both backends (Landlock's
+			// through the proxy's port).
 			network := "allowlist"
-			if backend == "landlock" {
-				network = "open"
-			}
-			write(t, file, "version = 1\n\n[sandbox]\nbackend = \""+backend+"\"\n\n[network]\nmode = \""+network+"\"\n")
+			// The backend is the user's choice (a project policy may only
+			// tighten it), the network the project's.
+			write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[sandbox]\nbackend = \""+backend+"\"\n")
+			write(t, file, "version = 1\n\n[network]\nmode = \""+network+"\"\n")
 			expectCode(t, w.run("trust", file), 0)
 			install := []string{"npm", "install", "is-number", "--no-audit", "--no-fund"}
 			r := w.run(append([]string{"learn", "--"}, install...)...)

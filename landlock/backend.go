@@ -19,6 +19,10 @@ import (
 // Backend is the name this backend reports in AGENTBOX_BACKEND.
 const Backend = "landlock"
 
+// ProxyVars are the variables a run in allowlist mode gets at its start,
+// pointing at the proxy's port (which only the run knows).
+var ProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"}
+
 // ChildCommand is the hidden subcommand of the child that confines itself
 // and becomes CMD.
 const ChildCommand = "__landlock"

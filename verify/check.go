@@ -230,6 +230,13 @@ func (b *builder) mount(i int, m plan.Mount) {
 		return
 	}
 	ro := []string{b.denied}
+	if b.ll != nil && (m.Op == plan.ROBind || m.Op == plan.Pin) && len(b.ll.Missing(m.Path, "write_file", "make_reg")) == 0 {
+		// Landlock keeps it by recording it before the run and restoring
+		// it after (what host programs run or obey): the plan says it is
+		// writable during the run, so there is nothing to refuse.
+		b.add(Check{Rule: name, Level: lv, Why: "kept by recording and restoring after the run: writable during it under Landlock, as the plan says"})
+		return
+	}
 	switch {
 	case m.Stage == plan.StageRoot && m.Op == plan.ROBind:
 		if len(b.h.Outside) == 0 {
