@@ -103,3 +103,18 @@ func BenchmarkNewApp(b *testing.B) {
 		newApp()
 	}
 }
+
+// TestPolicyReferenceFlags: docs/policy.md names every policy flag, so a
+// flag added to the last policy layer is documented with its key.
+func TestPolicyReferenceFlags(t *testing.T) {
+	data, err := os.ReadFile("docs/policy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range policyFlags() {
+		name := "`--" + f.Names()[0]
+		if !strings.Contains(string(data), name) {
+			t.Errorf("docs/policy.md does not name %s`", name)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/agentbox/agentbox/mount"
@@ -33,15 +34,28 @@ type PlanJSONOutput struct {
 	*plan.Plan
 }
 
+// defaultShell is the command `agentbox plan` shows without one: the
+// user's shell. On Windows that is %ComSpec% (cmd.exe when unset): there
+// is no /bin/sh, and $SHELL, when a Unix-like toolkit sets it, names a
+// path of its own that Windows cannot start.
+func defaultShell(goos string, getenv func(string) string) string {
+	if goos == "windows" {
+		if c := getenv("ComSpec"); c != "" {
+			return c
+		}
+		return "cmd.exe"
+	}
+	if s := getenv("SHELL"); s != "" {
+		return s
+	}
+	return "/bin/sh"
+}
+
 // Plan resolves the request as `agentbox run` would and prints the plan in
 // format f. An empty command is the user's shell.
 func Plan(req Request, f PlanFormat, w io.Writer) error {
 	if len(req.Command) == 0 {
-		shell := os.Getenv("SHELL")
-		if shell == "" {
-			shell = "/bin/sh"
-		}
-		req.Command = []string{shell}
+		req.Command = []string{defaultShell(runtime.GOOS, os.Getenv)}
 	}
 	all := Backends()
 	p, b, err := Resolve(req, all)

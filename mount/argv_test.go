@@ -25,7 +25,15 @@ var update = flag.Bool("update", false, "rewrite testdata/*.bwrap.golden")
 // whose hooks are missing, a secret file and folder, and a host tmp folder.
 func goldenWorld(t *testing.T) (root string, env policy.Env) {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
+	// Not in t.TempDir(): that is usually under the host's /tmp, which the
+	// tmp-host case shares with the box, and whatever lies there (this
+	// home folder and its agentbox folders) is then kept read-only too.
+	dir, err := os.MkdirTemp("/var/tmp", "mount-golden-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	root, err = filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,11 +87,11 @@ func (r *resolver) caches(add func(p string, o plan.Origin, note string)) error 
 	if !private {
 		return nil
 	}
-	if r.inWritable(StateDir(r.env)) {
+	if r.inHostWritable(StateDir(r.env)) {
 		// agentbox's own state stays read-only in the box, and the
 		// private caches would with it: the tools use their usual caches,
 		// which lie in the writable home folder anyway.
-		r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: folder, Reason: "private caches not made: agentbox's state folder lies in a writable root and stays read-only there", Origin: plan.Origin{Key: "default caches"}})
+		r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: folder, Reason: "private caches not made: agentbox's state folder lies in a writable root (or the host's /tmp, shared) and stays read-only there", Origin: plan.Origin{Key: "default caches"}})
 		for i := range r.p.Caches {
 			if r.p.Caches[i].Mode == cache.Private {
 				r.p.Caches[i].Dirs = nil

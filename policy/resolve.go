@@ -615,11 +615,26 @@ func (r *resolver) inWritable(p string) bool {
 	return false
 }
 
+// hostTmp reports whether the box writes the host's own /tmp (tmp.mode
+// host). writableRegions leaves /tmp out, since in the other modes the
+// box's /tmp is not the host's; but with the host's shared, what lies
+// there (agentbox's own folders when an XDG variable points there, a
+// policy file) must be kept read-only as in any writable root.
+func (r *resolver) hostTmp(p string) bool {
+	return r.p.Tmp.Mode == plan.TmpHost && r.env.GOOS != "windows" && plan.Within(p, "/tmp")
+}
+
+// inHostWritable reports whether the box can change p on the host: it
+// lies in a writable root or in the host's /tmp shared with the box.
+func (r *resolver) inHostWritable(p string) bool {
+	return r.inWritable(p) || r.hostTmp(p)
+}
+
 func (r *resolver) readOnlyStage() error {
 	var list []pathEntry
 	seen := map[string]bool{}
 	addPath := func(p string, o plan.Origin, note string) {
-		if !seen[p] && r.inWritable(p) && !r.hiddenByWorkspace(p) {
+		if !seen[p] && r.inHostWritable(p) && !r.hiddenByWorkspace(p) {
 			seen[p] = true
 			list = append(list, pathEntry{path: p, origin: o, note: note})
 		}
@@ -656,7 +671,7 @@ func (r *resolver) readOnlyStage() error {
 	// is broken here, or tamper with the after-run check. The folders are
 	// agentbox's own, so they are created (0700) when missing.
 	for _, dir := range []string{filepath.Dir(ConfigPath(r.env)), StateDir(r.env), CacheDir(r.env)} {
-		if !r.inWritable(dir) {
+		if !r.inHostWritable(dir) {
 			continue
 		}
 		origin := plan.Origin{Key: "always: agentbox's own configuration"}
@@ -665,7 +680,7 @@ func (r *resolver) readOnlyStage() error {
 			// Create the missing folders, outermost first (~/.config,
 			// then ~/.config/agentbox), so none can be made by the agent.
 			var missing []string
-			for d := dir; plan.Within(d, r.env.Home) && d != r.env.Home; d = filepath.Dir(d) {
+			for d := dir; (plan.Within(d, r.env.Home) && d != r.env.Home) || (r.hostTmp(d) && d != "/tmp"); d = filepath.Dir(d) {
 				if _, err := r.env.FS.Lstat(d); err == nil {
 					break
 				}
@@ -711,6 +726,9 @@ func (r *resolver) readOnlyStage() error {
 	// protection, in its place (mv .claude .old; mkdir .claude; …).
 	regions := r.writableRegions()
 	isRegion := func(d string) bool {
+		if d == "/tmp" && r.hostTmp(d) {
+			return true
+		}
 		for _, w := range regions {
 			if d == w {
 				return true
@@ -720,7 +738,7 @@ func (r *resolver) readOnlyStage() error {
 	}
 	var pins []pathEntry
 	for _, e := range list {
-		for d := filepath.Dir(e.path); d != "/" && !isRegion(d) && r.inWritable(d); d = filepath.Dir(d) {
+		for d := filepath.Dir(e.path); d != "/" && !isRegion(d) && r.inHostWritable(d); d = filepath.Dir(d) {
 			if !seen[d] {
 				seen[d] = true
 				pins = append(pins, pathEntry{path: d, origin: plan.Origin{Key: "always: folder holding a read-only path"}, note: "pinned: cannot be renamed or replaced", pin: true})
@@ -731,7 +749,7 @@ func (r *resolver) readOnlyStage() error {
 	// renamed, it would carry the hidden file out of the path that this
 	// and every later run hides.
 	for _, p := range r.denyPaths() {
-		for d := filepath.Dir(p); d != "/" && !isRegion(d) && r.inWritable(d) && !r.hiddenByWorkspace(d); d = filepath.Dir(d) {
+		for d := filepath.Dir(p); d != "/" && !isRegion(d) && r.inHostWritable(d) && !r.hiddenByWorkspace(d); d = filepath.Dir(d) {
 			if !seen[d] {
 				seen[d] = true
 				pins = append(pins, pathEntry{path: d, origin: plan.Origin{Key: "always: folder holding a deny path"}, note: "pinned: cannot be renamed or replaced", pin: true})

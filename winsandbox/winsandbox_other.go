@@ -44,11 +44,25 @@ func RunnerMain(args []string) int {
 // machineFacts are none off Windows: the spec is built from the plan alone.
 func machineFacts(p *plan.Plan) Options { return Options{} }
 
+// notWindowsBackend is why the windows backend cannot confine anything on
+// goos: it is made of Windows' own sandbox users, ACLs, firewall and
+// restricted tokens. It names the backend, not `agentbox setup`, since it
+// answers `--backend windows` (and is listed when auto finds no backend).
+func notWindowsBackend(goos string) error {
+	u := &backend.Unavailable{Reason: fmt.Sprintf("the windows backend runs on Windows only (this is %s)", goos)}
+	if goos == "linux" {
+		u.Fix = "on Linux agentbox confines with bubblewrap (--backend bwrap) or Landlock (--backend landlock)"
+	}
+	return u
+}
+
 // Available always fails off Windows.
-func (w *Windows) Available() error { return notWindows() }
+func (w *Windows) Available() error { return notWindowsBackend(runtime.GOOS) }
 
 // Run always fails off Windows.
-func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) { return 125, notWindows() }
+func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
+	return 125, notWindowsBackend(runtime.GOOS)
+}
 
 // SelfCheck cannot check anything off Windows.
 func (w *Windows) SelfCheck() (string, bool) { return "nothing could be checked on this system", false }
