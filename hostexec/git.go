@@ -253,6 +253,13 @@ func (r *resolver) hooks(g, common, top string) {
 				r.add(d, "git hooks", "does not exist, and you cannot create anything in "+filepath.Dir(d)+", so neither can the box; checked after the run")
 				continue
 			}
+			if d == def && r.region(d) != "" && !InPackageTree(rel(r.region(d), d)) && !r.askedFor(top, g) {
+				// A repository the run was not started in (under a broad
+				// writable root): nothing is made in it for good, only
+				// an empty placeholder for the time of the run.
+				r.block(filepath.Dir(d), d, "git hooks", true)
+				continue
+			}
 			if d == def && r.region(d) != "" && !InPackageTree(rel(r.region(d), d)) {
 				// Created empty, for real, so it can be bound
 				// read-only: what git init makes anyway.
@@ -346,6 +353,21 @@ func (r *resolver) hookScripts(d, top string) {
 			}
 		}
 	}
+}
+
+// askedFor reports whether the repository with work tree top (or, bare,
+// git folder g) is one the run was started for: it lies in the project
+// (nested ones too) or holds it. Without a project (Input.Project) every
+// one counts.
+func (r *resolver) askedFor(top, g string) bool {
+	if r.in.Project == "" {
+		return true
+	}
+	if top == "" {
+		top = g
+	}
+	within := func(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator)) }
+	return within(top, r.in.Project) || within(r.in.Project, top)
 }
 
 func (r *resolver) isProject(dir string) bool {

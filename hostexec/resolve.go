@@ -46,6 +46,11 @@ type Input struct {
 	// Skip are paths in Regions the box cannot write (denied or read-only
 	// paths): not searched.
 	Skip []string
+	// Project is the folder the run was started for (the git top-level of
+	// its working folder, real path): a missing .git/hooks is made for
+	// good only in repositories in it, or the one holding it; "" for
+	// every one.
+	Project string
 	// Projects are the Regions that are project folders: a missing
 	// project control file at their top is blocked for the run.
 	Projects []string

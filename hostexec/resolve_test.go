@@ -537,3 +537,39 @@ func TestResolveNotCreatable(t *testing.T) {
 		t.Errorf("mine/.git/hooks: %q, want it made and read-only", got["mine/.git/hooks"])
 	}
 }
+
+// Under a broad writable root, a missing .git/hooks is made for good only
+// in the project the run is for (and repositories nested in it); another
+// repository gets an empty placeholder for the time of the run, which
+// leaves nothing behind.
+func TestResolveHooksOnlyInProject(t *testing.T) {
+	tr := newTree(t)
+	for _, r := range []string{"proj", "proj/nested", "other"} {
+		tr.repo(r)
+		os.Remove(tr.p(r + "/.git/hooks"))
+	}
+	in := tr.input("")
+	in.Regions = []string{tr.root}
+	in.Projects = nil
+	in.Project = tr.p("proj")
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created, held []string
+	for _, d := range r.Create {
+		created = append(created, strings.TrimPrefix(d, tr.root+"/"))
+	}
+	for _, p := range r.Placeholders {
+		if rel := strings.TrimPrefix(p.Path, tr.root+"/"); strings.Contains(rel, ".git") {
+			held = append(held, rel+" "+p.Placeholder)
+		}
+	}
+	sort.Strings(created)
+	if diff := cmp.Diff([]string{"proj/.git/hooks", "proj/nested/.git/hooks"}, created); diff != "" {
+		t.Errorf("made for good (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"other/.git/hooks dir"}, held); diff != "" {
+		t.Errorf("placeholders (-want +got):\n%s", diff)
+	}
+}

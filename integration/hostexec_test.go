@@ -778,3 +778,34 @@ ln -s "$t/evil" link && echo linked`)
 		}
 	})
 }
+
+// A broad writable root makes nothing for good in repositories the run was
+// not started for: another repository without .git/hooks gets an empty
+// read-only placeholder for the time of the run, gone afterwards, and the
+// box cannot plant a hook there.
+func TestHostExecBroadRootLeavesOtherRepositories(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		gitInit(t, w, w.project)
+		other := filepath.Join(w.base, "other")
+		gitInit(t, w, other)
+		for _, repo := range []string{w.project, other} {
+			if err := os.RemoveAll(filepath.Join(repo, ".git", "hooks")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := w.sh([]string{"--backend", be, "--writable", w.base, "--allow-broad-writable"},
+			`echo '#!/bin/sh' > `+other+`/.git/hooks/post-checkout 2>/dev/null; echo x > `+w.project+`/made; echo done`)
+		expectCode(t, r, 0)
+		expectContains(t, "stdout", r.stdout, "done")
+		if !exists(filepath.Join(w.project, "made")) {
+			t.Fatal("the box could not write its project")
+		}
+		if exists(filepath.Join(other, ".git", "hooks")) {
+			t.Errorf("the run left %s/.git/hooks behind in a repository it was not started for", other)
+		}
+		if exists(filepath.Join(w.project, ".git", "hooks", "post-checkout")) {
+			t.Errorf("a hook was planted")
+		}
+	})
+}

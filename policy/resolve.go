@@ -370,6 +370,13 @@ func (r *resolver) projectRoot() (string, string) {
 	return cwd, "default: the working directory"
 }
 
+// projectTop is the project the run is about for the registry: the git
+// top-level of the working directory, or the working directory.
+func (r *resolver) projectTop() string {
+	dir, _ := r.projectRoot()
+	return dir
+}
+
 func (r *resolver) cwd() error {
 	ws := r.p.Workspace
 	switch {
@@ -839,7 +846,7 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) 
 	}
 	res, err := hostexec.Resolve(hostexec.Input{
 		GOOS: r.env.GOOS, Home: r.env.Home, Getenv: r.env.Getenv, FS: r.env.FS,
-		Regions: regions, Skip: userRO, Projects: projects,
+		Regions: regions, Skip: userRO, Projects: projects, Project: r.projectTop(),
 		Providers: providers, ProviderHomes: homes, Own: own, Made: made, Limit: limit,
 		State: r.realMaybe(StateDir(r.env)),
 	})
