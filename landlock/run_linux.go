@@ -73,7 +73,8 @@ func (l *Landlock) SelfCheck() (string, bool) {
 // and goes on supervising — forwarding signals, giving the terminal back,
 // reporting the status.
 func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
-	if _, err := AssessmentOf(p); err != nil {
+	a, err := l.assessmentOf(p)
+	if err != nil {
 		return 0, err
 	}
 	// No process of the box may open this one's memory or descriptors.
@@ -85,7 +86,6 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	a, _ := AssessmentOf(p)
 	env := p.BoxEnviron()
 	args := []string{"agentbox", ChildCommand}
 	if a.Proxy {
