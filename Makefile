@@ -4,6 +4,7 @@
 #   make install                  install under /usr/local (PREFIX, DESTDIR)
 #   make install PREFIX=~/.local  install for one user, no root needed
 #   make test                     the whole test suite (scripts/test.sh)
+#   make bench                    launch-speed report, one line per goal (scripts/bench.sh)
 #   make docs                     regenerate the man page and completions
 #   make release-check            goreleaser check and a snapshot build
 #
@@ -34,7 +35,7 @@ GOBUILD = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -tags urfave_cli_no
 
 SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './dist/*') go.mod go.sum
 
-.PHONY: all build install uninstall test docs release-check clean
+.PHONY: all build install uninstall test bench docs release-check clean
 
 all: build
 
@@ -62,6 +63,10 @@ uninstall:
 
 test:
 	scripts/test.sh
+
+# A report, not a test: it exits 0 whatever the figures.
+bench:
+	scripts/bench.sh
 
 # The man page and completion scripts are made from the command definitions
 # by TestDocs; the same test fails in CI when they are stale.

@@ -17,6 +17,7 @@ import (
 	"os"
 
 	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/box"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/policy"
@@ -48,9 +49,19 @@ func main() {
 	os.Exit(run(os.Args))
 }
 
-// run executes the CLI and turns its result into an exit status.
+// run executes the CLI and turns its result into an exit status. A run
+// command line the CLI would take as it is goes straight to box.Run
+// (parseRun): it is on every launch's path.
 func run(args []string) int {
-	err := newApp().Run(args)
+	var err error
+	if req, ok := fastRun(args); ok {
+		var code int
+		if code, err = box.Run(req); err == nil {
+			return code
+		}
+	} else {
+		err = newApp().Run(args)
+	}
 	if err == nil {
 		return 0
 	}
@@ -64,6 +75,14 @@ func run(args []string) int {
 		return se.Status
 	}
 	return supervise.ExitFailure
+}
+
+// fastRun is parseRun for a command line that starts with run.
+func fastRun(args []string) (box.Request, bool) {
+	if len(args) < 2 || args[1] != "run" {
+		return box.Request{}, false
+	}
+	return parseRun(args[2:])
 }
 
 // exitCode carries CMD's exit status (or an explicit agentbox status) out of

@@ -175,13 +175,28 @@ type Choice struct {
 	Passed []string
 }
 
+// Prep makes of p what a confined run with b gets before b completes it
+// (the caller's own changes for a confined run). Like Complete, it may
+// only set fields of p, never write into what p's slices and maps already
+// hold, so that Select can undo it.
+type Prep func(p *plan.Plan, b Backend)
+
 // Select picks the backend for p from all, in order: the one the plan asks
 // for, or under "auto" the first that is available here and enforces every
 // rule of the plan. When none can, it is an error under enforce =
 // "require" and a degraded (unconfined) choice under "best-effort", with
-// the reason. Select completes candidates on copies of p; it does not
-// change p.
-func Select(p *plan.Plan, all []Backend) (Choice, error) {
+// the reason.
+//
+// Select completes the chosen backend on p itself, once: for each
+// candidate it calls prep (when not nil), sets p.Box.Passed to the
+// backends passed over so far and calls Complete; a candidate that cannot
+// confine p is undone by restoring a shallow copy of p taken before, which
+// is enough because neither prep nor Complete writes into what p's slices
+// and maps hold (package box tests every backend for it). So p is complete
+// for Choice.Backend when one is chosen, and as it was when none is.
+// Completing every candidate on a deep copy, then the chosen one again,
+// cost more than the rest of the choice.
+func Select(p *plan.Plan, all []Backend, prep Prep) (Choice, error) {
 	if p.Provider.Name != "" && !p.Provider.Supported {
 		err := withHints(fmt.Errorf("provider %s has not been verified to work inside the sandbox", p.Provider.Name),
 			"if you know the paths it writes, declare them in a policy:",
@@ -197,7 +212,7 @@ func Select(p *plan.Plan, all []Backend) (Choice, error) {
 			return degrade(p, p.Backend+"-unknown", nil, withHints(
 				fmt.Errorf("backend %q: no such backend (known: auto, %s)", p.Backend, strings.Join(Names(all), ", "))))
 		}
-		if err := usable(b, p); err != nil {
+		if err := usable(b, p, nil, prep); err != nil {
 			code := b.Name() + "-unavailable"
 			var u *Unavailable
 			if errors.As(err, &u) && u.Code != "" {
@@ -210,7 +225,7 @@ func Select(p *plan.Plan, all []Backend) (Choice, error) {
 	var passed []string
 	var errs []error
 	for _, b := range all {
-		err := usable(b, p)
+		err := usable(b, p, passed, prep)
 		if err == nil {
 			return Choice{Backend: b, Passed: passed}, nil
 		}
@@ -229,16 +244,23 @@ func Select(p *plan.Plan, all []Backend) (Choice, error) {
 		fmt.Errorf("no backend can confine this command here: %s", strings.Join(passed, "; ")), hints...))
 }
 
-// usable reports why b cannot confine p here, or nil.
-func usable(b Backend, p *plan.Plan) error {
+// usable completes p for b and returns nil, or reports why b cannot
+// confine p here and leaves p as it was.
+func usable(b Backend, p *plan.Plan, passed []string, prep Prep) error {
 	if err := b.Available(); err != nil {
 		return err
 	}
-	q := p.Clone()
-	if err := b.Complete(q); err != nil {
+	saved := *p
+	if prep != nil {
+		prep(p, b)
+	}
+	p.Box.Passed = passed
+	if err := b.Complete(p); err != nil {
+		*p = saved
 		return err
 	}
-	if ne := q.Box.NotEnforced(); len(ne) > 0 {
+	if ne := p.Box.NotEnforced(); len(ne) > 0 {
+		*p = saved
 		var lines []string
 		for _, r := range ne {
 			s := r.Rule

@@ -77,7 +77,7 @@ func TestSelect(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.p.Clone()
-			c, err := Select(tc.p, tc.all)
+			c, err := Select(tc.p, tc.all, nil)
 			switch {
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 				t.Fatalf("error %v, want one containing %q", err, tc.err)
@@ -97,8 +97,15 @@ func TestSelect(t *testing.T) {
 			if diff := cmp.Diff(tc.passed, c.Passed); diff != "" {
 				t.Errorf("passed over (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(before, tc.p); diff != "" {
-				t.Errorf("Select changed the plan (-before +after):\n%s", diff)
+			if c.Backend == nil {
+				if diff := cmp.Diff(before, tc.p); diff != "" {
+					t.Errorf("Select changed the plan it chose no backend for (-before +after):\n%s", diff)
+				}
+				return
+			}
+			// The chosen backend completed the plan itself.
+			if tc.p.Box.Backend != tc.want {
+				t.Errorf("plan completed for %q, want %q", tc.p.Box.Backend, tc.want)
 			}
 		})
 	}
@@ -106,7 +113,7 @@ func TestSelect(t *testing.T) {
 
 // The hints of every backend passed over reach the error, with the doctor's.
 func TestSelectHints(t *testing.T) {
-	_, err := Select(planFor("auto", plan.Require), []Backend{missing("bwrap", ""), missing("landlock", "")})
+	_, err := Select(planFor("auto", plan.Require), []Backend{missing("bwrap", ""), missing("landlock", "")}, nil)
 	var h interface{ Hints() []string }
 	if !errors.As(err, &h) {
 		t.Fatalf("error %v has no hints", err)
@@ -126,3 +133,61 @@ func TestFirstAvailable(t *testing.T) {
 		t.Errorf("FirstAvailable chose %s with nothing available", b.Name())
 	}
 }
+
+// meddler changes the plan the way a backend's Complete may (fields set,
+// a slice replaced), then cannot enforce a rule.
+type meddler struct{ fake }
+
+func (m *meddler) Complete(p *plan.Plan) error {
+	p.Command = []string{"meddled"}
+	p.Tmp.HostDir = "/meddled"
+	p.Prepare = append(p.Prepare, plan.Prepare{Path: "/meddled"})
+	p.Box = plan.Box{Backend: m.name, Rules: []plan.RuleStatus{{Rule: "root", Level: plan.NotEnforced, How: "meddled"}}}
+	return nil
+}
+
+// Select completes the chosen backend once, on the plan itself, after the
+// caller's prep for that backend; what a candidate passed over and its prep
+// did is undone, so the plan is what the chosen backend alone makes of it.
+func TestSelectCompletesInPlace(t *testing.T) {
+	p := planFor("auto", plan.Require)
+	p.Command = []string{"cmd"}
+	p.Environ = []string{"A=1"}
+	var prepped []string
+	prep := func(p *plan.Plan, b Backend) {
+		prepped = append(prepped, b.Name())
+		p.Environ = append(append([]string(nil), p.Environ...), "FOR="+b.Name())
+	}
+	counted := &counting{fake: *ok("landlock")}
+	c, err := Select(p, []Backend{&meddler{fake{name: "bwrap"}}, counted}, prep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Backend == nil || c.Backend.Name() != "landlock" {
+		t.Fatalf("chose %v, want landlock", c.Backend)
+	}
+	want := planFor("auto", plan.Require)
+	want.Command = []string{"cmd"}
+	want.Environ = []string{"A=1", "FOR=landlock"}
+	want.Box = plan.Box{Backend: "landlock", Rules: []plan.RuleStatus{{Rule: "root", Level: plan.Enforced, How: "as landlock does"}}}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"bwrap", "landlock"}, prepped); diff != "" {
+		t.Errorf("prepared for (-want +got):\n%s", diff)
+	}
+	if counted.n != 1 {
+		t.Errorf("the chosen backend completed the plan %d times, want once", counted.n)
+	}
+	if diff := cmp.Diff([]string{"bwrap: bwrap cannot enforce: root: meddled"}, c.Passed); diff != "" {
+		t.Errorf("passed over (-want +got):\n%s", diff)
+	}
+}
+
+// counting is a fake that counts its completions.
+type counting struct {
+	fake
+	n int
+}
+
+func (c *counting) Complete(p *plan.Plan) error { c.n++; return c.fake.Complete(p) }

@@ -108,7 +108,7 @@ func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, e
 // unconfined (best-effort) run or one in the outer box. outer is the
 // box agentbox itself runs in (OuterBox), if any.
 func Complete(p *plan.Plan, all []backend.Backend, outer Outer) (backend.Backend, error) {
-	choice, err := backend.Select(p, all)
+	choice, err := backend.Select(p, all, confined)
 	if choice.Backend == nil && outer.Backend != "" && (p.Backend == "auto" || p.Backend == "") {
 		// Inside a box no backend can add a box of its own (bwrap cannot
 		// make namespaces there, Landlock cannot enforce the plan): the
@@ -135,15 +135,8 @@ func Complete(p *plan.Plan, all []backend.Backend, outer Outer) (backend.Backend
 		p.Provider.ConfinedEnv, p.Provider.State = nil, nil
 		return nil, plan.Validate(p)
 	}
-	if p.Provider.Confined != nil {
-		p.Command = append([]string(nil), p.Provider.Confined...)
-	}
-	confinedEnv(p)
+	// Select completed p for the backend it chose (see confined).
 	p.Box.Passed = choice.Passed
-	p.Log.Filesystem = filesystemLog(p, choice.Backend)
-	if err := choice.Backend.Complete(p); err != nil {
-		return nil, err
-	}
 	if why := unpreparable(p); why != "" && outer.Backend != "" && (p.Backend == "auto" || p.Backend == "") {
 		inOuter(p, outer, why)
 		return nil, plan.Validate(p)
@@ -162,6 +155,18 @@ func Complete(p *plan.Plan, all []backend.Backend, outer Outer) (backend.Backend
 		return nil, fmt.Errorf("internal error: completed plan is invalid: %w", err)
 	}
 	return choice.Backend, nil
+}
+
+// confined makes p what a confined run with b gets, before b completes
+// it: the provider's command and variables for a confined run, and the
+// filesystem log b keeps. backend.Select calls it for each candidate and
+// undoes it for one it passes over, so it only sets fields of p.
+func confined(p *plan.Plan, b backend.Backend) {
+	if p.Provider.Confined != nil {
+		p.Command = append([]string(nil), p.Provider.Confined...)
+	}
+	confinedEnv(p)
+	p.Log.Filesystem = filesystemLog(p, b)
 }
 
 // newRunID draws a run's ID: 12 random hex digits.

@@ -472,7 +472,7 @@ func TestResolveSavedIndex(t *testing.T) {
 	if _, err := Resolve(in); !errors.As(err, &le) {
 		t.Errorf("the saved index was not used: %v", err)
 	}
-	for _, data := range [][]byte{EncodeIndex(idx, tr.p("other")), []byte("agentbox-index-1\ngarbage"), []byte("{}")} {
+	for _, data := range [][]byte{EncodeIndex(idx, tr.p("other")), []byte(indexMagic + "garbage"), []byte("agentbox-index-1\ngob"), []byte("{}")} {
 		os.WriteFile(IndexFile(in.State, tr.p("proj")), data, 0o600)
 		if _, err := Resolve(in); err != nil {
 			t.Errorf("an index that is not this root's was used: %v", err)

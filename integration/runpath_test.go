@@ -71,6 +71,31 @@ func TestStaleBwrapProbeForgotten(t *testing.T) {
 	expectContains(t, "plan", p.stdout, "passed over: bwrap: bwrap cannot create a sandbox: Creating new namespace failed")
 }
 
+// The bwrap probe runs once and its answer is taken from the cache by
+// every later run, whichever way the backend is chosen: auto, named, and
+// named under --best-effort (which once probed afresh on every run).
+func TestBwrapProbeCachedForEveryChoice(t *testing.T) {
+	w := newWorld(t)
+	real, err := exec.LookPath("bwrap")
+	need(t, err == nil, "bwrap is not installed")
+	calls := filepath.Join(w.base, "bwrap-calls")
+	// The probe's arguments start with --ro-bind; a box's with --args.
+	fakeBwrapFirst(t, w, `[ "$1" = "--ro-bind" ] && echo probe >>`+calls+`; exec `+real+` "$@"`)
+	for _, args := range [][]string{
+		{"run", "--", "true"},
+		{"run", "--backend", "bwrap", "--", "true"},
+		{"run", "--best-effort", "--backend", "bwrap", "--", "true"},
+		{"run", "--best-effort", "--backend", "bwrap", "--", "true"},
+		{"run", "--best-effort", "--", "true"},
+	} {
+		expectCode(t, w.run(args...), 0)
+	}
+	data, _ := os.ReadFile(calls)
+	if n := strings.Count(string(data), "probe"); n != 1 {
+		t.Errorf("bwrap was probed %d times over five runs, want once (then the cache)", n)
+	}
+}
+
 // With a memory limit the box gets its own cgroup, and agentbox itself
 // leaves it as soon as the box's first process exists: the supervisor never
 // counts against the box's limits and cannot be the OOM victim.

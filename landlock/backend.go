@@ -1,6 +1,7 @@
 package landlock
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,6 +39,12 @@ type Landlock struct {
 	// TempDir is where the per-run folder of a private /tmp is made;
 	// os.TempDir() when empty.
 	TempDir string
+
+	// completed is the rule set Complete made last, and its JSON form:
+	// Run takes it rather than decoding the plan's copy again when the
+	// plan's bytes are these.
+	completed     Assessment
+	completedJSON []byte
 }
 
 // New returns the Landlock backend.
@@ -108,6 +115,7 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 	if box.Detail, err = json.Marshal(a); err != nil {
 		return err
 	}
+	l.completed, l.completedJSON = a, box.Detail
 	p.Box = box
 	return nil
 }
@@ -120,15 +128,19 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 // /dev/shm, which the box may write here, is where no symlink the box
 // leaves may lead.
 func keepByRecord(p *plan.Plan) {
-	for i, g := range p.HostExec.Guards {
+	// A new list rather than changed entries: backend.Select undoes a
+	// candidate's Complete by restoring the plan's fields.
+	guards := slices.Clone(p.HostExec.Guards)
+	for i, g := range guards {
 		switch g.Keep {
 		case plan.KeepReadOnly, plan.KeepBlocked:
-			p.HostExec.Guards[i].Keep = plan.KeepRestored
+			guards[i].Keep = plan.KeepRestored
 			if g.Keep == plan.KeepBlocked {
-				p.HostExec.Guards[i].Note = "does not exist: what the box makes here is moved away after the run"
+				guards[i].Note = "does not exist: what the box makes here is moved away after the run"
 			}
 		}
 	}
+	p.HostExec.Guards = guards
 	var keep []plan.Prepare
 	for _, d := range p.Prepare {
 		if d.Placeholder == "" {
@@ -159,6 +171,15 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
 	}
 	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true), w)
+}
+
+// assessmentOf is AssessmentOf, without decoding when p's detail is the
+// one l completed last: the same bytes are the same rule set.
+func (l *Landlock) assessmentOf(p *plan.Plan) (Assessment, error) {
+	if p.Box.Backend == Backend && l.completedJSON != nil && bytes.Equal(p.Box.Detail, l.completedJSON) {
+		return l.completed, nil
+	}
+	return AssessmentOf(p)
 }
 
 // AssessmentOf reads the Landlock rule set of a completed plan.

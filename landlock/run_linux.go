@@ -21,8 +21,8 @@ import (
 	"github.com/agentbox/agentbox/supervise"
 )
 
-// The descriptors the child inherits: the frozen plan and the pinned
-// folders (childInput) on planFD, the box's end of the filesystem log's
+// The descriptors the child inherits: what it needs of the frozen plan and
+// the pinned folders (childInput) on planFD, the box's end of the filesystem log's
 // socket on logFD when there is one, then the pinned folders themselves
 // from pinFD on.
 const (
@@ -31,9 +31,19 @@ const (
 	pinFD  = 5
 )
 
-// childInput is what the supervisor writes to the child on planFD.
+// childInput is what the supervisor writes to the child on planFD: the
+// parts of the frozen plan the child uses, not the whole plan, which the
+// child would decode (and then decode its rule set from again) on every
+// launch.
 type childInput struct {
-	Plan *plan.Plan `json:"plan"`
+	// Rules is the plan's rule set (its Box.Detail).
+	Rules   Assessment  `json:"rules"`
+	Cwd     string      `json:"cwd"`
+	Command []string    `json:"command"`
+	Seccomp []string    `json:"seccomp,omitempty"`
+	Network string      `json:"network"`
+	LogFS   string      `json:"log_fs,omitempty"` // the plan's Log.Filesystem
+	Limits  plan.Limits `json:"limits"`
 	// Pins are the folders Prepare made and checked, in the order of
 	// their descriptors from pinFD on.
 	Pins []string `json:"pins,omitempty"`
@@ -73,7 +83,8 @@ func (l *Landlock) SelfCheck() (string, bool) {
 // and goes on supervising — forwarding signals, giving the terminal back,
 // reporting the status.
 func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
-	if _, err := AssessmentOf(p); err != nil {
+	a, err := l.assessmentOf(p)
+	if err != nil {
 		return 0, err
 	}
 	// No process of the box may open this one's memory or descriptors.
@@ -81,11 +92,11 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	pins := supervise.PinsOf(c.Prepared)
 	defer pins.Close()
 	paths, pinned := pins.List()
-	data, err := json.Marshal(childInput{Plan: p, Pins: paths})
+	data, err := json.Marshal(childInput{Rules: a, Cwd: p.Cwd, Command: p.Command, Seccomp: p.Seccomp,
+		Network: p.Network.Mode, LogFS: p.Log.Filesystem, Limits: p.Limits, Pins: paths})
 	if err != nil {
 		return 0, err
 	}
-	a, _ := AssessmentOf(p)
 	env := p.BoxEnviron()
 	args := []string{"agentbox", ChildCommand}
 	if a.Proxy {
@@ -176,45 +187,41 @@ func ChildMain() int {
 	// Landlock domain reaches only processes in itself or below).
 	f := os.NewFile(planFD, "plan")
 	var in childInput
-	if err := json.NewDecoder(f).Decode(&in); err != nil || in.Plan == nil {
+	if err := json.NewDecoder(f).Decode(&in); err != nil || len(in.Command) == 0 {
 		return fail("reading the plan: %v", err)
 	}
 	f.Close()
-	p := *in.Plan
 	pins := supervise.NewPins()
 	for i, path := range in.Pins {
 		pins.Adopt(path, pinFD+i)
 	}
-	a, err := AssessmentOf(&p)
-	if err != nil {
-		return fail("%v", err)
-	}
+	a := in.Rules
 	if a.Proxy {
 		// The proxy's port, which the supervisor learnt once it listened.
 		if len(os.Args) > 2 {
 			a.ProxyPort, _ = strconv.Atoi(os.Args[2])
 		}
 	}
-	if err := os.Chdir(p.Cwd); err != nil {
-		return fail("changing to %s: %v", p.Cwd, err)
+	if err := os.Chdir(in.Cwd); err != nil {
+		return fail("changing to %s: %v", in.Cwd, err)
 	}
 	// The environment is not part of the plan's JSON form (it holds
 	// values); the supervisor passes it as the child's own.
 	env := os.Environ()
-	bin, err := lookPath(p.Command[0], env)
-	if strings.Contains(p.Command[0], "/") {
-		bin, err = p.Command[0], nil
+	bin, err := lookPath(in.Command[0], env)
+	if strings.Contains(in.Command[0], "/") {
+		bin, err = in.Command[0], nil
 		if _, serr := os.Stat(bin); serr != nil {
 			err = serr
 		}
 	}
 	if err != nil {
-		return supervise.ExecError(p.Command[0], err)
+		return supervise.ExecError(in.Command[0], err)
 	}
 	// Under network "none" and with the allowlist's proxy, Landlock checks
 	// connect(2) only: refuse the ways around it, and the socket families
 	// that leave the host.
-	filter, err := seccomp.Build(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true)...)
+	filter, err := seccomp.Build(in.Seccomp, seccomp.ForNetwork(in.Network, true)...)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -227,21 +234,21 @@ func ChildMain() int {
 	if err := installSeccomp(filter.Bytes()); err != nil {
 		return fail("installing the seccomp filter: %v", err)
 	}
-	if err := armLog(p.Log.Filesystem); errors.Is(err, fslog.ErrOrphan) {
+	if err := armLog(in.LogFS); errors.Is(err, fslog.ErrOrphan) {
 		return fail("%v", err)
 	}
 	// Last, so this Go process does not have to live under a memory limit
 	// meant for CMD: nothing is allocated between here and execve.
-	if err := supervise.ApplyLimits(p.Limits); err != nil {
+	if err := supervise.ApplyLimits(in.Limits); err != nil {
 		return fail("%v", err)
 	}
-	err = syscall.Exec(bin, p.Command, env)
+	err = syscall.Exec(bin, in.Command, env)
 	if errors.Is(err, syscall.ENOENT) {
 		// The file is there (it was found): what is missing is its
 		// interpreter (#!) or its loader.
-		return supervise.NoInterpreter(p.Command[0])
+		return supervise.NoInterpreter(in.Command[0])
 	}
-	return supervise.ExecError(p.Command[0], err)
+	return supervise.ExecError(in.Command[0], err)
 }
 
 // installSeccomp loads a classic BPF program (the raw sock_filter array) on

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,12 @@ type Bwrap struct {
 	// Cgroups says what cgroups agentbox can make here; cgroup.Probe when
 	// nil. Tests give fixed answers.
 	Cgroups func() cgroup.Availability
+
+	// completed is the detail Complete made last, and its JSON form: Run
+	// takes it rather than decoding the plan's copy again when the plan's
+	// bytes are these.
+	completed     Detail
+	completedJSON []byte
 }
 
 // New returns the bubblewrap backend.
@@ -100,6 +107,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}
+	b.completed, b.completedJSON = d, p.Box.Detail
 	return nil
 }
 
@@ -148,6 +156,15 @@ func (b *Bwrap) Describe(p *plan.Plan, w io.Writer) {
 		fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
 	}
 	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, false), w)
+}
+
+// detailOf is DetailOf, without decoding when p's detail is the one b
+// completed last: the same bytes are the same detail.
+func (b *Bwrap) detailOf(p *plan.Plan) (Detail, error) {
+	if p.Box.Backend == Backend && b.completedJSON != nil && bytes.Equal(p.Box.Detail, b.completedJSON) {
+		return b.completed, nil
+	}
+	return DetailOf(p)
 }
 
 // DetailOf reads the bwrap detail of a completed plan.

@@ -2,14 +2,11 @@ package mount
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,11 +36,11 @@ const cacheTTL = 24 * time.Hour
 
 // CheckBwrap reports whether the bwrap at path starts a sandbox here. It is
 // on every run's path, so the answer is cached in
-// $XDG_CACHE_HOME/agentbox/bwrap-probe.json (default ~/.cache) under a key
+// $XDG_CACHE_HOME/agentbox/bwrap-probe.txt (default ~/.cache) under a key
 // made of everything that decides whether bwrap can start a sandbox:
 //
-//   - bwrap's path, inode, size, mtime and mode (another bwrap, an upgrade,
-//     a setuid bit added or removed);
+//   - bwrap's path, device, inode, size, mtime, mode and owner (another
+//     bwrap, an upgrade, a setuid bit added or removed);
 //   - the kernel release and build (uname);
 //   - the real and effective uid and gid, the effective capabilities,
 //     no_new_privs and the seccomp mode (root or not, already confined);
@@ -55,13 +52,15 @@ const cacheTTL = 24 * time.Hour
 //   - AppArmor's policy revision and the mtime of /etc/apparmor.d (a bwrap
 //     profile installed or removed).
 //
-// A change in any of them re-probes. The cache only ever picks a backend: a
-// stale "works" makes bwrap fail at start (an error, never an unconfined
-// run, and the entry is forgotten then) and a stale "does not work" picks
-// Landlock, which `plan` shows; so a wrong entry costs convenience, not
-// confinement. Entries expire after a day anyway.
+// The key is kept as text in the file and compared byte for byte (no hash:
+// it is a few hundred bytes). A change in any of them re-probes. The cache
+// only ever picks a backend: a stale "works" makes bwrap fail at start (an
+// error, never an unconfined run, and the entry is forgotten then) and a
+// stale "does not work" picks Landlock, which `plan` shows; so a wrong
+// entry costs convenience, not confinement. Entries expire after a day
+// anyway.
 func CheckBwrap(path string) BwrapStatus {
-	key := cacheKey(path)
+	key := cacheKeyText(path)
 	if e, ok := readCache(); ok && e.Key == key && time.Since(e.Probed) < cacheTTL && time.Since(e.Probed) >= 0 {
 		return BwrapStatus{Works: e.Works, Reason: e.Reason, Path: path, Cached: true}
 	}
@@ -81,6 +80,8 @@ func Forget() error {
 	if f == "" {
 		return nil
 	}
+	// The JSON file earlier versions kept goes too.
+	os.Remove(filepath.Join(filepath.Dir(f), "bwrap-probe.json"))
 	if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -126,10 +127,10 @@ func fixFor(msg string) string {
 }
 
 type cacheEntry struct {
-	Key    string    `json:"key"`
-	Works  bool      `json:"works"`
-	Reason string    `json:"reason,omitempty"`
-	Probed time.Time `json:"probed"`
+	Key    string
+	Works  bool
+	Reason string
+	Probed time.Time
 }
 
 func cacheFile() string {
@@ -141,9 +142,16 @@ func cacheFile() string {
 		}
 		dir = filepath.Join(home, ".cache")
 	}
-	return filepath.Join(dir, "agentbox", "bwrap-probe.json")
+	return filepath.Join(dir, "agentbox", "bwrap-probe.txt")
 }
 
+// cacheMagic is the cache file's first line; another first line (another
+// format) is no entry.
+const cacheMagic = "agentbox bwrap probe 1\n"
+
+// The cache file is cacheMagic, then one line each: the time of the probe
+// (Unix nanoseconds), 1 or 0 (works), the reason (one line), then the key
+// text to the end.
 func readCache() (cacheEntry, bool) {
 	var e cacheEntry
 	f := cacheFile()
@@ -151,10 +159,21 @@ func readCache() (cacheEntry, bool) {
 		return e, false
 	}
 	b, err := os.ReadFile(f)
-	if err != nil || json.Unmarshal(b, &e) != nil {
+	if err != nil {
 		return e, false
 	}
-	return e, true
+	rest, ok := strings.CutPrefix(string(b), cacheMagic)
+	if !ok {
+		return e, false
+	}
+	probed, rest, ok1 := strings.Cut(rest, "\n")
+	works, rest, ok2 := strings.Cut(rest, "\n")
+	reason, key, ok3 := strings.Cut(rest, "\n")
+	ns, err := strconv.ParseInt(probed, 10, 64)
+	if !ok1 || !ok2 || !ok3 || err != nil || (works != "1" && works != "0") {
+		return e, false
+	}
+	return cacheEntry{Key: key, Works: works == "1", Reason: reason, Probed: time.Unix(0, ns)}, true
 }
 
 // writeCache stores the answer for bin; it is best effort (a read-only home
@@ -165,10 +184,12 @@ func writeCache(bin string, works bool, reason string) {
 	if f == "" {
 		return
 	}
-	b, err := json.Marshal(cacheEntry{Key: cacheKey(bin), Works: works, Reason: reason, Probed: time.Now()})
-	if err != nil {
-		return
+	w := "0"
+	if works {
+		w = "1"
 	}
+	reason = strings.ReplaceAll(reason, "\n", " ")
+	b := cacheMagic + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n" + w + "\n" + reason + "\n" + cacheKeyText(bin)
 	if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
 		return
 	}
@@ -176,16 +197,10 @@ func writeCache(bin string, works bool, reason string) {
 	if err != nil {
 		return
 	}
-	_, werr := tmp.Write(b)
+	_, werr := tmp.WriteString(b)
 	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), f) != nil {
 		os.Remove(tmp.Name())
 	}
-}
-
-// cacheKey hashes everything CheckBwrap's answer depends on.
-func cacheKey(bin string) string {
-	sum := sha256.Sum256([]byte(cacheKeyText(bin)))
-	return hex.EncodeToString(sum[:])
 }
 
 func readSysctl(name string) (string, bool) {
@@ -196,30 +211,60 @@ func readSysctl(name string) (string, bool) {
 	return strings.TrimSpace(string(b)), true
 }
 
+// cacheKeyText is everything CheckBwrap's answer depends on, one
+// "name=value" line each. It asks the kernel directly (stat, uname,
+// prctl, capget, readlink) rather than parsing /proc/self/status.
 func cacheKeyText(bin string) string {
-	var b strings.Builder
-	line := func(k string, v any) { fmt.Fprintf(&b, "%s=%v\n", k, v) }
-	line("format", 1)
+	b := make([]byte, 0, 768)
+	line := func(k string, vs ...string) {
+		b = append(b, k...)
+		b = append(b, '=')
+		for i, v := range vs {
+			if i > 0 {
+				b = append(b, ':')
+			}
+			b = append(b, v...)
+		}
+		b = append(b, '\n')
+	}
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	line("format", "2")
 	line("bwrap", bin)
 	var st unix.Stat_t
 	if unix.Stat(bin, &st) == nil {
-		line("bwrap.stat", fmt.Sprintf("%d:%d:%d:%d.%d:%o:%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Mode, st.Uid))
+		line("bwrap.stat", u(st.Dev), u(st.Ino), i(st.Size), i(st.Mtim.Sec)+"."+i(st.Mtim.Nsec), strconv.FormatUint(uint64(st.Mode), 8), u(uint64(st.Uid)))
 	}
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		line("kernel", unix.ByteSliceToString(u.Release[:])+" "+unix.ByteSliceToString(u.Version[:]))
+	var un unix.Utsname
+	if unix.Uname(&un) == nil {
+		line("kernel", unix.ByteSliceToString(un.Release[:])+" "+unix.ByteSliceToString(un.Version[:]))
 	}
-	line("ids", fmt.Sprintf("%d:%d:%d:%d", os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid()))
+	line("ids", i(int64(os.Getuid())), i(int64(os.Geteuid())), i(int64(os.Getgid())), i(int64(os.Getegid())))
 	for _, ns := range []string{"user", "mnt", "pid"} {
 		v, _ := os.Readlink("/proc/self/ns/" + ns)
 		line("ns."+ns, v)
 	}
-	if s, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, l := range strings.Split(string(s), "\n") {
-			if strings.HasPrefix(l, "CapEff:") || strings.HasPrefix(l, "NoNewPrivs:") || strings.HasPrefix(l, "Seccomp:") {
-				line("status", strings.Join(strings.Fields(l), " "))
-			}
-		}
+	// The effective capabilities, no_new_privs and the seccomp mode
+	// (what /proc/self/status calls CapEff, NoNewPrivs and Seccomp); an
+	// error is part of the answer too.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var caps [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &caps[0]); err != nil {
+		line("cap.eff", "error "+err.Error())
+	} else {
+		line("cap.eff", strconv.FormatUint(uint64(caps[1].Effective)<<32|uint64(caps[0].Effective), 16))
+	}
+	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		line("no_new_privs", "error "+err.Error())
+	} else {
+		line("no_new_privs", i(int64(nnp)))
+	}
+	sec, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	if err != nil {
+		line("seccomp", "error "+err.Error())
+	} else {
+		line("seccomp", i(int64(sec)))
 	}
 	for _, name := range []string{"kernel.unprivileged_userns_clone", "user.max_user_namespaces", "kernel.apparmor_restrict_unprivileged_userns", "kernel.apparmor_restrict_unprivileged_unconfined"} {
 		v, ok := readSysctl(name)
@@ -234,7 +279,7 @@ func cacheKeyText(bin string) string {
 	}
 	line("apparmor.revision", strings.TrimSpace(string(rev)))
 	if unix.Stat("/etc/apparmor.d", &st) == nil {
-		line("apparmor.d", fmt.Sprintf("%d.%d", st.Mtim.Sec, st.Mtim.Nsec))
+		line("apparmor.d", i(st.Mtim.Sec)+"."+i(st.Mtim.Nsec))
 	}
-	return b.String()
+	return string(b)
 }

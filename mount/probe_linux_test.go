@@ -88,3 +88,43 @@ func BenchmarkCheckBwrapCached(b *testing.B) {
 		CheckBwrap(bin)
 	}
 }
+
+// TestCacheKeyChange: an entry made under another kernel (or anything else
+// in the key) is not taken, nor is a file that is not a cache entry; the
+// key names every part it is made of.
+func TestCacheKeyChange(t *testing.T) {
+	isolate(t)
+	bin := fakeBwrap(t, "exit 0")
+	if s := CheckBwrap(bin); s.Cached {
+		t.Fatalf("first call: %+v, want a real probe", s)
+	}
+	key := cacheKeyText(bin)
+	for _, part := range []string{"bwrap.stat=", "kernel=", "ids=", "ns.user=", "cap.eff=", "no_new_privs=", "seccomp=", "user.max_user_namespaces="} {
+		if !strings.Contains(key, "\n"+part) {
+			t.Errorf("the key has no %q line:\n%s", part, key)
+		}
+	}
+	f := cacheFile()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, changed := range map[string]string{
+		"another kernel": strings.Replace(string(data), "\nkernel=", "\nkernel=9.9.9 ", 1),
+		"not an entry":   "{}",
+		"cut short":      string(data[:len(cacheMagic)+5]),
+	} {
+		if changed == string(data) {
+			t.Fatalf("%s: the test did not change the file", name)
+		}
+		if err := os.WriteFile(f, []byte(changed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if s := CheckBwrap(bin); s.Cached {
+			t.Errorf("%s: %+v, want a fresh probe", name, s)
+		}
+	}
+	if s := CheckBwrap(bin); !s.Cached {
+		t.Errorf("after the fresh probe: %+v, want the cached answer", s)
+	}
+}

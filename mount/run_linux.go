@@ -73,7 +73,7 @@ func (b *Bwrap) SelfCheck() (string, bool) {
 // bwrap's parent to forward signals (bwrap forwards none) and to tell a box
 // that failed to start (exit 125) from a command that failed.
 func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
-	d, err := DetailOf(p)
+	d, err := b.detailOf(p)
 	if err != nil {
 		return 0, err
 	}

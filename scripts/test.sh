@@ -145,4 +145,9 @@ if [ -x scripts/test-windows.sh ]; then
 	say "windows: the Windows code paths under Wine (scripts/test-windows.sh)"
 	scripts/test-windows.sh
 fi
+# A report, not a test: the launch-speed goals side by side (20 rounds,
+# at most 40 s of measuring, about a minute in all); it never fails the
+# suite.
+say "speed report: scripts/bench.sh (not a test; figures vary with load)"
+BENCH_ROUNDS=20 BENCH_BUDGET=40 scripts/bench.sh || true
 say "all tests passed"

@@ -52,15 +52,7 @@ func (w *Watcher) Stop() { signal.Stop(w.sigs) }
 // gives the terminal back when agentbox had it, and returns pid's status.
 func (w *Watcher) Wait(pid int, target <-chan int) unix.WaitStatus {
 	done := make(chan unix.WaitStatus, 1)
-	go func() {
-		var ws unix.WaitStatus
-		for {
-			if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
-				break
-			}
-		}
-		done <- ws
-	}()
+	go func() { done <- waitExit(pid) }()
 	to := 0
 	var pending []os.Signal
 	for {
