@@ -559,9 +559,9 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	case plan.NetNone:
 		switch {
 		case a.ABI >= 10:
-			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused, and abstract UNIX sockets outside the sandbox; TCP Fast Open and MPTCP/SCTP sockets, which get past Landlock's connect check, are refused by the seccomp filter; ICMP ping sockets are not covered, and nothing can listen on a private loopback as under bwrap")
+			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused, and abstract UNIX sockets outside the sandbox; TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap")
 		case a.ABI >= 4:
-			how := "none: TCP connect and bind are refused (ABI 4); UDP is not blocked before ABI 10 (DNS still works and can carry data); TCP Fast Open and MPTCP/SCTP sockets, which get past Landlock's connect check, are refused by the seccomp filter; ICMP ping sockets and unix sockets on the filesystem are not covered; nothing can listen on a private loopback as under bwrap"
+			how := "none: TCP connect and bind are refused (ABI 4); UDP is not blocked before ABI 10 (DNS still works and can carry data); TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap; unix sockets on the filesystem are not covered"
 			if a.ScopeAbstractUnix {
 				how += "; abstract UNIX sockets outside the sandbox are refused (ABI 6)"
 			}
@@ -580,7 +580,7 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 			how += fmt.Sprintf(", and to the allowed host services' ports %v", a.ConnectPorts)
 		}
 		how += "; but Landlock filters TCP by port, not by address, so a program that deliberately connects elsewhere on one of those ports " +
-			"gets through, and nothing can listen (binding TCP is refused); TCP Fast Open and MPTCP/SCTP sockets are refused by the seccomp filter"
+			"gets through; binding TCP is refused, and listen(2) on every socket (it takes a port without bind), unix sockets included, so a server in the box cannot listen; TCP Fast Open, MPTCP/SCTP and ICMP sockets are refused by the seccomp filter"
 		if a.BlockUDP {
 			how += "; UDP is refused"
 		} else {

@@ -4,6 +4,7 @@ package policy
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,4 +21,15 @@ func (OSFS) CanCreate(dir string) bool {
 		return true
 	}
 	return unix.Access(dir, unix.W_OK|unix.X_OK) == nil
+}
+
+// fileUID is the owner of the file fi describes, when the system says.
+func fileUID(fi os.FileInfo) (int, bool) {
+	if st, ok := fi.Sys().(*unix.Stat_t); ok {
+		return int(st.Uid), true
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), true
+	}
+	return 0, false
 }

@@ -112,10 +112,12 @@ func (r *resolver) defaultCandidates() []denied {
 // else agentbox/tmp in the user's state folder. Never the shared /tmp:
 // there, any local user could create agentbox's folder first and block or
 // read the box's temporary files. Inside a box (a nested run), the outer
-// box keeps the state folder read-only and its /tmp is its own, which no
-// other user reaches: the base is agentbox-UID there.
+// box keeps the state folder read-only; when its temporary folder is its
+// own (the user's, closed to everyone else: a private /tmp, not the
+// host's shared one), no other user reaches it, and the base is
+// agentbox-UID there.
 func tmpBase(env Env) string {
-	if depth(env) > 1 && filepath.IsAbs(env.TempDir) && env.UID >= 0 {
+	if depth(env) > 1 && filepath.IsAbs(env.TempDir) && env.UID >= 0 && env.FS != nil && ownFolder(env, env.TempDir) {
 		return filepath.Join(env.TempDir, "agentbox-"+strconv.Itoa(env.UID))
 	}
 	if d := env.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) && env.FS != nil {
@@ -124,6 +126,17 @@ func tmpBase(env Env) string {
 		}
 	}
 	return filepath.Join(filepath.Dir(StorePath(env)), "tmp")
+}
+
+// ownFolder reports whether dir is a folder of the user's own that no
+// other user can write.
+func ownFolder(env Env, dir string) bool {
+	fi, err := env.FS.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	uid, ok := fileUID(fi)
+	return ok && uid == env.UID
 }
 
 // prepareTmpBase adds the folders from the first missing one down to the

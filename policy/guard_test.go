@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,6 +147,32 @@ func TestTmpBase(t *testing.T) {
 	w.env.Environ = append(w.env.Environ, "XDG_RUNTIME_DIR="+run)
 	if got := tmpBase(w.env); got != filepath.Join(run, "agentbox", "tmp") {
 		t.Errorf("with a private XDG_RUNTIME_DIR: %s", got)
+	}
+	// Nested (inside a box): the outer box's temporary folder, only when
+	// it is the user's own and closed to others (a private /tmp); the
+	// host's shared /tmp (mode 1777) is never the base.
+	nested := w.env
+	nested.Environ = append(append([]string(nil), w.env.Environ...), "AGENTBOX=1", "AGENTBOX_DEPTH=1")
+	nested.UID = os.Getuid()
+	for _, tc := range []struct {
+		mode os.FileMode
+		own  bool
+	}{{0o700, true}, {0o755, true}, {0o777 | os.ModeSticky, false}, {0o770, false}} {
+		dir := w.path(fmt.Sprintf("tmp-%o", tc.mode))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		nested.TempDir = dir
+		want := filepath.Join(run, "agentbox", "tmp")
+		if tc.own {
+			want = filepath.Join(dir, fmt.Sprintf("agentbox-%d", os.Getuid()))
+		}
+		if got := tmpBase(nested); got != want {
+			t.Errorf("nested, temporary folder mode %v: %s, want %s", tc.mode, got, want)
+		}
 	}
 
 	env = fakeEnv(files, "XDG_STATE_HOME=/home/u/.local/state")

@@ -61,6 +61,8 @@ const (
 	tioclinux    = 0x541c     // TIOCLINUX, asm-generic/ioctls.h
 	cloneNewUser = 0x10000000 // CLONE_NEWUSER, linux/sched.h
 	msgFastOpen  = 0x20000000 // MSG_FASTOPEN, linux/socket.h
+	ipprotoICMP  = 1          // IPPROTO_ICMP, linux/in.h
+	ipprotoICMP6 = 58         // IPPROTO_ICMPV6, linux/in6.h
 	ipprotoSCTP  = 132        // IPPROTO_SCTP, linux/in.h
 	ipprotoSMC   = 256        // IPPROTO_SMC, linux/in.h (Linux 6.11)
 	ipprotoMPTCP = 262        // IPPROTO_MPTCP, linux/in.h
@@ -76,14 +78,22 @@ const (
 // connects without connect) and MPTCP and SCTP sockets reach the network
 // past them (landlock-lsm/linux issue 41). bwrap needs none of this: its
 // box has no network at all.
+//
+// listen(2) is refused whole: on a socket that was never bound it picks a
+// port itself, on every address of the host, with no bind(2) for Landlock
+// to check, and a seccomp filter cannot tell an Internet socket from a
+// unix one by its descriptor. ICMP sockets (ping sockets, which the
+// kernel's ping_group_range gives most users) send and receive past
+// Landlock, which has no rule for them.
 var NoNetBypass = Group{
 	Name: "no-net-bypass",
-	Why:  "TCP Fast Open and MPTCP, SCTP and SMC sockets connect without connect(2), which is all Landlock checks",
+	Why:  "TCP Fast Open and MPTCP, SCTP and SMC sockets connect without connect(2), which is all Landlock checks; listen(2) takes a port without bind(2); ICMP sockets are not checked at all",
 	Rules: []Rule{
 		{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Arg: 3, Bits: msgFastOpen, Errno: "EPERM"},
 		{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Arg: 2, Bits: msgFastOpen, Errno: "EPERM"},
 		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Arg: 3, Bits: msgFastOpen, Errno: "EPERM"},
-		{Syscall: "socket", When: "protocol is SCTP, MPTCP or SMC", Arg: 2, Equal: []uint32{ipprotoSCTP, ipprotoMPTCP, ipprotoSMC}, Errno: "EPERM"},
+		{Syscall: "socket", When: "protocol is ICMP, ICMPv6, SCTP, MPTCP or SMC", Arg: 2, Equal: []uint32{ipprotoICMP, ipprotoICMP6, ipprotoSCTP, ipprotoMPTCP, ipprotoSMC}, Errno: "EPERM"},
+		{Syscall: "listen", Errno: "EPERM"},
 	},
 }
 

@@ -41,6 +41,7 @@ var syscalls = map[string]uint32{
 	"sendmsg":           unix.SYS_SENDMSG,
 	"sendmmsg":          unix.SYS_SENDMMSG,
 	"socket":            unix.SYS_SOCKET,
+	"listen":            unix.SYS_LISTEN,
 }
 
 var errnos = map[string]unix.Errno{
