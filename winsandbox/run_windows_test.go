@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/supervise"
 )
 
 // TestWindowsRunUnderWine runs a plan through the Windows backend's whole
@@ -93,7 +94,7 @@ one`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") 
 				{Stage: plan.StageWritable, Op: plan.Bind, Path: project, Access: plan.ReadWrite},
 			},
 			Tmp:     plan.Tmp{Mode: plan.TmpWorkspace, HostDir: filepath.Join(tmp, "proj")},
-			Prepare: []plan.Prepare{{Path: tmp, Mode: 0o700}, {Path: filepath.Join(tmp, "proj"), Mode: 0o700}},
+			Prepare: []plan.Prepare{{Path: tmp, Mode: 0o700}, {Path: filepath.Join(tmp, "proj"), Mode: 0o700, Fresh: true}},
 			Network: net,
 			Env:     plan.Env{Mode: "inherit"},
 			Environ: os.Environ(),
@@ -106,7 +107,9 @@ one`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") 
 		outR, outW, _ := os.Pipe()
 		got := make(chan string, 1)
 		go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
-		code, err := w.Run(p, &backend.Context{Stdin: stdin, Stdout: outW, Stderr: outW})
+		// The run path every run takes: the supervisor prepares the
+		// plan's folders once, then the backend runs.
+		code, err := supervise.Run(w, p, backend.Context{Stdin: stdin, Stdout: outW, Stderr: outW})
 		outW.Close()
 		return code, <-got, err
 	}
@@ -115,8 +118,10 @@ one`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") 
 	if err != nil || code != 3 || !strings.Contains(out, "hello from the box") {
 		t.Errorf("run: status %d, output %q, error %v; want 3 and the greeting", code, out, err)
 	}
-	if fi, err := os.Stat(filepath.Join(tmp, "proj")); err != nil || !fi.IsDir() {
-		t.Errorf("the plan's tmp folder was not prepared: %v", err)
+	// The run's fresh folder was made for it (its ACL could not be set
+	// otherwise: the run would fail) and is gone after it.
+	if _, err := os.Stat(filepath.Join(tmp, "proj")); !os.IsNotExist(err) {
+		t.Errorf("the run's fresh folder is still there after the run: %v", err)
 	}
 	code, _, err = run(open, "nosuch-agentbox-command")
 	var se *backend.StatusError
