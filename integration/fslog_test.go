@@ -21,6 +21,15 @@ import (
 // record up, hides one, or floods the log.
 
 // denials returns the filesystem refusals the log holds for the last run.
+// fsLogWorld is a world whose user configuration turns the filesystem
+// log on (it is off by default).
+func fsLogWorld(t *testing.T) *world {
+	t.Helper()
+	w := newWorld(t)
+	write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[log]\nfilesystem = true\n")
+	return w
+}
+
 func (w *world) denials() []event.Event {
 	w.t.Helper()
 	evs := w.logged()
@@ -70,7 +79,7 @@ func (w *world) mechanism(backend string) string {
 func TestFSLogRefusals(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
-			w := newWorld(t)
+			w := fsLogWorld(t)
 			gitInit(t, w, w.project)
 			write(t, filepath.Join(w.home, "notes.txt"), "host\n")
 			mkdir(t, filepath.Join(w.home, "tools"))
@@ -151,7 +160,7 @@ exit 0`)
 func TestFSLogSummary(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
-			w := newWorld(t)
+			w := fsLogWorld(t)
 			gitInit(t, w, w.project)
 			mkdir(t, filepath.Join(w.home, ".npm", "_cacache"))
 			r := w.sh([]string{"--backend", backend}, `for i in 1 2 3; do touch ~/.npm/_cacache/f$i; done 2>/dev/null
@@ -180,7 +189,7 @@ echo evil 2>/dev/null > .git/hooks/post-checkout; exit 0`)
 // the kernel's audit is on; run as anyone else, the log is seccomp
 // notification, and the same refusal is recorded either way.
 func TestFSLogLandlockMechanism(t *testing.T) {
-	w := newWorld(t)
+	w := fsLogWorld(t)
 	want := "seccomp-notify"
 	if isRoot() {
 		was, err := auditEnabled()
@@ -222,7 +231,7 @@ func TestFSLogLandlockMechanism(t *testing.T) {
 func TestFSLogCannotBeFaked(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
-			w := newWorld(t)
+			w := fsLogWorld(t)
 			w.sh(nil, "true") // the log exists
 			events := filepath.Join(w.logDir(), event.Current)
 			forged := `{"time":"2030-01-01T00:00:00Z","run":"forged","kind":"denied","path":"/forged"}`
@@ -273,7 +282,7 @@ cd ~/ro && `+tool+` made-by-agentbox 2>/dev/null; exit 0`)
 func TestFSLogFloodBounded(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
-			w := newWorld(t)
+			w := fsLogWorld(t)
 			mkdir(t, filepath.Join(w.home, "ro"))
 			r := w.sh([]string{"--backend", backend}, `i=0; while [ $i -lt 3000 ]; do true > ~/ro/f$i; i=$((i+1)); done 2>/dev/null; exit 0`)
 			expectCode(t, r, 0)
@@ -313,7 +322,7 @@ func TestFSLogCannotBeSuppressed(t *testing.T) {
 	}
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
-			w := newWorld(t)
+			w := fsLogWorld(t)
 			write(t, filepath.Join(w.home, ".bashrc"), "# host\n")
 			mkdir(t, filepath.Join(w.home, "ro"))
 			helper := filepath.Join(w.project, "evade.py")

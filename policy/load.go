@@ -50,6 +50,10 @@ func Defaults() *Layer {
 	set("env.mode", "inherit")
 	set("provider.name", "auto")
 	set("log.enabled", "true")
+	// Off by default: judging every open and change by name costs a
+	// launch ~2 ms and a build 10-40% (scripts/bench-fslog.sh); agentbox
+	// learn turns it on for its run.
+	set("log.filesystem", "false")
 	return l
 }
 

@@ -385,6 +385,7 @@ func TestDefaults(t *testing.T) {
 		"env.mode":              "inherit",
 		"provider.name":         "auto",
 		"log.enabled":           "true",
+		"log.filesystem":        "false",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

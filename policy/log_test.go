@@ -49,7 +49,9 @@ func TestResolveLog(t *testing.T) {
 		environ []string
 		want    plan.Log
 	}{
-		{name: "default", want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
+		{name: "default", want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
+		{name: "filesystem refusals on", user: "[log]\nfilesystem = true\n",
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
 		{name: "filesystem refusals off", user: "[log]\nfilesystem = false\n",
 			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
 		{name: "filesystem refusals off, then on for the project", user: "[log]\nfilesystem = false\n", project: "[log]\nfilesystem = true\n",
@@ -57,13 +59,13 @@ func TestResolveLog(t *testing.T) {
 		{name: "off in the user's config", user: "version = 1\n[log]\nenabled = false\n",
 			want: plan.Log{Origin: plan.Origin{File: "$ROOT/home/u/.config/agentbox/config.toml", Line: 3, Key: "log.enabled"}}},
 		{name: "off for the user, on for the project", user: "[log]\nenabled = false\n", project: "[log]\nenabled = true\n",
-			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{File: "$ROOT/home/u/proj/.agentbox.toml", Line: 2, Key: "log.enabled"}, Filesystem: "auto"}},
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{File: "$ROOT/home/u/proj/.agentbox.toml", Line: 2, Key: "log.enabled"}}},
 		{name: "off in a --policy file", project: "[log]\nenabled = true\n", extra: "[log]\nenabled = false\n",
 			want: plan.Log{Origin: plan.Origin{File: "$ROOT/extra.toml", Line: 2, Key: "log.enabled"}}},
 		{name: "XDG_STATE_HOME unset", environ: []string{"XDG_STATE_HOME="},
-			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
+			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
 		{name: "a relative XDG_STATE_HOME is ignored", environ: []string{"XDG_STATE_HOME=state"},
-			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
+			want: plan.Log{Enabled: true, Dir: "$ROOT/home/u/.local/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1111,7 +1111,7 @@ func (r *resolver) auditLog() error {
 	r.p.Log = plan.Log{Enabled: e.Value != "false", Origin: e.Origin}
 	if r.p.Log.Enabled {
 		r.p.Log.Dir = LogDir(r.env)
-		if r.m.scalars["log.filesystem"].Value != "false" {
+		if r.m.scalars["log.filesystem"].Value == "true" {
 			// The backend's completion names the mechanism (package fslog).
 			r.p.Log.Filesystem = "auto"
 		}
