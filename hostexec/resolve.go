@@ -292,7 +292,7 @@ func (r *resolver) search() error {
 			whole[first] = true
 		}
 	}
-	regions := outermost(r.in.Regions)
+	regions := plan.Outermost(r.in.Regions)
 	budget := r.in.Limit
 	type found struct{ root, rel string }
 	var repos, bare []found
@@ -436,25 +436,6 @@ func IsBare(entries []Entry) bool {
 		}
 	}
 	return n == 3
-}
-
-// outermost drops regions inside other regions: a walk of the outer one
-// covers them.
-func outermost(regions []string) []string {
-	var out []string
-	for i, w := range regions {
-		inner := false
-		for j, o := range regions {
-			if i != j && plan.Within(w, o) && (w != o || j < i) {
-				inner = true
-				break
-			}
-		}
-		if !inner {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // controls records the project control files in folder dir, whose

@@ -315,7 +315,7 @@ func grants(ls []layer) []Grant {
 				except = append(except, n.path)
 			}
 		}
-		out = append(out, Grant{Path: l.path, Rights: l.rights, Except: outermost(except), Optional: l.optional})
+		out = append(out, Grant{Path: l.path, Rights: l.rights, Except: plan.Outermost(except), Optional: l.optional})
 	}
 	return out
 }
@@ -327,25 +327,6 @@ func coveredLater(ls []layer, i int) bool {
 		}
 	}
 	return false
-}
-
-// outermost drops paths that lie inside another path of the list, and
-// duplicates; the order of the rest is kept.
-func outermost(paths []string) []string {
-	var out []string
-	for i, p := range paths {
-		inner := false
-		for j, q := range paths {
-			if i != j && plan.Within(p, q) && (p != q || j < i) {
-				inner = true
-				break
-			}
-		}
-		if !inner {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // carved returns the folders that get none of g's rights because something

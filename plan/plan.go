@@ -390,6 +390,25 @@ func (p *Plan) Denied() []string {
 	return out
 }
 
+// Outermost drops the paths that lie in another path of the list (and
+// repeats): a walk or a rule of the outer one covers them. Order is kept.
+func Outermost(paths []string) []string {
+	var out []string
+	for i, p := range paths {
+		inner := false
+		for j, q := range paths {
+			if i != j && Within(p, q) && (p != q || j < i) {
+				inner = true
+				break
+			}
+		}
+		if !inner {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Within reports whether path is dir or lies below it. Both must be clean
 // absolute paths, slash paths or Windows paths.
 func Within(path, dir string) bool {

@@ -235,3 +235,18 @@ func TestWriteText(t *testing.T) {
 		})
 	}
 }
+
+func TestOutermost(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{nil, nil},
+		{[]string{"/a"}, []string{"/a"}},
+		{[]string{"/a/b", "/a", "/c"}, []string{"/a", "/c"}},
+		{[]string{"/a", "/a", "/ab"}, []string{"/a", "/ab"}},
+		{[]string{"/", "/home/u"}, []string{"/"}},
+	}
+	for _, tc := range tests {
+		if diff := cmp.Diff(tc.want, Outermost(tc.in)); diff != "" {
+			t.Errorf("Outermost(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}

@@ -132,7 +132,7 @@ func (c *checker) search() {
 	limit *= 4
 	// What this search sees is the next run's index.
 	next := &plan.Index{Taken: time.Now().UnixNano(), Dirs: map[string]plan.IndexDir{}}
-	for _, root := range outermostRoots(c.h.Roots) {
+	for _, root := range plan.Outermost(c.h.Roots) {
 		visit := func(rl string, entries []hostexec.Entry) bool {
 			dir := path.Join(root, rl)
 			if rl != "" && hostexec.IsBare(entries) {
@@ -189,23 +189,6 @@ func (c *checker) search() {
 	for _, d := range dirs {
 		c.controls(d)
 	}
-}
-
-func outermostRoots(roots []string) []string {
-	var out []string
-	for i, w := range roots {
-		inner := false
-		for j, o := range roots {
-			if i != j && plan.Within(w, o) && (w != o || j < i) {
-				inner = true
-				break
-			}
-		}
-		if !inner {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // saveIndex keeps what the search saw of root for the next run's search
