@@ -25,9 +25,6 @@ func (OSFS) CanCreate(dir string) bool {
 
 // fileUID is the owner of the file fi describes, when the system says.
 func fileUID(fi os.FileInfo) (int, bool) {
-	if st, ok := fi.Sys().(*unix.Stat_t); ok {
-		return int(st.Uid), true
-	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int(st.Uid), true
 	}

@@ -230,7 +230,11 @@ func (b *builder) mount(i int, m plan.Mount) {
 		return
 	}
 	ro := []string{b.denied}
-	if b.ll != nil && (m.Op == plan.ROBind || m.Op == plan.Pin) && len(b.ll.Missing(m.Path, "write_file", "make_reg")) == 0 {
+	if lv == plan.NotEnforced {
+		b.add(Check{Rule: name, Level: lv, Why: "the plan says this backend does not enforce it"})
+		return
+	}
+	if b.keptByRestoring(m, lv) {
 		// Landlock keeps it by recording it before the run and restoring
 		// it after (what host programs run or obey): the plan says it is
 		// writable during the run, so there is nothing to refuse.
@@ -305,6 +309,28 @@ func (b *builder) mount(i int, m plan.Mount) {
 	default:
 		b.add(Check{Rule: name, Level: lv, Why: "no probe for " + string(m.Op)})
 	}
+}
+
+// keptByRestoring reports whether, under Landlock, mount m is one the
+// after-run check keeps rather than the kernel: a guard of what host
+// programs run or obey that the plan keeps by restoring, or a pinned
+// folder the plan says is put back rather than kept in place; and the
+// rule set really leaves it writable. Any other read-only rule is probed.
+func (b *builder) keptByRestoring(m plan.Mount, lv plan.Level) bool {
+	if b.ll == nil || len(b.ll.Missing(m.Path, "write_file", "make_reg")) > 0 {
+		return false
+	}
+	switch m.Op {
+	case plan.ROBind:
+		for _, g := range b.p.HostExec.Guards {
+			if g.Path == m.Path && g.Keep == plan.KeepRestored {
+				return true
+			}
+		}
+	case plan.Pin:
+		return lv == plan.Weaker
+	}
+	return false
 }
 
 func (b *builder) readOnly(name string, lv plan.Level, p string) Check {
