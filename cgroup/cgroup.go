@@ -131,8 +131,8 @@ func parseMountinfo(data string) ([]mountLine, error) {
 			continue
 		}
 		m := mountLine{
-			Root:       unescapeOctal(f[3]),
-			MountPoint: unescapeOctal(f[4]),
+			Root:       UnescapeMountinfo(f[3]),
+			MountPoint: UnescapeMountinfo(f[4]),
 			FSType:     fstype,
 		}
 		var super []string
@@ -151,9 +151,9 @@ func parseMountinfo(data string) ([]mountLine, error) {
 	return out, nil
 }
 
-// unescapeOctal undoes the \ooo escapes mountinfo uses for space, tab,
+// UnescapeMountinfo undoes the \ooo escapes mountinfo uses for space, tab,
 // newline and backslash in paths.
-func unescapeOctal(s string) string {
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

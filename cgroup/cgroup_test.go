@@ -218,8 +218,8 @@ func TestUnescapeOctal(t *testing.T) {
 		`/short\04`:  `/short\04`,
 		`/plain`:     "/plain",
 	} {
-		if got := unescapeOctal(in); got != want {
-			t.Errorf("unescapeOctal(%q) = %q, want %q", in, got, want)
+		if got := UnescapeMountinfo(in); got != want {
+			t.Errorf("UnescapeMountinfo(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

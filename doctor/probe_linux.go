@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -258,7 +257,7 @@ func procMounts(mountinfo string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		point := unescapeMount(f[4])
+		point := cgroup.UnescapeMountinfo(f[4])
 		if !strings.HasPrefix(point, "/proc/") || strings.HasPrefix(point, "/proc/sys/fs/binfmt_misc") {
 			continue
 		}
@@ -272,23 +271,4 @@ func procMounts(mountinfo string) []string {
 		out = append(out, point+" ("+fstype+")")
 	}
 	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
