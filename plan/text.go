@@ -209,7 +209,7 @@ func filesystemLog(mode string) string {
 	case "auto":
 		return "recorded, as the backend allows"
 	case "":
-		return "not recorded (log.filesystem = false, or no backend here can)"
+		return "not recorded (off unless [log] filesystem = true; agentbox learn records them for its run)"
 	}
 	return mode
 }
