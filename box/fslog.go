@@ -16,9 +16,10 @@ import (
 // refusals (package fslog): Landlock's own audit records when the kernel
 // can give them to this process (root, the kernel's audit on, Landlock
 // ABI 7), else seccomp notification on both Linux backends; nothing when
-// the audit log is off or elsewhere.
+// the audit log is off or elsewhere, or inside another box, whose own log
+// refuses a second listener (and records what its policy refuses).
 func filesystemLog(p *plan.Plan, b backend.Backend) string {
-	if !p.Log.Enabled || p.Log.Filesystem == "" || runtime.GOOS != "linux" || p.GOOS != "linux" {
+	if !p.Log.Enabled || p.Log.Filesystem == "" || runtime.GOOS != "linux" || p.GOOS != "linux" || p.Depth > 1 {
 		return ""
 	}
 	switch b.Name() {

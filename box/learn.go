@@ -45,10 +45,11 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 		return hint(fmt.Errorf("learn: the command would run unconfined (%s): nothing to learn from", p.Box.Degraded),
 			"run `agentbox doctor` to see what this machine can enforce")
 	}
-	if p.Log.Filesystem == "" {
-		// Learning is about refusals: see them even where the policy
-		// does not record them.
+	if p.Log.Filesystem == "" || !p.Log.Reads {
+		// Learning is about refusals: see them all, reads of hidden
+		// paths too, even where the policy does not record them.
 		p.Log.Filesystem = filesystemLog(&plan.Plan{GOOS: p.GOOS, Identity: p.Identity, Log: plan.Log{Enabled: true, Filesystem: "auto"}}, b)
+		p.Log.Reads = true
 		if err := b.Complete(p); err != nil {
 			return err
 		}

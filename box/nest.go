@@ -51,6 +51,7 @@ func OuterBox(env policy.Env, all []backend.Backend) Outer {
 // truthful variables, which stay true; the depth is the outer box's.
 func inOuter(p *plan.Plan, outer Outer, why string) {
 	p.Box = plan.Box{Outer: outer.Backend, Degraded: why, Passed: p.Box.Passed}
+	p.Log.Filesystem, p.Log.Reads = "", false
 	if p.Provider.Confined != nil {
 		p.Command = append([]string(nil), p.Provider.Confined...)
 	}

@@ -10,9 +10,17 @@
 // Seccomp user notification (Notify), for both Linux backends, as root and
 // not. A second seccomp filter, installed by agentbox's own code in the
 // box right before CMD starts, stops each filesystem call that may be
-// refused (every open, and every call that creates, removes, renames,
-// links, truncates or changes a file's metadata) and hands it to the
-// supervisor on the host. The supervisor reads the path from the calling
+// refused and hands it to the supervisor on the host: every call that
+// creates, removes, renames, links, truncates or changes a file's metadata
+// by name, every open whose flags write, create or truncate, every
+// openat2 (its flags are out of the filter's sight), and, only with reads
+// (plan.Log.Reads), every open for reading too, since a read can be
+// refused only by a hidden or denied path but reading is most of what a
+// build does. Each stopped call costs a round trip between the box and the
+// supervisor, two context switches at least (about 15 µs on a small VM
+// with an empty handler), whatever the supervisor does with it; a filter
+// cannot look at a path, so it cannot tell a call in a writable root from
+// one that will be refused, and this cost is per call watched. The supervisor reads the path from the calling
 // process, resolves it in the box's view of the filesystem as the kernel
 // would (symbolic links included, through the process's own root, working
 // folder and descriptors), asks the plan which rule covers what it

@@ -47,10 +47,17 @@ func nativeArch() uint32 {
 // is allowed, and left to the box's other filter and the kernel. Other
 // architectures are allowed here: the box's main filter kills them.
 //
+// Without reads, an open(2) or openat(2) goes to the supervisor only when
+// its flags ask to write, create or truncate: an open for reading can be
+// refused only by a hidden or denied path, and an open for reading is most
+// of what a build does, so watching them all costs a round trip to the
+// supervisor per file read. openat2(2) keeps its flags in memory the
+// filter cannot read: every one is watched.
+//
 // Only the syscall number and architecture decide for every call but
-// seccomp(2), so the kernel caches "allowed" for every other syscall and
-// runs no filter for them at all.
-func program() []unix.SockFilter {
+// seccomp(2) and (without reads) the two opens, so the kernel caches
+// "allowed" for every other syscall and runs no filter for them at all.
+func program(reads bool) []unix.SockFilter {
 	nrs := make([]uint32, 0, len(calls))
 	for nr := range calls {
 		nrs = append(nrs, nr)
@@ -75,7 +82,19 @@ func program() []unix.SockFilter {
 		stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)),
 	}
 	for _, nr := range nrs {
-		prog = append(prog, jump(jeq, nr, 0, 1), notify)
+		c := calls[nr]
+		if reads || c.op != "" || c.open < 0 {
+			prog = append(prog, jump(jeq, nr, 0, 1), notify)
+			continue
+		}
+		// The open flags are an int: the low 32 bits are all the kernel
+		// reads. The number is loaded again for the next comparison.
+		prog = append(prog,
+			jump(jeq, nr, 0, 4),
+			stmt(ldW, offArgs+8*uint32(c.open)),
+			jump(jset, writeFlags, 0, 1),
+			notify,
+			allow)
 	}
 	return append(prog, allow)
 }
@@ -93,19 +112,21 @@ const (
 // one that execs or forks CMD (runtime.LockOSThread) and must have
 // no_new_privs set, sends its notification listener over the socket sock
 // and closes both: nothing in the box ever holds the listener, so nothing
-// in the box can answer a notification.
+// in the box can answer a notification. With reads, every open is watched
+// (a read of a hidden or denied path is recorded too); without, only those
+// that may write (see program).
 //
 // When the filter cannot be installed it tells the supervisor why and
 // returns an error: CMD then runs without the log, as confined as ever.
 // When the listener cannot be handed over after the filter is in place
 // it returns ErrOrphan, and CMD must not start: with nobody to let them
 // continue, the watched calls would fail.
-func Arm(sock int) error {
+func Arm(sock int, reads bool) error {
 	defer unix.Close(sock)
 	if t, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || t != unix.SOCK_SEQPACKET {
 		return fmt.Errorf("the log's socket (fd %d) is not there", sock)
 	}
-	prog := program()
+	prog := program(reads)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	// WAIT_KILLABLE_RECV (5.19+): once the supervisor has the
 	// notification, only a fatal signal interrupts the caller's wait, so

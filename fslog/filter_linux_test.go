@@ -51,7 +51,7 @@ func run(t *testing.T, prog []unix.SockFilter, nr int, arch uint32, args ...uint
 // Every watched call goes to the supervisor; a new filter with a listener
 // is refused; everything else, and every other architecture, is allowed.
 func TestProgram(t *testing.T) {
-	prog := program()
+	prog := program(true)
 	arch := nativeArch()
 	for nr, c := range calls {
 		if got := run(t, prog, int(nr), arch); got != unix.SECCOMP_RET_USER_NOTIF {
@@ -81,6 +81,71 @@ func TestProgram(t *testing.T) {
 	}
 	if got := run(t, prog, unix.SYS_OPENAT, unix.AUDIT_ARCH_I386); got != unix.SECCOMP_RET_ALLOW {
 		t.Errorf("another architecture: %#x, want allow (the box's main filter kills it)", got)
+	}
+}
+
+// Without reads, an open goes to the supervisor when it may write, create
+// or truncate, whatever else its flags say; an open for reading (or for a
+// handle) does not; openat2, whose flags the filter cannot see, always
+// does; every other watched call still does.
+func TestProgramWithoutReads(t *testing.T) {
+	prog := program(false)
+	arch := nativeArch()
+	notify, allow := uint32(unix.SECCOMP_RET_USER_NOTIF), uint32(unix.SECCOMP_RET_ALLOW)
+	high := uint64(0xffffffff) << 32 // flags are an int: the kernel ignores these
+	for _, tc := range []struct {
+		name  string
+		flags uint64
+		want  uint32
+	}{
+		{"read", unix.O_RDONLY, allow},
+		{"read, cloexec, directory", unix.O_RDONLY | unix.O_CLOEXEC | unix.O_DIRECTORY, allow},
+		{"read with noise in the high bits", unix.O_RDONLY | high, allow},
+		{"handle", unix.O_PATH | unix.O_CLOEXEC, allow},
+		{"append without writing", unix.O_APPEND, allow},
+		{"write", unix.O_WRONLY, notify},
+		{"read and write", unix.O_RDWR | unix.O_CLOEXEC, notify},
+		{"create", unix.O_CREAT, notify},
+		{"create exclusive", unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL, notify},
+		{"truncate", unix.O_TRUNC, notify},
+		{"tmpfile", unix.O_TMPFILE | unix.O_RDWR, notify},
+		{"write with noise in the high bits", unix.O_WRONLY | high, notify},
+	} {
+		opens := 0
+		for nr, c := range calls {
+			if c.open < 0 {
+				continue
+			}
+			opens++
+			args := make([]uint64, 6)
+			args[c.open] = tc.flags
+			if got := run(t, prog, int(nr), arch, args...); got != tc.want {
+				t.Errorf("%s, %s: %#x, want %#x", c.name, tc.name, got, tc.want)
+			}
+		}
+		if opens == 0 {
+			t.Fatal("no open call in the table")
+		}
+	}
+	if got := run(t, prog, unix.SYS_OPENAT2, arch); got != notify {
+		t.Errorf("openat2: %#x, want user notification", got)
+	}
+	for nr, c := range calls {
+		if c.op == "" {
+			continue
+		}
+		if got := run(t, prog, int(nr), arch); got != notify {
+			t.Errorf("%s: %#x, want user notification", c.name, got)
+		}
+	}
+	for _, nr := range []int{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_CLOSE, unix.SYS_FSTAT, unix.SYS_EXECVE} {
+		if got := run(t, prog, nr, arch); got != allow {
+			t.Errorf("syscall %d: %#x, want allow", nr, got)
+		}
+	}
+	eperm := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	if got := run(t, prog, unix.SYS_SECCOMP, arch, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER); got != eperm {
+		t.Errorf("a filter with a listener: %#x, want EPERM", got)
 	}
 }
 

@@ -49,6 +49,16 @@ type notifier struct {
 	blinded map[string]bool
 }
 
+// caught is a call as the supervisor read it while the caller waits: its
+// paths made absolute in the box's view, not yet resolved.
+type caught struct {
+	a     Attempt
+	abs   [2]string
+	given [2]string
+	// follow says the first path's last link is followed.
+	follow bool
+}
+
 // serve answers every notification until stop is readable or no process
 // is left under the filter. Each call is allowed to continue, unchanged:
 // what the supervisor reads and judges never decides anything.
@@ -87,7 +97,8 @@ func (n *notifier) drain() {
 	}
 }
 
-// one receives a notification, looks at the call and lets it continue.
+// one receives a notification, reads and judges the call and lets it
+// continue.
 func (n *notifier) one() {
 	var req seccompNotif // the kernel wants it zeroed
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); errno != 0 {
@@ -95,28 +106,31 @@ func (n *notifier) one() {
 	}
 	var e event.Event
 	refused, blind := false, false
-	if c, ok := calls[uint32(req.Nr)]; ok {
-		a, ok := n.attempt(&req, c)
-		blind = n.denied
-		if ok {
+	if c, known := calls[uint32(req.Nr)]; known {
+		if got, ok := n.read(&req, c); ok {
+			a := got.a
+			for i := range a.Targets {
+				a.Targets[i] = n.resolve(got.given[i], got.abs[i], got.follow && i == 0)
+			}
 			e, refused = n.judge(a)
-			if refused && n.seen.first(e) {
-				e.Process = n.process(int(req.Pid))
-			} else {
-				refused = false
+			if refused {
+				e.Process = n.process(a.Pid)
 			}
 		}
+		blind = n.denied
 	}
-	// Everything read above belongs to this call only if the caller is
-	// still waiting in it now (a thread ID can be reused once its thread
-	// is gone).
-	current := n.valid(req.ID)
 	resp := seccompResp{ID: req.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
-	if refused && current {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+	// Everything read above belongs to this call only if the caller was
+	// still waiting in it: the kernel takes the answer only then (a
+	// thread ID can be reused once its thread is gone).
+	if errno != 0 {
+		return
+	}
+	if refused && n.seen.first(e) {
 		n.ev.Emit(e)
 	}
-	if blind && current {
+	if blind {
 		n.blind(int(req.Pid))
 	}
 }
@@ -146,16 +160,14 @@ func (n *notifier) blind(tid int) {
 			" (it made itself non-dumpable, or runs a program agentbox may not read): what it is refused is not recorded"})
 }
 
-func (n *notifier) valid(id uint64) bool {
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id)))
-	return errno == 0
-}
-
 // The flags that make an open a write.
 const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 
-// attempt reads the call's paths and resolves them in the box's view.
-func (n *notifier) attempt(req *seccompNotif, c call) (Attempt, bool) {
+// read reads the call's paths and makes them absolute in the box's view,
+// while the caller waits: the path strings from its memory, and the
+// folders relative paths start from (its working folder, or the
+// descriptor it named), which it could change once it goes on.
+func (n *notifier) read(req *seccompNotif, c call) (caught, bool) {
 	tid := int(req.Pid)
 	n.denied = false
 	if n.root < 0 {
@@ -164,11 +176,12 @@ func (n *notifier) attempt(req *seccompNotif, c call) (Attempt, bool) {
 		// a capability no boxed process has).
 		fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return Attempt{}, false
+			return caught{}, false
 		}
 		n.root = fd
 	}
-	a := Attempt{Pid: tid, Syscall: c.name, Op: c.op}
+	s := caught{a: Attempt{Pid: tid, Syscall: c.name, Op: c.op}}
+	a := &s.a
 	at := uint64(0)
 	if c.at >= 0 {
 		at = req.Args[c.at]
@@ -179,15 +192,15 @@ func (n *notifier) attempt(req *seccompNotif, c call) (Attempt, bool) {
 		a.Flags = req.Args[c.open]
 	case c.how:
 		var how [8]byte
-		if !n.read(tid, req.Args[2], how[:]) {
-			return Attempt{}, false
+		if !n.mem(tid, req.Args[2], how[:]) {
+			return caught{}, false
 		}
 		a.Flags = binary.LittleEndian.Uint64(how[:])
 	}
 	if c.op == "" {
 		switch {
 		case a.Flags&unix.O_PATH != 0:
-			return Attempt{}, false // a handle, not an open for reading or writing
+			return caught{}, false // a handle, not an open for reading or writing
 		case a.Flags&unix.O_CREAT != 0:
 			a.Op = Create
 		case a.Flags&writeFlags != 0:
@@ -212,45 +225,57 @@ func (n *notifier) attempt(req *seccompNotif, c call) (Attempt, bool) {
 		}
 	}
 	if req.Args[c.path] == 0 {
-		return Attempt{}, false // utimensat(fd, NULL, …): a descriptor, not a path
+		return caught{}, false // utimensat(fd, NULL, …): a descriptor, not a path
 	}
 	p, ok := n.str(tid, req.Args[c.path])
 	if !ok {
-		return Attempt{}, false
+		return caught{}, false
 	}
 	// The source of a rename or link is judged where it is now; a link
 	// to a symbolic link is made of the link itself.
-	a.Targets = append(a.Targets, n.target(tid, c.dirfd, req, p, follow && c.path2 < 0))
+	s.follow = follow && c.path2 < 0
+	s.given[0], s.abs[0] = p, n.absolute(tid, c.dirfd, req, p)
+	a.Targets = make([]Target, 1, 2)
 	if c.path2 >= 0 {
 		p2, ok := n.str(tid, req.Args[c.path2])
 		if !ok {
-			return Attempt{}, false
+			return caught{}, false
 		}
-		a.Targets = append(a.Targets, n.target(tid, c.dirfd2, req, p2, false))
+		s.given[1], s.abs[1] = p2, n.absolute(tid, c.dirfd2, req, p2)
+		a.Targets = a.Targets[:2]
 	}
-	return a, true
+	return s, true
 }
 
-// target resolves the path p, relative to the descriptor in argument
-// dirfd (or the working folder), in the box's view: from the box's root,
-// with the kernel following links as it would for the call.
-func (n *notifier) target(tid, dirfd int, req *seccompNotif, p string, follow bool) Target {
+// absolute makes p absolute: relative to the descriptor in argument dirfd
+// (or the working folder) of the waiting caller. It returns "" when that
+// folder cannot be named.
+func (n *notifier) absolute(tid, dirfd int, req *seccompNotif, p string) string {
+	if strings.HasPrefix(p, "/") {
+		return p
+	}
+	base := "/proc/" + strconv.Itoa(tid) + "/cwd"
+	if dirfd >= 0 && int32(req.Args[dirfd]) != unix.AT_FDCWD {
+		base = "/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(int32(req.Args[dirfd])))
+	}
+	dir, err := readlink(base)
+	if err != nil || !strings.HasPrefix(dir, "/") {
+		return ""
+	}
+	if p == "" {
+		return dir
+	}
+	return dir + "/" + p
+}
+
+// resolve resolves the absolute path abs (given as p) in the box's view:
+// from the box's root, with the kernel following links as it would for
+// the call.
+func (n *notifier) resolve(p, abs string, follow bool) Target {
 	t := Target{Given: p}
-	abs := p
-	if !strings.HasPrefix(p, "/") {
-		base := "/proc/" + strconv.Itoa(tid) + "/cwd"
-		if dirfd >= 0 && int32(req.Args[dirfd]) != unix.AT_FDCWD {
-			base = "/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(int32(req.Args[dirfd])))
-		}
-		dir, err := readlink(base)
-		if err != nil || !strings.HasPrefix(dir, "/") {
-			t.Real = p
-			return t
-		}
-		abs = dir
-		if p != "" {
-			abs = dir + "/" + p
-		}
+	if abs == "" {
+		t.Real = p
+		return t
 	}
 	flags := uint64(unix.O_PATH | unix.O_CLOEXEC)
 	if !follow {
@@ -302,7 +327,7 @@ func (n *notifier) str(tid int, addr uint64) (string, bool) {
 		if chunk > len(n.buf)-got {
 			chunk = len(n.buf) - got
 		}
-		if !n.read(tid, addr+uint64(got), n.buf[got:got+chunk]) {
+		if !n.mem(tid, addr+uint64(got), n.buf[got:got+chunk]) {
 			return "", false
 		}
 		if i := bytes.IndexByte(n.buf[got:got+chunk], 0); i >= 0 {
@@ -313,8 +338,8 @@ func (n *notifier) str(tid int, addr uint64) (string, bool) {
 	return "", false // longer than PATH_MAX: the kernel refuses it anyway
 }
 
-// read fills b from process tid's memory at addr.
-func (n *notifier) read(tid int, addr uint64, b []byte) bool {
+// mem fills b from process tid's memory at addr.
+func (n *notifier) mem(tid int, addr uint64, b []byte) bool {
 	local := []unix.Iovec{{Base: &b[0]}}
 	local[0].SetLen(len(b))
 	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}

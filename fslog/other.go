@@ -29,7 +29,7 @@ func (l *Log) Stop() {}
 var ErrOrphan = errUnsupported
 
 // Arm fails: the log's filter is Linux's.
-func Arm(sock int) error { return errUnsupported }
+func Arm(sock int, reads bool) error { return errUnsupported }
 
 // Announce fails: Landlock is Linux's.
 func Announce(sock int) error { return errUnsupported }

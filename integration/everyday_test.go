@@ -81,9 +81,15 @@ agentbox run -- sh -c 'echo inner=$AGENTBOX_BACKEND depth=$AGENTBOX_DEPTH; touch
 echo status=$?
 agentbox run -- agentbox status | grep nesting
 agentbox plan -- true | grep -A1 '^  env'
+agentbox plan -- true | grep 'filesystem refusals'
 `)
 			expectCode(t, r, 0)
 			expectContains(t, "inner run", r.stdout, tc.inner+"\nrefused\nstatus=0\n")
+			// The outer box's log refuses a second listener: the inner
+			// run does not try (no warning) and its plan says so; the
+			// outer box's log records what its own policy refused.
+			expectNotContains(t, "stderr", r.stderr, "filesystem log:")
+			expectContains(t, "inner plan", r.stdout, "filesystem refusals: not recorded inside another box")
 			expectContains(t, "plan", r.stdout, "inside a box: AGENTBOX_BACKEND, ")
 			expectContains(t, "plan", r.stdout, "describe the outer box and are not read as settings")
 			if tc.outer == "bwrap" {

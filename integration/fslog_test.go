@@ -20,16 +20,16 @@ import (
 // both Linux backends, as root and not; nothing the box does makes a
 // record up, hides one, or floods the log.
 
-// denials returns the filesystem refusals the log holds for the last run.
-// fsLogWorld is a world whose user configuration turns the filesystem
-// log on (it is off by default).
+// fsLogWorld is a world whose user configuration has the filesystem log
+// watch reads too (by default it watches only the calls that may write).
 func fsLogWorld(t *testing.T) *world {
 	t.Helper()
 	w := newWorld(t)
-	write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[log]\nfilesystem = true\n")
+	write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[log]\nfilesystem_reads = true\n")
 	return w
 }
 
+// denials returns the filesystem refusals the log holds for the last run.
 func (w *world) denials() []event.Event {
 	w.t.Helper()
 	evs := w.logged()
@@ -150,6 +150,72 @@ exit 0`)
 				expectContains(t, "log --denials", l.stdout, "rule read-only "+filepath.Join(w.project, ".git", "hooks")+" (always: git hooks)")
 			} else {
 				expectContains(t, "log --denials", l.stdout, "rule deny "+filepath.Join(w.home, "vault")+" (flag --deny)")
+			}
+		})
+	}
+}
+
+// With [log] filesystem = true the log watches the calls that may write: a write
+// to a read-only file, a create in a read-only folder and a removal there
+// are recorded with their rule, under each backend; a read of a hidden
+// file is not (no open for reading reaches agentbox), unless the kernel's
+// own Landlock audit records it, and the plan says which.
+func TestFSLogWatchesWrites(t *testing.T) {
+	for _, backend := range linuxBackends {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t)
+			write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[log]\nfilesystem = true\n")
+			write(t, filepath.Join(w.home, "notes.txt"), "host\n")
+			mkdir(t, filepath.Join(w.home, "tools"))
+			write(t, filepath.Join(w.home, "tools", "old"), "old\n")
+			write(t, filepath.Join(w.home, "secret.txt"), "s3cret\n")
+			mech := w.mechanism(backend)
+			pl := w.run("plan", "--backend", backend, "--", "true")
+			expectCode(t, pl, 0)
+			if mech == "seccomp-notify" {
+				expectContains(t, "plan", pl.stdout, "each call that may write is judged")
+				expectContains(t, "plan", pl.stdout, "reads of hidden paths are not recorded ([log] filesystem_reads = true")
+			}
+			r := w.sh([]string{"--backend", backend, "--deny", filepath.Join(w.home, "secret.txt"), "--writable", w.project}, `cd `+w.project+`
+echo x >> `+w.home+`/notes.txt
+touch `+w.home+`/tools/new
+rm -f `+w.home+`/tools/old
+cat `+w.home+`/secret.txt
+echo ok > done.txt
+exit 0`)
+			expectCode(t, r, 0)
+			expectNotContains(t, "stdout", r.stdout, "s3cret")
+			expectContains(t, "stderr", r.stderr, "agentbox: the box was refused")
+			if got, err := os.ReadFile(filepath.Join(w.project, "done.txt")); err != nil || string(got) != "ok\n" {
+				t.Errorf("a write in the writable root: %q, %v", got, err)
+			}
+			evs := w.denials()
+			audit := mech == "landlock-audit"
+			create, remove := filepath.Join(w.home, "tools", "new"), filepath.Join(w.home, "tools", "old")
+			createOp, removeOp := "create", "remove"
+			if audit {
+				createOp, create = "create in", filepath.Dir(create)
+				removeOp, remove = "remove in", filepath.Dir(remove)
+			}
+			for _, c := range [][2]string{{"write", filepath.Join(w.home, "notes.txt")}, {createOp, create}, {removeOp, remove}} {
+				e := find(t, evs, c[0], c[1])
+				if e.Rule != "root / (default)" || !strings.Contains(e.Process, "(pid ") {
+					t.Errorf("%s %s: rule %q process %q", c[0], c[1], e.Rule, e.Process)
+				}
+			}
+			for _, e := range evs {
+				if e.Path == filepath.Join(w.project, "done.txt") {
+					t.Errorf("an allowed write was recorded as refused: %+v", e)
+				}
+				if e.Op == "read" && !audit {
+					t.Errorf("a read was recorded though reads are not watched by default: %+v", e)
+				}
+			}
+			if audit {
+				find(t, evs, "read", filepath.Join(w.home, "secret.txt"))
+			}
+			if _, err := os.Stat(filepath.Join(w.home, "tools", "old")); err != nil {
+				t.Errorf("the refused removal happened: %v", err)
 			}
 		})
 	}

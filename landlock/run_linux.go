@@ -42,7 +42,8 @@ type childInput struct {
 	Command []string    `json:"command"`
 	Seccomp []string    `json:"seccomp,omitempty"`
 	Network string      `json:"network"`
-	LogFS   string      `json:"log_fs,omitempty"` // the plan's Log.Filesystem
+	LogFS   string      `json:"log_fs,omitempty"`    // the plan's Log.Filesystem
+	LogRead bool        `json:"log_reads,omitempty"` // and Log.Reads
 	Limits  plan.Limits `json:"limits"`
 	// Pins are the folders Prepare made and checked, in the order of
 	// their descriptors from pinFD on.
@@ -53,10 +54,10 @@ type childInput struct {
 // CMD: the notification filter (its listener goes to the supervisor), or,
 // for Landlock's own audit records, the word that this process makes the
 // run's domain. A log that cannot start is the supervisor's warning.
-func armLog(mode string) error {
+func armLog(mode string, reads bool) error {
 	switch mode {
 	case fslog.Notify:
-		return fslog.Arm(logFD)
+		return fslog.Arm(logFD, reads)
 	case fslog.Audit:
 		return fslog.Announce(logFD)
 	}
@@ -93,7 +94,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	defer pins.Close()
 	paths, pinned := pins.List()
 	data, err := json.Marshal(childInput{Rules: a, Cwd: p.Cwd, Command: p.Command, Seccomp: p.Seccomp,
-		Network: p.Network.Mode, LogFS: p.Log.Filesystem, Limits: p.Limits, Pins: paths})
+		Network: p.Network.Mode, LogFS: p.Log.Filesystem, LogRead: p.Log.Reads, Limits: p.Limits, Pins: paths})
 	if err != nil {
 		return 0, err
 	}
@@ -234,7 +235,7 @@ func ChildMain() int {
 	if err := installSeccomp(filter.Bytes()); err != nil {
 		return fail("installing the seccomp filter: %v", err)
 	}
-	if err := armLog(in.LogFS); errors.Is(err, fslog.ErrOrphan) {
+	if err := armLog(in.LogFS, in.LogRead); errors.Is(err, fslog.ErrOrphan) {
 		return fail("%v", err)
 	}
 	// Last, so this Go process does not have to live under a memory limit

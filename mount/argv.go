@@ -294,6 +294,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		// The init arms the filesystem log right before it starts CMD
 		// (package fslog).
 		add("--log-fd", strconv.Itoa(logFD))
+		if p.Log.Reads {
+			add("--log-reads")
+		}
 	}
 	if nr.fd > 0 {
 		add("--net-fd", strconv.Itoa(nr.fd), "--net-port", strconv.Itoa(plan.ProxyPort))

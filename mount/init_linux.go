@@ -23,7 +23,7 @@ import (
 
 // Init is pid 1 inside the box:
 //
-//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--log-fd N] [--rlimit NAME=VALUE]...
+//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--log-fd N [--log-reads]] [--rlimit NAME=VALUE]...
 //	    [--net-fd N --net-port PORT [--forward HOST:PORT]...] -- CMD ARGS...
 //
 // It first checks that the box's mounts are what agentbox asked for (the
@@ -51,6 +51,7 @@ func Init(args []string) int {
 		unix.Close(fd)
 	}
 	readyFD, checkFD, foreground, logFD := -1, -1, false, -1
+	logReads := false
 	netFD, netPort := -1, 0
 	var forwards, limits []string
 	i := 0
@@ -68,6 +69,8 @@ func Init(args []string) int {
 			}
 		case "--foreground":
 			foreground = true
+		case "--log-reads":
+			logReads = true
 		case "--log-fd":
 			if i+1 < len(args) {
 				logFD, _ = strconv.Atoi(args[i+1])
@@ -164,7 +167,7 @@ func Init(args []string) int {
 		// no listener (package fslog). A failure is the supervisor's
 		// warning: CMD runs without the log, as confined as ever.
 		runtime.LockOSThread()
-		if err := fslog.Arm(logFD); errors.Is(err, fslog.ErrOrphan) {
+		if err := fslog.Arm(logFD, logReads); errors.Is(err, fslog.ErrOrphan) {
 			fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
 			return 125
 		}

@@ -280,6 +280,11 @@ type Log struct {
 	// at all. Resolution says "auto" (log.filesystem, on by default) and
 	// the choice of backend decides.
 	Filesystem string `json:"filesystem,omitempty"`
+	// Reads says every open is watched, so that a read of a hidden or
+	// denied path is recorded too (log.filesystem_reads); without it only
+	// the calls that may write are (Landlock's audit records reads
+	// either way).
+	Reads bool `json:"reads,omitempty"`
 }
 
 // Enforcement levels.

@@ -152,7 +152,7 @@ func (p *Plan) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "log:       %s\n", log)
 	if p.Log.Enabled {
-		fmt.Fprintf(w, "  filesystem refusals: %s\n", filesystemLog(p.Log.Filesystem))
+		fmt.Fprintf(w, "  filesystem refusals: %s\n", filesystemLog(p))
 	}
 	p.HostExec.writeText(w)
 	if len(p.Skipped) > 0 {
@@ -200,16 +200,24 @@ func (n Network) Forwards() []string {
 }
 
 // filesystemLog says how filesystem refusals are recorded.
-func filesystemLog(mode string) string {
-	switch mode {
+func filesystemLog(p *Plan) string {
+	l := p.Log
+	switch l.Filesystem {
 	case "seccomp-notify":
-		return "seccomp notification: each call that may be refused is judged against this plan before the kernel runs it, unchanged"
+		if l.Reads {
+			return "seccomp notification: each open and each call that may write is judged against this plan before the kernel runs it, unchanged"
+		}
+		return "seccomp notification: each call that may write is judged against this plan before the kernel runs it, unchanged; " +
+			"reads of hidden paths are not recorded ([log] filesystem_reads = true records them, at a cost on every open)"
 	case "landlock-audit":
 		return "Landlock's own denial records, from the kernel's audit"
 	case "auto":
 		return "recorded, as the backend allows"
 	case "":
+		if p.Depth > 1 || p.Box.Outer != "" {
+			return "not recorded inside another box (the outer box's log records what its policy refuses)"
+		}
 		return "not recorded (off unless [log] filesystem = true; agentbox learn records them for its run)"
 	}
-	return mode
+	return l.Filesystem
 }

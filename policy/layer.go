@@ -190,6 +190,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	scalar("provider.name", s.Provider.Name)
 	scalar("log.enabled", strconv.FormatBool(s.Log.Enabled))
 	scalar("log.filesystem", strconv.FormatBool(s.Log.Filesystem))
+	scalar("log.filesystem_reads", strconv.FormatBool(s.Log.FilesystemReads))
 	list("filesystem.writable", s.Filesystem.Writable)
 	list("filesystem.read_only", s.Filesystem.ReadOnly)
 	list("filesystem.deny", s.Filesystem.Deny)

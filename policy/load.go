@@ -50,10 +50,12 @@ func Defaults() *Layer {
 	set("env.mode", "inherit")
 	set("provider.name", "auto")
 	set("log.enabled", "true")
-	// Off by default: judging every open and change by name costs a
-	// launch ~2 ms and a build 10-40% (scripts/bench-fslog.sh); agentbox
-	// learn turns it on for its run.
+	// Off by default: each watched call costs a round trip to agentbox,
+	// 10-30% on an npm ci even when only the calls that may write are
+	// watched (scripts/bench-fslog.sh); agentbox learn records every
+	// refusal, reads too, for its run.
 	set("log.filesystem", "false")
+	set("log.filesystem_reads", "false")
 	return l
 }
 

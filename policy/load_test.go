@@ -386,6 +386,7 @@ func TestDefaults(t *testing.T) {
 		"provider.name":         "auto",
 		"log.enabled":           "true",
 		"log.filesystem":        "false",
+		"log.filesystem_reads":  "false",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -19,6 +19,7 @@ func TestParseLogBad(t *testing.T) {
 		{"a number", "version = 1\n[log]\nenabled = 0\n", file + ":3: log.enabled: wrong type: TOML value has type int64; want true or false"},
 		{"unknown key", "[log]\nenabled = true\ndir = \"/tmp/x\"\n", file + ":3: log.dir: unknown key"},
 		{"filesystem a string", "[log]\nfilesystem = \"off\"\n", file + ":2: log.filesystem: wrong type: TOML value has type string; want true or false"},
+		{"filesystem_reads a string", "[log]\nfilesystem_reads = \"all\"\n", file + ":2: log.filesystem_reads: wrong type: TOML value has type string; want true or false"},
 		{"a value instead of a table", "log = false\n", file + ":1: log: wrong type: wrong type for this key"},
 	}
 	for _, tc := range tests {
@@ -56,6 +57,14 @@ func TestResolveLog(t *testing.T) {
 			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}}},
 		{name: "filesystem refusals off, then on for the project", user: "[log]\nfilesystem = false\n", project: "[log]\nfilesystem = true\n",
 			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
+		{name: "reads too", user: "[log]\nfilesystem_reads = true\n",
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto", Reads: true}},
+		{name: "reads ask for the log even where it is off", user: "[log]\nfilesystem = false\n", project: "[log]\nfilesystem_reads = true\n",
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto", Reads: true}},
+		{name: "reads, then not for the project", user: "[log]\nfilesystem = true\nfilesystem_reads = true\n", project: "[log]\nfilesystem_reads = false\n",
+			want: plan.Log{Enabled: true, Dir: "$ROOT/state/agentbox/log", Origin: plan.Origin{Key: "default"}, Filesystem: "auto"}},
+		{name: "nothing recorded when the log is off", user: "[log]\nenabled = false\nfilesystem_reads = true\n",
+			want: plan.Log{Origin: plan.Origin{File: "$ROOT/home/u/.config/agentbox/config.toml", Line: 2, Key: "log.enabled"}}},
 		{name: "off in the user's config", user: "version = 1\n[log]\nenabled = false\n",
 			want: plan.Log{Origin: plan.Origin{File: "$ROOT/home/u/.config/agentbox/config.toml", Line: 3, Key: "log.enabled"}}},
 		{name: "off for the user, on for the project", user: "[log]\nenabled = false\n", project: "[log]\nenabled = true\n",

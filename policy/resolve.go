@@ -1111,9 +1111,12 @@ func (r *resolver) auditLog() error {
 	r.p.Log = plan.Log{Enabled: e.Value != "false", Origin: e.Origin}
 	if r.p.Log.Enabled {
 		r.p.Log.Dir = LogDir(r.env)
-		if r.m.scalars["log.filesystem"].Value == "true" {
+		// Recording reads asks for the log too.
+		reads := r.m.scalars["log.filesystem_reads"].Value == "true"
+		if r.m.scalars["log.filesystem"].Value == "true" || reads {
 			// The backend's completion names the mechanism (package fslog).
 			r.p.Log.Filesystem = "auto"
+			r.p.Log.Reads = reads
 		}
 	}
 	return nil
