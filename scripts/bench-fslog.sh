@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # What the filesystem log costs, measured side by side on this machine:
 #
-#   launch   agentbox run -- /bin/true, with the log and without it
-#            ([log] filesystem = false), under bwrap and Landlock, in pairs
+#   launch   agentbox run -- /bin/true, with the log as it is by default
+#            (the calls that may write), with reads too ([log]
+#            filesystem_reads = true) and without it ([log] filesystem =
+#            false), under bwrap and Landlock, in rounds
 #   go       go build of a mid-size module (go-containerregistry's crane,
 #            from a build cache holding only the standard library)
 #   npm      npm ci of a real project (express, lodash, axios, typescript,
 #            eslint, prettier, webpack: about 280 packages, 7,700 files)
 #
-# The builds run confined, alternating with and without the log, so that
+# The builds run confined, rotating the three, so that
 # the load of a shared machine falls on both alike; the medians of the
 # wall time and of the CPU time (user + system, the box's and agentbox's)
 # are compared. The Go proxy and the npm registry must be reachable to set
@@ -30,30 +32,33 @@ mkdir -p "$work"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -trimpath -ldflags=-s -o "$work/agentbox" .
 ab="$work/agentbox"
 printf 'version = 1\n[log]\nfilesystem = false\n' > "$work/nolog.toml"
+printf 'version = 1\n[log]\nfilesystem = true\nfilesystem_reads = true\n' > "$work/reads.toml"
 
-# Launch: pairs run back to back, in alternating order, so that a shared
-# machine's changing load falls on both alike; the cost is the median of
-# the differences within pairs.
+# Launch: rounds run back to back, in rotating order, so that a shared
+# machine's changing load falls on all alike; the cost is the median of
+# the differences within rounds.
 mkdir -p "$work/launch" && cd "$work/launch"
 "$ab" run -- /bin/true
-python3 - "$ab" "$work/nolog.toml" "$runs" > "$work/launch.txt" <<'PY'
+python3 - "$ab" "$work/nolog.toml" "$work/reads.toml" "$runs" > "$work/launch.txt" <<'PY'
 import statistics, subprocess, sys, time
-ab, nolog, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ab, nolog, reads, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 def once(args):
     t = time.perf_counter()
-    subprocess.run(args, check=True)
+    subprocess.run(args, check=True, stderr=subprocess.DEVNULL)
     return (time.perf_counter() - t) * 1000
 for backend in ("bwrap", "landlock"):
-    on, off, diff = [], [], []
     base = [ab, "run", "--backend", backend]
+    modes = {"log": base, "reads": base + ["--policy", reads], "nolog": base + ["--policy", nolog]}
+    got = {m: [] for m in modes}
+    order = list(modes)
     for i in range(runs + 20):
-        a = once(base + ["--", "/bin/true"]) if i % 2 else None
-        b = once(base + ["--policy", nolog, "--", "/bin/true"])
-        if a is None:
-            a = once(base + ["--", "/bin/true"])
+        t = {m: once(modes[m] + ["--", "/bin/true"]) for m in order[i % 3:] + order[:i % 3]}
         if i >= 20:  # warm-up
-            on.append(a); off.append(b); diff.append(a - b)
-    print(f"{backend} {statistics.median(on):.3f} {statistics.median(off):.3f} {statistics.median(diff):.3f}")
+            for m in modes:
+                got[m].append(t[m])
+    med = {m: statistics.median(v) for m, v in got.items()}
+    diff = {m: statistics.median(a - b for a, b in zip(got[m], got["nolog"])) for m in ("log", "reads")}
+    print(f"{backend} {med['log']:.3f} {med['reads']:.3f} {med['nolog']:.3f} {diff['log']:.3f} {diff['reads']:.3f}")
 PY
 
 # The Go module: its dependencies from the proxy once, a build cache with
@@ -98,12 +103,14 @@ npmci() {
 		npm ci --no-audit --no-fund --prefer-offline --cache "$work/npm-cache"
 }
 : > "$work/builds.txt"
+modes="log reads nolog"
 for i in $(seq "$pairs"); do
-	# Alternate which goes first.
-	if [ $((i % 2)) = 1 ]; then order="log nolog"; else order="nolog log"; fi
+	# Rotate which goes first.
+	case $((i % 3)) in 1) order="log reads nolog" ;; 2) order="reads nolog log" ;; *) order="nolog log reads" ;; esac
 	for mode in $order; do
 		flags=""
 		[ "$mode" = nolog ] && flags="--policy $work/nolog.toml"
+		[ "$mode" = reads ] && flags="--policy $work/reads.toml"
 		echo "go $mode $(gobuild "$flags")" >> "$work/builds.txt"
 		echo "npm $mode $(npmci "$flags")" >> "$work/builds.txt"
 	done
@@ -111,16 +118,19 @@ done
 
 python3 - "$work/launch.txt" "$work/builds.txt" "$runs" <<'PY'
 import statistics, sys
-print("launch (agentbox run -- /bin/true), %s pairs:" % sys.argv[3])
+print("launch (agentbox run -- /bin/true), %s rounds; the log as by default (writes), with reads, without:" % sys.argv[3])
 for line in open(sys.argv[1]):
-    b, on, off, d = line.split()
-    print(f"  {b:<9} median {float(on):7.2f} ms with the log, {float(off):7.2f} ms without; median difference within pairs {float(d):+.3f} ms")
+    b, on, rd, off, d, dr = line.split()
+    print(f"  {b:<9} median {float(on):7.2f} ms writes, {float(rd):7.2f} ms with reads, {float(off):7.2f} ms without;"
+          f" median difference within rounds {float(d):+.3f} ms (writes), {float(dr):+.3f} ms (reads)")
 rows = [l.split() for l in open(sys.argv[2]) if l.strip()]
-print("builds, confined under bwrap, median of %d pairs run alternately:" % (len(rows) // 4))
+print("builds, confined under bwrap, median of %d rounds run in rotation:" % (len(rows) // 6))
 for w in ("go", "npm"):
     def m(mode, k):
         return statistics.median(float(r[2 + k]) for r in rows if r[0] == w and r[1] == mode)
-    on_w, off_w, on_c, off_c = m("log", 0), m("nolog", 0), m("log", 1), m("nolog", 1)
-    print(f"  {w:<4} wall {on_w:7.2f} s with the log, {off_w:7.2f} s without ({(on_w / off_w - 1) * 100:+.1f}%);"
-          f"  CPU {on_c:7.2f} s with, {off_c:7.2f} s without ({(on_c / off_c - 1) * 100:+.1f}%)")
+    off_w, off_c = m("nolog", 0), m("nolog", 1)
+    for mode, name in (("log", "writes"), ("reads", "with reads")):
+        on_w, on_c = m(mode, 0), m(mode, 1)
+        print(f"  {w:<4} {name:<10} wall {on_w:7.2f} s vs {off_w:7.2f} s without ({(on_w / off_w - 1) * 100:+.1f}%);"
+              f"  CPU {on_c:7.2f} s vs {off_c:7.2f} s ({(on_c / off_c - 1) * 100:+.1f}%)")
 PY
