@@ -100,6 +100,11 @@ func Init(args []string) int {
 		}
 	}
 	cmdArgs := args[min(i+1, len(args)):]
+	// Before the ready byte: from then on the supervisor forwards signals
+	// here, and one that found no handler would be dropped (the kernel
+	// ignores a default-action signal sent to a PID namespace's init).
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, supervise.Signals...)
 	if checkFD >= 0 {
 		// Before the ready byte: a box that is not as planned failed to
 		// start.
@@ -134,9 +139,6 @@ func Init(args []string) int {
 		fmt.Fprintln(os.Stderr, "agentbox: error: init: no command")
 		return 125
 	}
-
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, supervise.Signals...)
 
 	path, err := exec.LookPath(cmdArgs[0])
 	if err != nil {

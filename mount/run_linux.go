@@ -209,13 +209,24 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		go nw.serve()
 	}
 
+	// Signals go to the init once it has written the ready byte, not as
+	// soon as bwrap names its pid: until the init has blocked them or has
+	// handlers (both inits do before the ready byte), the kernel drops a
+	// signal sent to a PID namespace's init with the default action, so a
+	// Ctrl-C in that moment would be lost. Wait holds them until then.
 	pidc := make(chan int, 1)
-	go func() { pidc <- readInfo(infoR) }()
 	readyc := make(chan bool, 1)
+	infoc := make(chan int, 1)
+	go func() { infoc <- readInfo(infoR) }()
 	go func() {
 		var b [1]byte
 		n, _ := readyR.Read(b[:])
 		readyc <- n == 1
+		if n == 1 {
+			if pid := <-infoc; pid > 0 {
+				pidc <- pid
+			}
+		}
 	}()
 	ws := w.Wait(bwrapPid, pidc)
 	if nw != nil {
