@@ -86,6 +86,7 @@ func probeBwrapFull() Bwrap {
 	if out, err := run(bin, "--version"); err == nil {
 		b.Version = strings.TrimSpace(out)
 	}
+	b.Init = mount.InitReport()
 	s := mount.Reprobe(bin)
 	b.Works, b.Error = s.Works, s.Reason
 	netArgs := append([]string{"--unshare-net"}, mount.ProbeArgs...)

@@ -47,6 +47,9 @@ type Bwrap struct {
 	// "none" needs (it fails alone when the loopback cannot be set up).
 	NetworkNone      bool   `json:"network_none_works"`
 	NetworkNoneError string `json:"network_none_error,omitempty"`
+	// Init is the box's pid 1 a run starts: agentbox's C init, or its Go
+	// init and why.
+	Init string `json:"init,omitempty"`
 }
 
 // UserNS is the state of unprivileged user namespaces.
@@ -179,6 +182,9 @@ func (r Report) Text(w io.Writer) {
 		p("bwrap", "%s (%s): does not work: %s", r.Bwrap.Path, r.Bwrap.Version, r.Bwrap.Error)
 	}
 	if r.Bwrap.Path != "" {
+		if r.Bwrap.Init != "" {
+			cont("box init: %s", r.Bwrap.Init)
+		}
 		if r.Bwrap.NetworkNone {
 			cont("with --unshare-net (network none): works")
 		} else {

@@ -233,7 +233,7 @@ func cacheKeyText(bin string) string {
 	line("bwrap", bin)
 	var st unix.Stat_t
 	if unix.Stat(bin, &st) == nil {
-		line("bwrap.stat", u(st.Dev), u(st.Ino), i(st.Size), i(st.Mtim.Sec)+"."+i(st.Mtim.Nsec), strconv.FormatUint(uint64(st.Mode), 8), u(uint64(st.Uid)))
+		line("bwrap.stat", u(st.Dev), u(st.Ino), i(st.Size), i(int64(st.Mtim.Sec))+"."+i(int64(st.Mtim.Nsec)), strconv.FormatUint(uint64(st.Mode), 8), u(uint64(st.Uid)))
 	}
 	var un unix.Utsname
 	if unix.Uname(&un) == nil {
@@ -279,7 +279,7 @@ func cacheKeyText(bin string) string {
 	}
 	line("apparmor.revision", strings.TrimSpace(string(rev)))
 	if unix.Stat("/etc/apparmor.d", &st) == nil {
-		line("apparmor.d", i(st.Mtim.Sec)+"."+i(st.Mtim.Nsec))
+		line("apparmor.d", i(int64(st.Mtim.Sec))+"."+i(int64(st.Mtim.Nsec)))
 	}
 	return string(b)
 }

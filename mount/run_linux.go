@@ -95,8 +95,8 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, &BoxError{Op: "pipe", Err: err}
 	}
-	// The running executable itself, not the file at its path now.
-	self, err := os.Open("/proc/self/exe")
+	// The box's pid 1: the C init, or this executable (the Go init).
+	self, err := initFile(d)
 	if err != nil {
 		return 0, &BoxError{Op: "opening", Path: c.Self, Err: err}
 	}

@@ -25,7 +25,8 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - 
 # What the tests need. As root, install what is missing; otherwise say what.
 missing=()
 for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshare:util-linux \
-	python3:python3 curl:curl npm:npm make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg; do
+	python3:python3 curl:curl npm:npm make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg \
+	aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static; do
 	command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 # The completion tests load bash's completion the way a login shell does.
@@ -57,6 +58,11 @@ go vet ./...
 GOOS=windows go vet ./...
 GOOS=windows go build -o /dev/null ./...
 GOOS=darwin go build -o /dev/null ./...
+
+# The C init embedded in agentbox (mount/cinit): rebuilt from its source
+# with the pinned compilers, byte for byte the checked-in binaries.
+say "C init: rebuilding mount/cinit for amd64 and arm64 and comparing the bytes"
+mount/cinit/check.sh
 
 # Binaries and test binaries live outside /tmp (the box replaces /tmp) in a
 # folder every user can read.

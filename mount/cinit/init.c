@@ -1,0 +1,679 @@
+/* agentbox's init: pid 1 inside a bwrap box, in C so a run does not pay for
+ * a second Go runtime. It does exactly what the Go init (mount.Init) does:
+ *
+ *   INIT __init --ready-fd N [--check-fd N] [--foreground] [--rlimit NAME=VALUE]...
+ *        [--net-fd N --net-port PORT [--forward HOST:PORT]...] -- CMD ARGS...
+ *
+ * It makes itself non-dumpable, blocks the signals it forwards (so none is
+ * lost before CMD exists), checks that the box's mounts are what agentbox
+ * asked for, sets up the allowlist relay, writes the ready byte,
+ * closes every descriptor it inherited, starts CMD in its own process group
+ * (with the terminal's foreground when told, and the rlimits set in the child
+ * only), forwards INT TERM HUP QUIT WINCH USR1 USR2 to CMD, continues a
+ * stopped CMD, reaps every process, and exits with CMD's status: its code,
+ * or 128+N when signal N killed it; 126/127 when it cannot be started, 125
+ * for its own failures. It allocates nothing. */
+#include "sys.h"
+
+/* ---- small helpers: no libc ---- */
+
+void *memset(void *d, int c, size_t n)
+{
+	u8 *p = d;
+	while (n--) *p++ = (u8)c;
+	return d;
+}
+
+void *memcpy(void *d, const void *s, size_t n)
+{
+	u8 *p = d;
+	const u8 *q = s;
+	while (n--) *p++ = *q++;
+	return d;
+}
+
+static size_t slen(const char *s)
+{
+	size_t n = 0;
+	while (s[n]) n++;
+	return n;
+}
+
+static int seq(const char *a, const char *b)
+{
+	while (*a && *a == *b) a++, b++;
+	return *a == *b;
+}
+
+static int haschar(const char *s, char c)
+{
+	for (; *s; s++)
+		if (*s == c) return 1;
+	return 0;
+}
+
+/* parse a decimal number; -1 on anything else or overflow past max */
+static int parseu(const char *s, u64 max, u64 *out)
+{
+	u64 v = 0;
+	if (!*s) return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9') return -1;
+		u64 d = (u64)(*s - '0');
+		if (v > (max - d) / 10) return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* a message is built in one buffer and written with one write(2), so lines
+ * of concurrent writers never interleave */
+struct msg { char b[1024]; size_t n; };
+
+static void add(struct msg *m, const char *s)
+{
+	while (*s && m->n < sizeof m->b - 1) m->b[m->n++] = *s++;
+}
+
+static void addnum(struct msg *m, long v)
+{
+	char t[24];
+	int i = 0;
+	unsigned long u = v < 0 ? -(unsigned long)v : (unsigned long)v;
+	do t[i++] = (char)('0' + u % 10); while (u /= 10);
+	if (v < 0) t[i++] = '-';
+	while (i) {
+		char c[2] = {t[--i], 0};
+		add(m, c);
+	}
+}
+
+/* errno text as Go's syscall package words it (the Go init's messages) */
+static const char *errtext(long e, char *buf)
+{
+	switch (e) {
+	case EPERM: return "operation not permitted";
+	case ENOENT: return "no such file or directory";
+	case EIO: return "input/output error";
+	case E2BIG: return "argument list too long";
+	case ENOEXEC: return "exec format error";
+	case EAGAIN: return "resource temporarily unavailable";
+	case ENOMEM: return "cannot allocate memory";
+	case EACCES: return "permission denied";
+	case EFAULT: return "bad address";
+	case ENOTDIR: return "not a directory";
+	case EISDIR: return "is a directory";
+	case EINVAL: return "invalid argument";
+	case ENFILE: return "too many open files in system";
+	case EMFILE: return "too many open files";
+	case ETXTBSY: return "text file busy";
+	case ENAMETOOLONG: return "file name too long";
+	case ELOOP: return "too many levels of symbolic links";
+	case EADDRINUSE: return "address already in use";
+	case EADDRNOTAVAIL: return "cannot assign requested address";
+	}
+	struct msg m = {.n = 0};
+	add(&m, "errno ");
+	addnum(&m, e);
+	m.b[m.n] = 0;
+	memcpy(buf, m.b, m.n + 1);
+	return buf;
+}
+
+static void say(const char *a, const char *b, const char *c, const char *d)
+{
+	struct msg m = {.n = 0};
+	add(&m, "agentbox: error: ");
+	add(&m, a);
+	if (b) add(&m, b);
+	if (c) add(&m, c);
+	if (d) add(&m, d);
+	add(&m, "\n");
+	sys3(NR_write, 2, m.b, m.n);
+}
+
+static __attribute__((noreturn)) void quit(int code)
+{
+	for (;;) sys1(NR_exit_group, code);
+}
+
+enum { EXIT_FAILURE_ = 125, EXIT_CANNOT_EXECUTE = 126, EXIT_NOT_FOUND = 127 };
+
+/* ---- the command: PATH lookup as Go's exec.LookPath does it ---- */
+
+static char pathbuf[4096];
+
+/* findExecutable: a file (not a folder) that we may execute */
+static long executable(const char *p)
+{
+	struct statx_ st;
+	long r = sys5(NR_statx, AT_FDCWD, p, 0, STATX_MODE, &st);
+	if (r < 0) return r;
+	if ((st.mode & S_IFMT) == S_IFDIR) return -EISDIR;
+	r = sys4(NR_faccessat2, AT_FDCWD, p, X_OK, AT_EACCESS);
+	if (r == 0 || (r != -ENOSYS && r != -EPERM)) return r;
+	return (st.mode & 0111) ? 0 : -EACCES;
+}
+
+static const char *getenv_(char **envp, const char *k)
+{
+	size_t n = slen(k);
+	for (; *envp; envp++) {
+		const char *e = *envp;
+		size_t i = 0;
+		while (i < n && e[i] == k[i]) i++;
+		if (i == n && e[n] == '=') return e + n + 1;
+	}
+	return 0;
+}
+
+/* lookup resolves name; on failure it prints the message and returns the
+ * exit status (127 not found, 126 cannot execute), else 0 with *out set. */
+static int lookup(const char *name, char **envp, const char **out)
+{
+	char eb[32];
+	if (haschar(name, '/')) {
+		long r = executable(name);
+		if (r == -ENOENT) {
+			say(name, ": command not found", 0, 0);
+			return EXIT_NOT_FOUND;
+		}
+		if (r < 0) {
+			say(name, ": cannot execute: ", errtext(-r, eb), 0);
+			return EXIT_CANNOT_EXECUTE;
+		}
+		*out = name;
+		return 0;
+	}
+	const char *path = getenv_(envp, "PATH");
+	size_t nl = slen(name);
+	/* filepath.SplitList: nothing for an empty PATH; an empty entry is "." */
+	for (const char *d = path; d && *path;) {
+		const char *e = d;
+		while (*e && *e != ':') e++;
+		size_t dl = (size_t)(e - d);
+		const char *dir = dl ? d : ".";
+		if (!dl) dl = 1;
+		if (dl + 1 + nl + 1 <= sizeof pathbuf) {
+			memcpy(pathbuf, dir, dl);
+			pathbuf[dl] = '/';
+			memcpy(pathbuf + dl + 1, name, nl + 1);
+			if (executable(pathbuf) == 0) {
+				if (pathbuf[0] != '/') {
+					/* exec.ErrDot */
+					say(name, ": cannot execute: cannot run executable found relative to current directory", 0, 0);
+					return EXIT_CANNOT_EXECUTE;
+				}
+				*out = pathbuf;
+				return 0;
+			}
+		}
+		if (!*e) break;
+		d = e + 1;
+	}
+	say(name, ": command not found", 0, 0);
+	return EXIT_NOT_FOUND;
+}
+
+/* ---- arguments ---- */
+
+#define MAXLIM 8
+#define MAXLISTEN 64
+
+static struct { int res; u64 v; const char *spec; } lims[MAXLIM];
+static int nlims;
+
+static int rlimit(const char *spec)
+{
+	static const struct { const char *name; int res; } names[] = {
+		{"nproc", RLIMIT_NPROC}, {"nofile", RLIMIT_NOFILE}, {"as", RLIMIT_AS},
+		{"cpu", RLIMIT_CPU}, {"fsize", RLIMIT_FSIZE},
+	};
+	char name[16];
+	size_t i = 0;
+	while (spec[i] && spec[i] != '=' && i < sizeof name - 1) name[i] = spec[i], i++;
+	name[i] = 0;
+	if (spec[i] != '=' || nlims == MAXLIM) return -1;
+	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+		if (seq(name, names[k].name)) {
+			if (parseu(spec + i + 1, ~0ULL, &lims[nlims].v) < 0) return -1;
+			lims[nlims].res = names[k].res;
+			lims[nlims++].spec = spec;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* ---- network mode allowlist: the relay (see netproxy.Relay) ---- */
+
+static struct pollfd_ pfd[1 + MAXLISTEN];
+static u8 tags[1 + MAXLISTEN];
+static int npfd;
+
+static int listen_on(int family, int port, u8 tag, int optional)
+{
+	int s = (int)sys3(NR_socket, family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0) return optional ? 0 : s;
+	int one = 1;
+	sys5(NR_setsockopt, s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	long r;
+	u16 nport = (u16)(((port & 0xff) << 8) | ((port >> 8) & 0xff));
+	if (family == AF_INET) {
+		struct sockaddr_in_ a = {.family = AF_INET, .port = nport, .addr = 0x0100007f};
+		r = sys3(NR_bind, s, &a, sizeof a);
+	} else {
+		struct sockaddr_in6_ a = {.family = AF_INET6, .port = nport};
+		a.addr[15] = 1;
+		r = sys3(NR_bind, s, &a, sizeof a);
+	}
+	if (r == 0) r = sys2(NR_listen, s, 4096);
+	if (r < 0) {
+		sys1(NR_close, s);
+		return optional ? 0 : (int)r;
+	}
+	if (npfd == 1 + MAXLISTEN) return -EMFILE;
+	pfd[npfd].fd = s;
+	pfd[npfd].events = POLLIN;
+	tags[npfd++] = tag;
+	return 0;
+}
+
+/* hand one accepted connection to the proxy: one byte, the tag, with the
+ * socket attached; closed here either way (a gone proxy fails closed) */
+static void handoff(int ch, int conn, u8 tag)
+{
+	struct iovec_ iov = {&tag, 1};
+	struct cmsg_fd c = {.len = sizeof(size_t) + 2 * sizeof(int) + sizeof(int), .level = SOL_SOCKET, .type = SCM_RIGHTS, .fd = conn};
+	struct msghdr_ m = {.iov = &iov, .iovlen = 1, .control = &c, .controllen = sizeof c};
+	while (sys3(NR_sendmsg, ch, &m, MSG_NOSIGNAL) == -EINTR) {}
+	sys1(NR_close, conn);
+}
+
+static int portof(const char *hostport)
+{
+	const char *p = 0;
+	for (const char *s = hostport; *s; s++)
+		if (*s == ':') p = s + 1;
+	u64 v;
+	if (!p || parseu(p, 65535, &v) < 0 || v == 0) return -1;
+	return (int)v;
+}
+
+/* ---- the mount check (mount.Check, verifyMounts in check_linux.go) ----
+ *
+ * The check file (--check-fd) holds one record per mount that no later
+ * mount covers, each ended by a NUL: kind, device, inode and path separated
+ * by tabs. Each path must be reached without following a link, be the root
+ * of a mount, and be the file agentbox opened (a bind: same device and
+ * inode) or what bwrap makes (an empty read-only tmpfs folder or file). Any
+ * difference and the box does not start. */
+
+static char chk[4 << 20];
+
+static const char *swapped = "a path was swapped while the box started (another box writing the same folders?); nothing ran";
+static const char *symlinked = "a symbolic link is in the way (it appeared after the plan was made, or the path names one); agentbox does not follow it";
+
+static __attribute__((noreturn)) void checkfail(const char *path, const char *why, const char *tail)
+{
+	struct msg m = {.n = 0};
+	add(&m, "agentbox: error: init: ");
+	add(&m, path);
+	add(&m, ": ");
+	add(&m, why);
+	if (tail) {
+		add(&m, ": ");
+		add(&m, tail);
+	}
+	add(&m, "\n");
+	sys3(NR_write, 2, m.b, m.n);
+	quit(EXIT_FAILURE_);
+}
+
+/* statx of an open descriptor itself */
+static long fdstat(int fd, struct statx_ *st)
+{
+	return sys5(NR_statx, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_SIZE, st);
+}
+
+/* For kernels without openat2 (before 5.6): one component at a time, each
+ * opened with O_NOFOLLOW relative to the last and none a link. */
+static long walknofollow(char *path)
+{
+	long cur = sys4(NR_openat, AT_FDCWD, "/", O_PATH_ | O_DIRECTORY_ | O_CLOEXEC, 0);
+	if (cur < 0) return cur;
+	char *p = path;
+	for (;;) {
+		while (*p == '/') p++;
+		if (!*p) return cur;
+		char *e = p;
+		while (*e && *e != '/') e++;
+		char c = *e;
+		*e = 0;
+		long next = sys4(NR_openat, cur, p, O_PATH_ | O_NOFOLLOW_ | O_CLOEXEC, 0);
+		*e = c;
+		sys1(NR_close, cur);
+		if (next < 0) return next;
+		p = e;
+		while (*p == '/') p++;
+		struct statx_ st;
+		if (*p && (fdstat((int)next, &st) < 0 || (st.mode & S_IFMT) == S_IFLNK)) {
+			/* a link before the last component (the last one is
+			 * opened as the link itself, as the Go init does) */
+			sys1(NR_close, next);
+			return -ELOOP;
+		}
+		cur = next;
+	}
+}
+
+static long opennofollow(char *path)
+{
+	struct open_how_ how = {.flags = O_PATH_ | O_NOFOLLOW_ | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	for (;;) {
+		long fd = sys4(NR_openat2, AT_FDCWD, path, &how, sizeof how);
+		if (fd == -EINTR || fd == -EAGAIN) continue; /* a rename raced the lookup */
+		if (fd == -ENOSYS) return walknofollow(path);
+		return fd;
+	}
+}
+
+static u64 mkdev(u64 major, u64 minor)
+{
+	return ((major & 0x00000fffULL) << 8) | ((major & 0xfffff000ULL) << 32) | (minor & 0x000000ffULL) |
+	       ((minor & 0xffffff00ULL) << 12);
+}
+
+static void verifymount(const char *kind, u64 dev, u64 ino, char *path)
+{
+	char eb[32];
+	long fd = opennofollow(path);
+	if (fd == -ELOOP) checkfail(path, symlinked, swapped);
+	if (fd < 0) checkfail(path, errtext(-fd, eb), swapped);
+	struct statx_ st;
+	long r = fdstat((int)fd, &st);
+	if (r < 0) checkfail(path, errtext(-r, eb), 0);
+	if ((st.attributes_mask & STATX_ATTR_MOUNT_ROOT) && !(st.attributes & STATX_ATTR_MOUNT_ROOT))
+		checkfail(path, "not mounted there", swapped);
+	if (seq(kind, "bind")) {
+		if (mkdev(st.dev_major, st.dev_minor) != dev || st.ino != ino)
+			checkfail(path, "not the folder or file agentbox opened", swapped);
+		sys1(NR_close, fd);
+		return;
+	}
+	struct statfs_ fs;
+	r = sys2(NR_fstatfs, fd, &fs);
+	sys1(NR_close, fd);
+	if (r < 0) checkfail(path, errtext(-r, eb), 0);
+	if (fs.type != TMPFS_MAGIC) checkfail(path, "not the empty tmpfs agentbox put there", swapped);
+	if (seq(kind, "hide-dir") && (!(fs.flags & ST_RDONLY) || (st.mode & S_IFMT) != S_IFDIR))
+		checkfail(path, "not an empty read-only folder", swapped);
+	if (seq(kind, "hide-file") && (!(fs.flags & ST_RDONLY) || (st.mode & S_IFMT) != S_IFREG || st.size != 0))
+		checkfail(path, "not an empty read-only file", swapped);
+}
+
+static void badrecord(const char *rec)
+{
+	say("init: bad check record \"", rec, "\"", 0);
+	quit(EXIT_FAILURE_);
+}
+
+static void verifymounts(int fd)
+{
+	char eb[32];
+	long len = 0;
+	for (;;) {
+		long r = sys4(NR_pread64, fd, chk + len, sizeof chk - len, len);
+		if (r == -EINTR) continue;
+		if (r < 0) {
+			say("init: reading the mount checks: ", errtext(-r, eb), 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+		if (r == 0) break;
+		len += r;
+		if (len == (long)sizeof chk) {
+			say("init: the mount checks are too large", 0, 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+	}
+	chk[len] = 0;
+	for (char *rec = chk, *next; rec < chk + len; rec = next) {
+		next = rec + slen(rec) + 1; /* before the tabs below become NULs */
+		if (!*rec) continue;
+		/* kind \t dev \t ino \t path (the path may hold a tab itself) */
+		char *f[4] = {rec, 0, 0, 0};
+		char *p = rec;
+		for (int k = 1; k < 4; k++) {
+			while (*p && *p != '\t') p++;
+			if (!*p) badrecord(rec);
+			*p++ = 0;
+			f[k] = p;
+		}
+		u64 dev, ino;
+		if (parseu(f[1], ~0ULL, &dev) < 0 || parseu(f[2], ~0ULL, &ino) < 0) badrecord(f[0]);
+		verifymount(f[0], dev, ino, f[3]);
+	}
+}
+
+/* ---- main ---- */
+
+__attribute__((used, noreturn)) void cmain(long *sp)
+{
+	int argc = (int)sp[0];
+	char **argv = (char **)(sp + 1);
+	char **envp = argv + argc + 1;
+	int readyfd = -1, checkfd = -1, fg = 0, netfd = -1, netport = 0, i = 1;
+	const char *fwd[MAXLISTEN];
+	int nfwd = 0;
+	char eb[32];
+
+	/* No /proc/1/mem, /proc/1/fd or ptrace of the init for the box's
+	 * processes: they could otherwise change what the init does (it holds
+	 * no limits) or reach the descriptors it holds. */
+	sys2(NR_prctl, PR_SET_DUMPABLE, 0);
+
+	/* Block what is forwarded, SIGCHLD (read through the signalfd) and
+	 * SIGTTOU/SIGTTIN (the child takes the terminal with them blocked)
+	 * from the start, so nothing sent before CMD exists is lost. */
+	u64 set = SIGBIT(SIGINT) | SIGBIT(SIGTERM) | SIGBIT(SIGHUP) | SIGBIT(SIGQUIT) | SIGBIT(SIGWINCH) |
+		  SIGBIT(SIGUSR1) | SIGBIT(SIGUSR2) | SIGBIT(SIGCHLD) | SIGBIT(SIGTTOU) | SIGBIT(SIGTTIN);
+	u64 old = 0;
+	sys4(NR_rt_sigprocmask, SIG_BLOCK, &set, &old, 8);
+	u64 fwdset = set & ~(SIGBIT(SIGTTOU) | SIGBIT(SIGTTIN));
+
+	if (i < argc && seq(argv[i], "__init")) i++;
+	for (; i < argc && !seq(argv[i], "--"); i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : 0;
+		u64 n;
+		if (seq(a, "--foreground")) {
+			fg = 1;
+		} else if (v && seq(a, "--ready-fd")) {
+			readyfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
+			i++;
+		} else if (v && seq(a, "--check-fd")) {
+			checkfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
+			i++;
+		} else if (seq(a, "--log-fd") || seq(a, "--log-reads")) {
+			/* agentbox starts the Go init for the filesystem log */
+			say("init: ", a, ": the filesystem log needs agentbox's own init", 0);
+			quit(EXIT_FAILURE_);
+		} else if (v && seq(a, "--net-fd")) {
+			netfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
+			i++;
+		} else if (v && seq(a, "--net-port")) {
+			netport = parseu(v, 65535, &n) < 0 ? 0 : (int)n;
+			i++;
+		} else if (v && seq(a, "--forward")) {
+			if (nfwd == MAXLISTEN / 2 - 1) {
+				say("init: too many --forward", 0, 0, 0);
+				quit(EXIT_FAILURE_);
+			}
+			fwd[nfwd++] = v;
+			i++;
+		} else if (v && seq(a, "--rlimit")) {
+			if (rlimit(v) < 0) {
+				say("init: bad rlimit \"", v, "\"", 0);
+				quit(EXIT_FAILURE_);
+			}
+			i++;
+		}
+	}
+	char **cmd = argv + (i < argc ? i + 1 : argc);
+
+	/* Before the ready byte: a box that is not as planned failed to
+	 * start. */
+	if (checkfd >= 0) verifymounts(checkfd);
+
+	/* Close everything inherited but the two descriptors still needed
+	 * (bwrap's info pipe, agentbox's files, anything agentbox's caller
+	 * leaked): nothing reaches CMD, nothing stays reachable in the init. */
+	int keep[2] = {readyfd < netfd ? readyfd : netfd, readyfd < netfd ? netfd : readyfd};
+	unsigned lo = 3;
+	for (int k = 0; k < 2; k++) {
+		if (keep[k] < (int)lo) continue;
+		if (keep[k] > (int)lo) sys3(NR_close_range, lo, keep[k] - 1, 0);
+		lo = (unsigned)keep[k] + 1;
+	}
+	sys3(NR_close_range, lo, ~0U, 0);
+	if (netfd >= 0) sys3(NR_fcntl, netfd, F_SETFD, FD_CLOEXEC);
+
+	int sfd = (int)sys4(NR_signalfd4, -1, &fwdset, 8, O_CLOEXEC);
+	if (sfd < 0) {
+		say("init: signalfd: ", errtext(-sfd, eb), 0, 0);
+		quit(EXIT_FAILURE_);
+	}
+	pfd[0].fd = sfd;
+	pfd[0].events = POLLIN;
+	npfd = 1;
+
+	if (netfd >= 0) {
+		/* Before the ready byte: a box whose network cannot be set up
+		 * fails to start, as one whose mounts cannot. */
+		int dom = 0, typ = 0, l = sizeof dom;
+		long r1 = sys5(NR_getsockopt, netfd, SOL_SOCKET, SO_DOMAIN, &dom, &l);
+		l = sizeof typ;
+		long r2 = sys5(NR_getsockopt, netfd, SOL_SOCKET, SO_TYPE, &typ, &l);
+		if (r1 < 0 || r2 < 0 || dom != AF_UNIX || typ != SOCK_SEQPACKET) {
+			struct msg m = {.n = 0};
+			add(&m, "agentbox: error: init: network: fd ");
+			addnum(&m, netfd);
+			add(&m, " is not the proxy's socket (want a unix packet socket)\n");
+			sys3(NR_write, 2, m.b, m.n);
+			quit(EXIT_FAILURE_);
+		}
+		long r = listen_on(AF_INET, netport, 0, 0);
+		for (int k = 0; r == 0 && k < nfwd; k++) {
+			int p = portof(fwd[k]);
+			if (p < 0) {
+				say("init: network: bad --forward \"", fwd[k], "\"", 0);
+				quit(EXIT_FAILURE_);
+			}
+			r = listen_on(AF_INET, p, (u8)(k + 1), 0);
+			/* localhost is also ::1, which programs may try first; the
+			 * box's loopback may have no IPv6, so this one is optional */
+			if (r == 0) r = listen_on(AF_INET6, p, (u8)(k + 1), 1);
+		}
+		if (r < 0) {
+			say("init: network: listening in the box: ", errtext(-r, eb), 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+	}
+	if (readyfd >= 0) {
+		sys3(NR_write, readyfd, "R", 1);
+		sys1(NR_close, readyfd);
+	}
+	/* CMD inherits only stdin, stdout and stderr: every descriptor the
+	 * init holds now is its own, close-on-exec. */
+	if (!*cmd) {
+		say("init: no command", 0, 0, 0);
+		quit(EXIT_FAILURE_);
+	}
+	const char *path;
+	int st = lookup(cmd[0], envp, &path);
+	if (st) quit(st);
+
+	long child = sys5(NR_clone, SIGCHLD, 0, 0, 0, 0);
+	if (child == 0) {
+		/* CMD: its own process group always, so the host can signal it
+		 * alone; the terminal's foreground when agentbox had it (SIGTTOU
+		 * is blocked here, so taking it cannot stop us; a terminal that
+		 * refuses leaves CMD in the background, as the Go init does). */
+		sys2(NR_setpgid, 0, 0);
+		if (fg) {
+			int me = (int)sys0(NR_getpid);
+			sys3(NR_ioctl, 0, TIOCSPGRP, &me);
+		}
+		/* The limits are CMD's and everything it starts, never the
+		 * init's: set here, in the child, right before the exec. */
+		for (int k = 0; k < nlims; k++) {
+			struct rlimit64 rl = {lims[k].v, lims[k].v};
+			long r = sys4(NR_prlimit64, 0, lims[k].res, &rl, 0);
+			if (r < 0) {
+				say("limits: ", lims[k].spec, ": ", errtext(-r, eb));
+				quit(EXIT_FAILURE_);
+			}
+		}
+		sys4(NR_rt_sigprocmask, SIG_SETMASK, &old, 0, 8);
+		long r = sys3(NR_execve, path, cmd, envp);
+		if (r == -ENOENT) {
+			/* the file is there (the lookup found it): what is missing
+			 * is its interpreter (#!) or its loader */
+			say(cmd[0], ": cannot execute: its interpreter (#! line) or loader is missing", 0, 0);
+		} else {
+			say(cmd[0], ": cannot execute: ", errtext(-r, eb), 0);
+		}
+		quit(EXIT_CANNOT_EXECUTE);
+	}
+	if (child < 0) {
+		say(cmd[0], ": cannot execute: ", errtext(-child, eb), 0);
+		quit(EXIT_CANNOT_EXECUTE);
+	}
+	sys2(NR_setpgid, child, child); /* also here: no race with a signal to the group */
+
+	int backoff = 0;
+	for (;;) {
+		int n = backoff ? 1 : npfd;
+		struct { long s, ns; } ts = {0, 5000000};
+		long r = sys5(NR_ppoll, pfd, n, backoff ? &ts : 0, 0, 8);
+		backoff = 0;
+		if (r < 0) continue; /* EINTR */
+		if (pfd[0].revents) {
+			struct signalfd_siginfo si;
+			if (sys3(NR_read, sfd, &si, sizeof si) == sizeof si) {
+				if (si.signo != SIGCHLD) {
+					sys2(NR_kill, child, si.signo);
+					continue;
+				}
+				/* Reap everything; CMD's end is the box's end. */
+				for (;;) {
+					int ws = 0;
+					long pid = sys4(NR_wait4, -1, &ws, WNOHANG | WUNTRACED, 0);
+					if (pid <= 0) break;
+					if (pid != child) continue;
+					if ((ws & 0xff) == 0x7f) {
+						/* stopped: nothing outside the box can resume
+						 * it, so a stop would hang the terminal */
+						sys2(NR_kill, child, SIGCONT);
+					} else if ((ws & 0x7f) == 0) {
+						quit((ws >> 8) & 0xff);
+					} else {
+						quit(128 + (ws & 0x7f));
+					}
+				}
+			}
+		}
+		for (int k = 1; k < npfd; k++) {
+			if (!pfd[k].revents) continue;
+			for (;;) {
+				long c = sys4(NR_accept4, pfd[k].fd, 0, 0, SOCK_CLOEXEC);
+				if (c >= 0) {
+					handoff(netfd, (int)c, tags[k]);
+					continue;
+				}
+				if (c == -EMFILE || c == -ENFILE || c == -ENOBUFS || c == -ENOMEM) backoff = 1;
+				break;
+			}
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package mount
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/supervise"
+)
+
+// The C init run directly, outside a box, for each architecture it is
+// built for: natively when it is this machine's, else under qemu-user
+// (qemu-aarch64-static). What only a box can show (pid 1's reaping, the
+// terminal, bwrap's descriptors) is tested by the integration tests.
+
+type cinitArch struct {
+	name   string
+	file   string   // the checked-in binary
+	runner []string // how to start it here
+}
+
+func cinitArches(t *testing.T) []cinitArch {
+	var out []cinitArch
+	for _, a := range []string{"amd64", "arm64"} {
+		file, err := filepath.Abs(filepath.Join("cinit", "init-linux-"+a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca := cinitArch{name: a, file: file}
+		if a != runtime.GOARCH {
+			q := map[string]string{"arm64": "qemu-aarch64-static", "amd64": "qemu-x86_64-static"}[a]
+			path, err := exec.LookPath(q)
+			if err != nil {
+				if os.Getenv("AGENTBOX_MUST_WORK") != "" {
+					t.Errorf("%s is not installed: the %s C init cannot be run here (apt-get install qemu-user-static)", q, a)
+				}
+				t.Logf("%s is not installed: the %s C init is not run", q, a)
+				continue
+			}
+			ca.runner = []string{path}
+		}
+		out = append(out, ca)
+	}
+	return out
+}
+
+// command starts the C init of a with args, from an executable copy.
+func (a cinitArch) command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	data, err := os.ReadFile(a.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "init")
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	argv := append(append(append([]string(nil), a.runner...), exe, InitCommand), args...)
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Dir = t.TempDir()
+	return c
+}
+
+func runCInit(t *testing.T, c *exec.Cmd) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestCInitEmbedded(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		if len(cInit) != 0 {
+			t.Fatal("a C init is embedded for an architecture it is not built for")
+		}
+		return
+	}
+	want, err := os.ReadFile(filepath.Join("cinit", "init-linux-"+runtime.GOARCH))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(cInit, want) || len(want) < 1000 {
+		t.Fatalf("the embedded C init (%d bytes) is not cinit/init-linux-%s (%d bytes)", len(cInit), runtime.GOARCH, len(want))
+	}
+	f := cInitMemfd()
+	if f == nil {
+		t.Fatal("the kernel refused the C init's memfd")
+	}
+	defer f.Close()
+	// Sealed: nothing can change the program once it is made.
+	if _, err := f.WriteAt([]byte{0}, 0); err == nil {
+		t.Fatal("the C init's memfd can still be written")
+	}
+	if kind, why := InitKind(Detail{}); kind != InitC {
+		t.Fatalf("InitKind without the log = %s (%s), want the C init", kind, why)
+	}
+	if kind, _ := InitKind(Detail{LogFD: 10}); kind != InitGo {
+		t.Fatalf("InitKind with the filesystem log = %s, want the Go init", kind)
+	}
+	self := Detail{Args: []string{"--ro-bind", "/", "/", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--", "/proc/self/exe", "__verify"}, CommandAt: 3}
+	if kind, _ := InitKind(self); kind != InitGo {
+		t.Fatalf("InitKind for agentbox's own probe = %s, want the Go init", kind)
+	}
+	self.Args[9] = "sh"
+	if kind, _ := InitKind(self); kind != InitC {
+		t.Fatalf("InitKind for sh = %s, want the C init", kind)
+	}
+	t.Setenv(InitEnv, "go")
+	if kind, _ := InitKind(Detail{}); kind != InitGo {
+		t.Fatalf("InitKind with %s=go = %s", InitEnv, kind)
+	}
+}
+
+func TestCInitCommand(t *testing.T) {
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			notExec := filepath.Join(t.TempDir(), "notexec")
+			if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				args   []string
+				code   int
+				stdout string
+				stderr string
+			}{
+				{[]string{"--", "sh", "-c", "exit 3"}, 3, "", ""},
+				{[]string{"--", "sh", "-c", "kill -TERM $$"}, 143, "", ""},
+				{[]string{"--", "no-such-command-xyz"}, 127, "", "agentbox: error: no-such-command-xyz: command not found\n"},
+				{[]string{"--", "/"}, 126, "", "agentbox: error: /: cannot execute: is a directory\n"},
+				{[]string{"--", notExec}, 126, "", "agentbox: error: " + notExec + ": cannot execute: permission denied\n"},
+				{[]string{"--"}, 125, "", "agentbox: error: init: no command\n"},
+				{[]string{"--rlimit", "nofile=50", "--rlimit", "cpu=9", "--", "sh", "-c", "ulimit -n; ulimit -t"}, 0, "50\n9\n", ""},
+				{[]string{"--rlimit", "bogus=1", "--", "true"}, 125, "", "agentbox: error: init: bad rlimit \"bogus=1\"\n"},
+				{[]string{"--log-fd", "3", "--", "true"}, 125, "", "agentbox: error: init: --log-fd: the filesystem log needs agentbox's own init\n"},
+			} {
+				code, stdout, stderr := runCInit(t, a.command(t, c.args...))
+				if code != c.code || stdout != c.stdout || stderr != c.stderr {
+					t.Errorf("%q: got exit %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, stdout, stderr, c.code, c.stdout, c.stderr)
+				}
+			}
+			// The init holds none of the limits it sets for CMD.
+			code, stdout, _ := runCInit(t, a.command(t, "--rlimit", "nofile=50", "--", "sh", "-c", `grep 'Max open files' /proc/$PPID/limits`))
+			if code != 0 || strings.Contains(stdout, " 50 ") {
+				t.Errorf("the init's own limits: exit %d, %q", code, stdout)
+			}
+		})
+	}
+}
+
+// The ready byte, the closing of every inherited descriptor, and the
+// forwarding of each of the seven signals.
+func TestCInitReadySignals(t *testing.T) {
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			leak, err := os.Open("/etc/hostname")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := a.command(t, "--ready-fd", "3", "--", "sh", "-c", `ls /proc/self/fd | tr '\n' ' '`)
+			c.ExtraFiles = []*os.File{w, leak}
+			var out bytes.Buffer
+			c.Stdout = &out
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			leak.Close()
+			b := make([]byte, 2)
+			n, _ := r.Read(b)
+			c.Wait()
+			if n != 1 || b[0] != 'R' {
+				t.Errorf("ready byte: got %q", b[:n])
+			}
+			// 0, 1, 2 and ls's own listing descriptor: nothing inherited.
+			if fds := strings.Fields(out.String()); len(fds) != 4 {
+				t.Errorf("CMD holds descriptors %v, want only 0, 1, 2 and ls's own", fds)
+			}
+
+			for _, sig := range []syscall.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2} {
+				name := strings.TrimPrefix(unix.SignalName(sig), "SIG")
+				c := a.command(t, "--", "sh", "-c", `trap 'echo got `+name+`; exit 7' `+name+`; echo ready; while :; do sleep 0.05; done`)
+				stdout, err := c.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				br := bufio.NewReader(stdout)
+				if line, _ := br.ReadString('\n'); line != "ready\n" {
+					t.Fatalf("%s: %q", name, line)
+				}
+				c.Process.Signal(sig)
+				line, _ := br.ReadString('\n')
+				done := make(chan error, 1)
+				go func() { done <- c.Wait() }()
+				select {
+				case err = <-done:
+				case <-time.After(10 * time.Second):
+					c.Process.Kill()
+					err = <-done
+				}
+				if ee, ok := err.(*exec.ExitError); line != "got "+name+"\n" || !ok || ee.ExitCode() != 7 {
+					t.Errorf("%s: CMD printed %q and the init ended with %v, want the trap's exit 7", name, line, err)
+				}
+			}
+		})
+	}
+}
+
+// The C init's mount check says what the Go one (verifyMounts) says about
+// the same records.
+func TestCInitCheckMatchesGo(t *testing.T) {
+	var root unix.Stat_t
+	if err := unix.Stat("/", &root); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	var st unix.Stat_t
+	unix.Stat(sub, &st)
+	os.Symlink("/", filepath.Join(dir, "link"))
+	rec := func(kind string, dev, ino uint64, path string) string {
+		return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
+	}
+	cases := []struct {
+		name, data string
+		ok         bool
+	}{
+		{"the opened root", rec("bind", root.Dev, root.Ino, "/"), true},
+		{"another inode", rec("bind", root.Dev, root.Ino+1, "/"), false},
+		{"another device", rec("bind", root.Dev+1, root.Ino, "/"), false},
+		{"not a mount point", rec("bind", st.Dev, st.Ino, sub), false},
+		{"a symlink on the way", rec("bind", root.Dev, root.Ino, filepath.Join(dir, "link")), false},
+		{"a symlink inside the path", rec("bind", root.Dev, root.Ino, filepath.Join(dir, "link", "etc")), false},
+		{"missing", rec("bind", 1, 1, filepath.Join(dir, "gone")), false},
+		{"hidden folder not a tmpfs", rec("hide-dir", 0, 0, "/proc"), false},
+		{"hidden file not a tmpfs", rec("hide-file", 0, 0, "/proc"), false},
+		{"tmpfs not a tmpfs", rec("tmpfs", 0, 0, "/"), false},
+		{"second record fails", rec("bind", root.Dev, root.Ino, "/") + rec("tmpfs", 0, 0, "/proc"), false},
+		{"empty", "", true},
+	}
+	var shm unix.Statfs_t
+	if unix.Statfs("/dev/shm", &shm) == nil && shm.Type == unix.TMPFS_MAGIC && shm.Flags&unix.ST_RDONLY == 0 {
+		cases = append(cases,
+			struct {
+				name, data string
+				ok         bool
+			}{"tmpfs", rec("tmpfs", 0, 0, "/dev/shm"), true},
+			struct {
+				name, data string
+				ok         bool
+			}{"hidden folder writable", rec("hide-dir", 0, 0, "/dev/shm"), false})
+	}
+	for _, a := range cinitArches(t) {
+		for _, c := range cases {
+			t.Run(a.name+"/"+c.name, func(t *testing.T) {
+				goErr := verifyMounts([]byte(c.data))
+				if (goErr == nil) != c.ok {
+					t.Fatalf("Go init: %v, want ok=%v", goErr, c.ok)
+				}
+				f, err := supervise.SealedFile("checks", []byte(c.data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd := a.command(t, "--check-fd", "3", "--", "true")
+				cmd.ExtraFiles = []*os.File{f}
+				code, _, stderr := runCInit(t, cmd)
+				want, wantCode := "", 0
+				if goErr != nil {
+					want, wantCode = "agentbox: error: init: "+goErr.Error()+"\n", 125
+				}
+				if code != wantCode || stderr != want {
+					t.Errorf("C init: exit %d, %q\nGo init: exit %d, %q", code, stderr, wantCode, want)
+				}
+			})
+		}
+	}
+}
