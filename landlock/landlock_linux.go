@@ -57,15 +57,39 @@ func Apply(a Assessment) error {
 // apply is Apply with the folders the supervisor prepared (pins), which
 // are used as they were checked rather than opened again.
 func apply(a Assessment, pins *supervise.Pins) error {
-	if a.ABI < 1 {
-		return errors.New("landlock is not available on this kernel")
+	runtime.LockOSThread()
+	if a.DropCaps || os.Geteuid() == 0 {
+		if err := dropCaps(); err != nil {
+			return err
+		}
 	}
-	have, err := ABI()
+	ruleset, flags, err := newRuleset(a, pins)
 	if err != nil {
 		return err
 	}
+	defer unix.Close(ruleset)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(ruleset, flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// newRuleset builds a's rule set: a Landlock ruleset descriptor (close-on-
+// exec) with every rule attached to a descriptor opened without following
+// links, and the flags landlock_restrict_self takes with it.
+func newRuleset(a Assessment, pins *supervise.Pins) (fd int, flags uint32, err error) {
+	if a.ABI < 1 {
+		return -1, 0, errors.New("landlock is not available on this kernel")
+	}
+	have, err := ABI()
+	if err != nil {
+		return -1, 0, err
+	}
 	if have < a.ABI {
-		return fmt.Errorf("the kernel has landlock ABI %d, the plan was assessed for ABI %d", have, a.ABI)
+		return -1, 0, fmt.Errorf("the kernel has landlock ABI %d, the plan was assessed for ABI %d", have, a.ABI)
 	}
 	cfg := ll.Config{HandledAccessFS: ll.AccessFSSet(a.HandledFS)}
 	// With the TCP (and UDP) rights handled and nothing granted, every
@@ -78,7 +102,7 @@ func apply(a Assessment, pins *supervise.Pins) error {
 	}
 	if a.Proxy {
 		if a.ProxyPort < 1 || a.ProxyPort > 65535 {
-			return errors.New("network allowlist: no proxy port to allow")
+			return -1, 0, errors.New("network allowlist: no proxy port to allow")
 		}
 		lrules = append(lrules, ll.ConnectTCP(uint16(a.ProxyPort)))
 		for _, port := range a.ConnectPorts {
@@ -99,17 +123,10 @@ func apply(a Assessment, pins *supervise.Pins) error {
 		// itself, not those of the programs it then runs, unless told.
 		cfg = cfg.EnableLoggingForSubprocesses()
 	}
-	runtime.LockOSThread()
-	if a.DropCaps || os.Geteuid() == 0 {
-		if err := dropCaps(); err != nil {
-			return err
-		}
-	}
 	ruleset, flags, err := cfg.NewRulesetFD(lrules...)
 	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
+		return -1, 0, fmt.Errorf("landlock: %w", err)
 	}
-	defer unix.Close(ruleset)
 	err = carve(a.Grants, fdTree{pins: pins}, func(n node, r Rights) error {
 		attr := llsys.PathBeneathAttr{ParentFd: n.fd, AllowedAccess: uint64(r)}
 		if err := llsys.LandlockAddPathBeneathRule(ruleset, &attr, 0); err != nil {
@@ -118,15 +135,10 @@ func apply(a Assessment, pins *supervise.Pins) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		unix.Close(ruleset)
+		return -1, 0, err
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("setting no_new_privs: %w", err)
-	}
-	if err := llsys.LandlockRestrictSelf(ruleset, flags); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %w", err)
-	}
-	return nil
+	return ruleset, flags, nil
 }
 
 // lookPath searches the PATH of env, the one CMD gets.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/fslog"
+	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
@@ -92,14 +93,9 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	supervise.NotDumpable()
 	pins := supervise.PinsOf(c.Prepared)
 	defer pins.Close()
-	paths, pinned := pins.List()
-	data, err := json.Marshal(childInput{Rules: a, Cwd: p.Cwd, Command: p.Command, Seccomp: p.Seccomp,
-		Network: p.Network.Mode, LogFS: p.Log.Filesystem, LogRead: p.Log.Reads, Limits: p.Limits, Pins: paths})
-	if err != nil {
-		return 0, err
-	}
 	env := p.BoxEnviron()
 	args := []string{"agentbox", ChildCommand}
+	proxyPort := 0
 	if a.Proxy {
 		px, err := startProxy(p, c)
 		if err != nil {
@@ -108,20 +104,71 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		defer px.stop()
 		env = withVars(env, px.env)
 		args = append(args, strconv.Itoa(px.port))
+		proxyPort = px.port
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return 0, err
-	}
-	// The plan's pipe, the log's socket (or nothing: closed), then the
-	// pinned folders.
-	logSlot := ^uintptr(0)
-	if c.FSLog != nil {
-		logSlot = c.FSLog.Fd()
-	}
-	files := []uintptr{0, 1, 2, r.Fd(), logSlot}
-	for _, f := range pinned {
-		files = append(files, f.Fd())
+	// The child: agentbox's C helper when it can do the job (all but
+	// arming the filesystem log), with the rule set built here; else
+	// agentbox itself (ChildMain), which builds it from the plan
+	argv0 := "/proc/self/exe"
+	var files []uintptr
+	var r, w *os.File
+	var data []byte
+	dir := ""
+	// (agentbox verify's probe is agentbox itself, /proc/self/exe: the
+	// child's own executable, so it needs the Go child too.)
+	if helper := mount.CHelper(); helper != nil && p.Log.Filesystem == "" && (len(p.Command) == 0 || p.Command[0] != "/proc/self/exe") {
+		defer helper.Close()
+		if a.Proxy {
+			a.ProxyPort = proxyPort
+		}
+		ruleset, flags, err := newRuleset(a, pins)
+		if err != nil {
+			return 0, err
+		}
+		rs := os.NewFile(uintptr(ruleset), "landlock-ruleset")
+		defer rs.Close()
+		filter, err := seccomp.Build(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true)...)
+		if err != nil {
+			return 0, err
+		}
+		mfd, err := filter.Memfd()
+		if err != nil {
+			return 0, err
+		}
+		defer mfd.Close()
+		// The helper on fd 3 (run as /proc/self/fd/3), the rule set on
+		// 4, the filter on 5; it closes all three before it execs CMD.
+		files = []uintptr{0, 1, 2, helper.Fd(), rs.Fd(), mfd.Fd()}
+		argv0 = "/proc/self/fd/3"
+		args = []string{"agentbox-landlock", ChildCommand, "--ruleset-fd", "4", "--restrict-flags", strconv.FormatUint(uint64(flags), 10), "--seccomp-fd", "5"}
+		if a.DropCaps || os.Geteuid() == 0 {
+			args = append(args, "--drop-caps")
+		}
+		for _, l := range supervise.RlimitArgs(p.Limits) {
+			args = append(args, "--rlimit", l)
+		}
+		args = append(append(args, "--"), p.Command...)
+		dir = p.Cwd
+	} else {
+		paths, pinned := pins.List()
+		var err error
+		if data, err = json.Marshal(childInput{Rules: a, Cwd: p.Cwd, Command: p.Command, Seccomp: p.Seccomp,
+			Network: p.Network.Mode, LogFS: p.Log.Filesystem, LogRead: p.Log.Reads, Limits: p.Limits, Pins: paths}); err != nil {
+			return 0, err
+		}
+		if r, w, err = os.Pipe(); err != nil {
+			return 0, err
+		}
+		// The plan's pipe, the log's socket (or nothing: closed), then the
+		// pinned folders.
+		logSlot := ^uintptr(0)
+		if c.FSLog != nil {
+			logSlot = c.FSLog.Fd()
+		}
+		files = []uintptr{0, 1, 2, r.Fd(), logSlot}
+		for _, f := range pinned {
+			files = append(files, f.Fd())
+		}
 	}
 	// Only the descriptors listed reach the child and CMD: whatever
 	// agentbox inherited from what started it is closed at exec.
@@ -135,6 +182,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		// value: C programs read the first.
 		Env:   lastWins(env),
 		Files: files,
+		Dir:   dir,
 		// Its own process group, with the terminal's foreground when
 		// agentbox had it, so Ctrl-C reaches CMD and not agentbox; SIGKILL
 		// when agentbox dies. There is no PID namespace: processes CMD
@@ -147,26 +195,32 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	// running executable itself, not the file at its path now.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	pid, err := syscall.ForkExec("/proc/self/exe", args, attr)
+	pid, err := syscall.ForkExec(argv0, args, attr)
 	if err != nil && fg {
 		// The terminal may refuse (stdin is not its controlling terminal
 		// after all): run without handing it over.
 		attr.Sys = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		pid, err = syscall.ForkExec("/proc/self/exe", args, attr)
+		pid, err = syscall.ForkExec(argv0, args, attr)
 	}
 	if c.Started != nil {
 		c.Started(pid)
 	}
-	r.Close()
 	pins.Close()
+	if r != nil {
+		r.Close()
+	}
 	if err != nil {
-		w.Close()
+		if w != nil {
+			w.Close()
+		}
 		return 0, fmt.Errorf("starting the landlock child: %w", err)
 	}
-	go func() {
-		w.Write(data)
-		w.Close()
-	}()
+	if w != nil {
+		go func() {
+			w.Write(data)
+			w.Close()
+		}()
+	}
 	target := make(chan int, 1)
 	target <- pid
 	ws := watch.Wait(pid, target)

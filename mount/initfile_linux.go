@@ -108,3 +108,14 @@ func InitReport() string {
 	}
 	return "agentbox's Go init: " + why
 }
+
+// CHelper is the C init in a sealed memory file for the Landlock run's
+// child (its __landlock mode), or nil where the Go child must run instead:
+// no C init for this architecture, AGENTBOX_INIT=go, or a kernel that
+// will not execute a memory file.
+func CHelper() *os.File {
+	if len(cInit) == 0 || os.Getenv(InitEnv) == InitGo {
+		return nil
+	}
+	return cInitMemfd()
+}

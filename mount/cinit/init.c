@@ -12,7 +12,12 @@
  * only), forwards INT TERM HUP QUIT WINCH USR1 USR2 to CMD, continues a
  * stopped CMD, reaps every process, and exits with CMD's status: its code,
  * or 128+N when signal N killed it; 126/127 when it cannot be started, 125
- * for its own failures. It allocates nothing. */
+ * for its own failures. It allocates nothing.
+ *
+ *   INIT __landlock --ruleset-fd N --restrict-flags F --seccomp-fd M
+ *        [--drop-caps] [--rlimit NAME=VALUE]... -- CMD ARGS...
+ *
+ * is the Landlock run's child instead (see landlock_exec below). */
 #include "sys.h"
 
 /* ---- small helpers: no libc ---- */
@@ -456,6 +461,124 @@ static void verifymounts(int fd)
 	}
 }
 
+/* ---- __landlock --ruleset-fd N --restrict-flags F --seccomp-fd M
+ * [--drop-caps] [--rlimit NAME=VALUE]... -- CMD ARGS...: the Landlock run's
+ * child (landlock.ChildMain is the Go one, which does the same in the same
+ * order). agentbox built the rule set on descriptors and the seccomp filter;
+ * this process looks CMD up, drops root's capabilities, sets no_new_privs,
+ * restricts itself with both, sets the limits and becomes CMD. agentbox
+ * itself is never restricted, and CMD is in a Landlock domain of its own. */
+
+static u8 filter[64 << 10];
+
+static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char **envp)
+{
+	char eb[32];
+	int rs = -1, sc = -1, dropcaps = 0, i = 0;
+	u64 flags = 0, n;
+	for (; i < argc && !seq(argv[i], "--"); i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : 0;
+		if (seq(argv[i], "--drop-caps")) {
+			dropcaps = 1;
+		} else if (v && seq(argv[i], "--ruleset-fd") && parseu(v, 1 << 30, &n) == 0) {
+			rs = (int)n, i++;
+		} else if (v && seq(argv[i], "--seccomp-fd") && parseu(v, 1 << 30, &n) == 0) {
+			sc = (int)n, i++;
+		} else if (v && seq(argv[i], "--restrict-flags") && parseu(v, 0xffffffffULL, &flags) == 0) {
+			i++;
+		} else if (v && seq(argv[i], "--rlimit")) {
+			if (rlimit(v) < 0) {
+				say("landlock: bad rlimit \"", v, "\"", 0);
+				quit(EXIT_FAILURE_);
+			}
+			i++;
+		} else {
+			say("landlock: bad argument ", argv[i], 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+	}
+	char **cmd = argv + (i < argc ? i + 1 : argc);
+	if (rs < 0 || sc < 0 || !*cmd) {
+		say("landlock: usage: __landlock --ruleset-fd N --seccomp-fd M -- CMD", 0, 0, 0);
+		quit(EXIT_FAILURE_);
+	}
+	const char *path;
+	int st = lookup(cmd[0], envp, &path);
+	if (st) quit(st);
+	long len = 0;
+	for (;;) {
+		long r = sys4(NR_pread64, sc, filter + len, sizeof filter - len, len);
+		if (r == -EINTR) continue;
+		if (r <= 0) break;
+		len += r;
+	}
+	if (len <= 0 || len % 8 || len == (long)sizeof filter) {
+		say("landlock: reading the seccomp filter failed", 0, 0, 0);
+		quit(EXIT_FAILURE_);
+	}
+	if (dropcaps) {
+		/* The bounding set first, so exec cannot hand root its
+		 * capabilities back; without CAP_SETPCAP it cannot change and
+		 * need not: no_new_privs below keeps exec within the emptied
+		 * permitted set. */
+		for (int c = 0; c < 64; c++) {
+			long r = sys2(NR_prctl, PR_CAPBSET_DROP, c);
+			if (r == -EPERM) break;
+			if (r < 0 && r != -EINVAL) {
+				say("landlock: dropping capabilities: ", errtext(-r, eb), 0, 0);
+				quit(EXIT_FAILURE_);
+			}
+		}
+		long r = sys2(NR_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL);
+		if (r < 0 && r != -EINVAL) {
+			say("landlock: clearing ambient capabilities: ", errtext(-r, eb), 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+		struct cap_header h = {CAP_V3, 0};
+		struct cap_data d[2];
+		memset(d, 0, sizeof d);
+		r = sys2(NR_capset, &h, d);
+		if (r < 0) {
+			say("landlock: dropping capabilities: ", errtext(-r, eb), 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+	}
+	long r = sys2(NR_prctl, PR_SET_NO_NEW_PRIVS, 1);
+	if (r < 0) {
+		say("landlock: setting no_new_privs: ", errtext(-r, eb), 0, 0);
+		quit(EXIT_FAILURE_);
+	}
+	r = sys2(NR_landlock_restrict_self, rs, flags);
+	if (r < 0) {
+		say("landlock: landlock_restrict_self: ", errtext(-r, eb), 0, 0);
+		quit(EXIT_FAILURE_);
+	}
+	struct sock_fprog_ prog = {(u16)(len / 8), filter};
+	r = sys3(NR_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	if (r < 0) {
+		say("landlock: installing the seccomp filter: ", errtext(-r, eb), 0, 0);
+		quit(EXIT_FAILURE_);
+	}
+	/* Last, as the Go child does. */
+	for (int k = 0; k < nlims; k++) {
+		struct rlimit64 rl = {lims[k].v, lims[k].v};
+		r = sys4(NR_prlimit64, 0, lims[k].res, &rl, 0);
+		if (r < 0) {
+			say("landlock: setting limit ", lims[k].spec, ": ", errtext(-r, eb));
+			quit(EXIT_FAILURE_);
+		}
+	}
+	/* CMD inherits stdin, stdout and stderr only: not this program, the
+	 * rule set or the filter. */
+	sys3(NR_close_range, 3, ~0U, 0);
+	r = sys3(NR_execve, path, cmd, envp);
+	if (r == -ENOENT)
+		say(cmd[0], ": cannot execute: its interpreter (#! line) or loader is missing", 0, 0);
+	else
+		say(cmd[0], ": cannot execute: ", errtext(-r, eb), 0);
+	quit(EXIT_CANNOT_EXECUTE);
+}
+
 /* ---- main ---- */
 
 __attribute__((used, noreturn)) void cmain(long *sp)
@@ -467,6 +590,8 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	const char *fwd[MAXLISTEN];
 	int nfwd = 0;
 	char eb[32];
+
+	if (argc > 1 && seq(argv[1], "__landlock")) landlock_exec(argc - 2, argv + 2, envp);
 
 	/* No /proc/1/mem, /proc/1/fd or ptrace of the init for the box's
 	 * processes: they could otherwise change what the init does (it holds
