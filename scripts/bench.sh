@@ -47,6 +47,12 @@ work=$(mktemp -d /var/tmp/agentbox-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -trimpath -o "$work/agentbox" .
 ab="$work/agentbox"
+# The least any Go program costs: start, run nothing, exit. agentbox's
+# supervisor is one (and under Landlock the whole of agentbox's share), so
+# this bounds what any launch can reach (the "floor" lines below).
+mkdir -p "$work/empty"
+printf 'package main\n\nfunc main() {}\n' >"$work/empty/main.go"
+(cd "$work/empty" && printf 'module empty\n\ngo 1.21\n' >go.mod && CGO_ENABLED=0 go build -trimpath -o "$work/go-empty" .)
 mkdir -p "$work/home"
 export HOME="$work/home"
 unset XDG_CONFIG_HOME XDG_STATE_HOME XDG_CACHE_HOME XDG_DATA_HOME
@@ -107,6 +113,7 @@ cmds = {
     # The exact argv runs through bash for its descriptor redirections.
     "same": ["bash", f"{work}/same.sh"],
     "bash": ["bash", "-c", "exit 0"],
+    "go-empty": [f"{work}/go-empty"],
 }
 # goal, command, its baseline, target ratio
 goals = [
@@ -173,6 +180,20 @@ if rss:
     print(f"{'peak RSS of a run (largest process, /usr/bin/time)':<52} {mib:7.2f} MiB{'':>21} {'<=8':>7} {'PASS' if mib <= 8 else 'MISS'}")
 else:
     print(f"{'peak RSS of a run':<52} not measured (no /usr/bin/time)")
+def info(what, n, base, ratios):
+    ratios = sorted(ratios)
+    if ratios:
+        print(f"{'(info) ' + what:<52} {med(n):7.2f} {med(base):8.2f} {statistics.median(ratios):6.2f}")
+
+# The floor: what a launch would cost if agentbox's supervisor did nothing
+# but start and exit as a Go program does, around the raw bwrap box.
+if "go-empty" not in failed and "raw" not in failed:
+    info("an empty Go program vs raw bwrap", "go-empty", "raw", [g / r for g, r in zip(times["go-empty"], times["raw"])])
+    info("floor of run: raw bwrap + empty Go, vs raw bwrap", "go-empty", "raw",
+         [(g + r) / r for g, r in zip(times["go-empty"], times["raw"])])
+    if "git" not in failed:
+        info("floor of git: bare git + raw bwrap, vs bare git", "raw", "git",
+             [(g + r) / g for g, r in zip(times["git"], times["raw"])])
 if "same" not in failed and "bash" not in failed:
     # bash's own start is taken off the exact-argv figure.
     same = [s - b for s, b in zip(times["same"], times["bash"])]
