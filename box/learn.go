@@ -48,10 +48,15 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 	if p.Log.Filesystem == "" || !p.Log.Reads {
 		// Learning is about refusals: see them all, reads of hidden
 		// paths too, even where the policy does not record them.
-		p.Log.Filesystem = filesystemLog(&plan.Plan{GOOS: p.GOOS, Identity: p.Identity, Log: plan.Log{Enabled: true, Filesystem: "auto"}}, b)
-		p.Log.Reads = true
+		// Not inside another box (Depth > 1), whose own log refuses a
+		// second listener and records what its policy refuses itself.
+		p.Log.Filesystem = filesystemLog(&plan.Plan{GOOS: p.GOOS, Identity: p.Identity, Depth: p.Depth, Log: plan.Log{Enabled: true, Filesystem: "auto"}}, b)
+		p.Log.Reads = p.Log.Filesystem != ""
 		if err := b.Complete(p); err != nil {
 			return err
+		}
+		if p.Log.Filesystem == "" {
+			fmt.Fprintln(stderr, "agentbox: learn: the files refused are not recorded inside another box (its own log records them): only refused connections are learnt")
 		}
 	}
 	file := policy.FindProject(env, env.Cwd)

@@ -101,6 +101,14 @@ agentbox plan -- true | grep 'filesystem refusals'
 			if exists(filepath.Join(outside, "x")) {
 				t.Fatal("the inner box wrote outside its writable roots")
 			}
+			if tc.outer == "bwrap" {
+				// learn inside a box does not try to arm a second log
+				// either, and says what it cannot learn there.
+				r := w.sh([]string{"--backend", tc.outer}, `agentbox learn --output /tmp/proposal.md -- sh -c 'touch `+outside+`/z 2>/dev/null; true'; echo learn=$?`)
+				expectContains(t, "learn", r.stdout, "learn=0")
+				expectNotContains(t, "learn stderr", r.stderr, "filesystem log:")
+				expectContains(t, "learn stderr", r.stderr, "the files refused are not recorded inside another box")
+			}
 		})
 	}
 
