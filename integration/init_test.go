@@ -295,3 +295,37 @@ exit 4`)
 		})
 	}
 }
+
+// Many localhost port forwards (up to 255, two listeners each) start with
+// either init.
+func TestInitManyForwards(t *testing.T) {
+	for _, in := range inits {
+		t.Run(in.name, func(t *testing.T) {
+			w := initWorld(t, in.env)
+			args := []string{"run", "--network", "allowlist"}
+			for p := 4001; p <= 4040; p++ {
+				args = append(args, "--allow", fmt.Sprintf("localhost:%d", p))
+			}
+			r := w.run(append(args, "--", "sh", "-c", "echo started")...)
+			expectCode(t, r, 0)
+			expectContains(t, "40 forwards", r.stdout, "started")
+		})
+	}
+}
+
+// Both Landlock children look CMD up as the inits do: a program found
+// only through a relative PATH entry is not run.
+func TestLandlockLookupBothKinds(t *testing.T) {
+	for _, in := range inits {
+		t.Run(in.name, func(t *testing.T) {
+			w := initWorld(t, in.env)
+			write(t, filepath.Join(w.project, "myscript"), "#!/bin/sh\necho ran\n")
+			os.Chmod(filepath.Join(w.project, "myscript"), 0o755)
+			w.env = append(w.env, "PATH=:/usr/bin:/bin")
+			r := w.run("run", "--backend", "landlock", "--", "myscript")
+			if r.code != 126 || !strings.Contains(r.stderr, "myscript: cannot execute: cannot run executable found relative to current directory") {
+				t.Fatalf("want 126 and the relative-PATH refusal, got %s", r)
+			}
+		})
+	}
+}

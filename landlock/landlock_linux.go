@@ -141,28 +141,6 @@ func newRuleset(a Assessment, pins *supervise.Pins) (fd int, flags uint32, err e
 	return ruleset, flags, nil
 }
 
-// lookPath searches the PATH of env, the one CMD gets.
-func lookPath(name string, env []string) (string, error) {
-	pathVar := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathVar = v
-		}
-	}
-	for _, dir := range strings.Split(pathVar, ":") {
-		if dir == "" {
-			dir = "."
-		}
-		p := dir + "/" + name
-		if unix.Access(p, unix.X_OK) == nil {
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				return p, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%s: %w", name, os.ErrNotExist)
-}
-
 // dropCaps empties the bounding set (so exec cannot hand a root process its
 // capabilities back), the ambient set, and the effective, permitted and
 // inheritable sets, on the calling thread. bwrap does the same with

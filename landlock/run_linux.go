@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -263,13 +264,9 @@ func ChildMain() int {
 	// The environment is not part of the plan's JSON form (it holds
 	// values); the supervisor passes it as the child's own.
 	env := os.Environ()
-	bin, err := lookPath(in.Command[0], env)
-	if strings.Contains(in.Command[0], "/") {
-		bin, err = in.Command[0], nil
-		if _, serr := os.Stat(bin); serr != nil {
-			err = serr
-		}
-	}
+	// As the inits and the C child look it up: exec.LookPath in CMD's
+	// PATH (the child's own), nothing found through a relative entry.
+	bin, err := exec.LookPath(in.Command[0])
 	if err != nil {
 		return supervise.ExecError(in.Command[0], err)
 	}

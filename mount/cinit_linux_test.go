@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,5 +300,119 @@ func TestCInitCheckMatchesGo(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Where close_range is missing (before Linux 5.9) or refused (a
+// container's seccomp profile), the init still closes every descriptor it
+// inherited: here close_range fails with ENOSYS under a filter bwrap
+// installs, and CMD must hold nothing but 0, 1, 2 (and ls's own).
+func TestCInitClosesWithoutCloseRange(t *testing.T) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		if os.Getenv("AGENTBOX_MUST_WORK") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	if len(cInit) == 0 {
+		t.Skip("no C init for " + runtime.GOARCH)
+	}
+	// close_range (436 on every architecture) -> ENOSYS, the rest allowed.
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_CLOSE_RANGE, Jt: 0, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	var raw []byte
+	for _, f := range prog {
+		raw = append(raw, byte(f.Code), byte(f.Code>>8), f.Jt, f.Jf, byte(f.K), byte(f.K>>8), byte(f.K>>16), byte(f.K>>24))
+	}
+	filter, err := supervise.SealedFile("filter", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filter.Close()
+	exe := filepath.Join(t.TempDir(), "init")
+	if err := os.WriteFile(exe, cInit, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leak1, _ := os.Open("/etc/hostname")
+	leak2, _ := os.Open("/")
+	defer leak1.Close()
+	defer leak2.Close()
+	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent"}
+	if os.Getuid() == 0 {
+		args = append(args, "--cap-drop", "ALL")
+	}
+	args = append(args, "--seccomp", "3", "--as-pid-1", "--", exe, InitCommand, "--", "sh", "-c", `ls /proc/self/fd | tr '\n' ' '`)
+	c := exec.Command(bwrap, args...)
+	c.ExtraFiles = []*os.File{filter, leak1, leak2}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if fds := strings.Fields(string(out)); len(fds) != 4 {
+		t.Fatalf("without close_range CMD holds descriptors %v, want only 0, 1, 2 and ls's own", fds)
+	}
+}
+
+// A proxy that does not read (its socket full) must not stop the init: it
+// keeps reaping and ends with CMD's status, as the Go init (one goroutine
+// per listener) does.
+func TestCInitRelayDoesNotBlock(t *testing.T) {
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host := os.NewFile(uintptr(fds[0]), "proxy") // never read
+			box := os.NewFile(uintptr(fds[1]), "box")
+			defer host.Close()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+			script := fmt.Sprintf(`
+import socket, sys
+n = 0
+for i in range(1500):
+    try:
+        s = socket.create_connection(("127.0.0.1", %d), timeout=1)
+        s.close()
+        n += 1
+    except OSError:
+        pass
+print("connected", n)
+sys.exit(3)
+`, port)
+			c := a.command(t, "--net-fd", "3", "--net-port", fmt.Sprint(port), "--", "python3", "-c", script)
+			c.ExtraFiles = []*os.File{box}
+			var out bytes.Buffer
+			c.Stdout, c.Stderr = &out, &out
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			box.Close()
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			select {
+			case err := <-done:
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+					t.Fatalf("want CMD's exit 3, got %v: %s", err, out.String())
+				}
+			case <-time.After(60 * time.Second):
+				c.Process.Kill()
+				<-done
+				t.Fatalf("the init hung on a proxy that does not read (CMD had ended): %s", out.String())
+			}
+			if !strings.Contains(out.String(), "connected") {
+				t.Fatalf("CMD did not run: %s", out.String())
+			}
+		})
 	}
 }

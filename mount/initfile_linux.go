@@ -1,7 +1,9 @@
 package mount
 
 import (
+	"fmt"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,12 +32,28 @@ func InitKind(d Detail) (kind, why string) {
 		return InitGo, InitEnv + "=go"
 	case d.LogFD > 0:
 		return InitGo, "the filesystem log is on"
+	case checksSize(d) > cCheckMax:
+		return InitGo, "the mounts to check exceed the C init's buffer"
 	case runsSelf(d):
 		// agentbox verify's probe is agentbox itself, started in the box
 		// as /proc/self/exe: the init's own executable.
 		return InitGo, "the command is agentbox itself (/proc/self/exe)"
 	}
 	return InitC, ""
+}
+
+// cCheckMax is the largest check file (fd 8) the C init reads: its buffer
+// is 4 MiB.
+const cCheckMax = 4<<20 - 1
+
+// checksSize is at least the size of d's check file: each record is its
+// kind, two numbers of at most 20 digits, the path, three tabs and a NUL.
+func checksSize(d Detail) int {
+	n := 0
+	for _, c := range d.Checks {
+		n += len(c.Kind) + 2*20 + len(c.Path) + 4
+	}
+	return n
 }
 
 // runsSelf reports whether the box's command is /proc/self/exe, which the
@@ -95,7 +113,8 @@ func cInitMemfd() *os.File {
 	return os.NewFile(uintptr(fd), "agentbox-init")
 }
 
-// InitReport says which init a run's box starts here, for agentbox doctor.
+// InitReport says which init a run's box starts here, for agentbox doctor,
+// having started the C init once from its memory file.
 func InitReport() string {
 	kind, why := InitKind(Detail{})
 	if kind == InitC {
@@ -103,7 +122,20 @@ func InitReport() string {
 		if f == nil {
 			return "agentbox's Go init: the kernel refused a sealed executable memory file for the C init (vm.memfd_noexec = 2?)"
 		}
-		f.Close()
+		defer f.Close()
+		// What a security module may refuse: executing it.
+		pid, err := syscall.ForkExec("/proc/self/fd/3", []string{"agentbox-init", InitCommand, "--", "/bin/true"},
+			&syscall.ProcAttr{Files: []uintptr{^uintptr(0), ^uintptr(0), ^uintptr(0), f.Fd()}})
+		if err == nil {
+			var ws syscall.WaitStatus
+			_, err = syscall.Wait4(pid, &ws, 0, nil)
+			if err == nil && ws.ExitStatus() != 0 {
+				err = fmt.Errorf("it exited with %v", ws)
+			}
+		}
+		if err != nil {
+			return "agentbox's C init, which does not run here (" + err.Error() + "): every run fails; set " + InitEnv + "=go"
+		}
 		return "agentbox's C init, from a sealed memory file (the Go init when the filesystem log is on)"
 	}
 	return "agentbox's Go init: " + why

@@ -74,11 +74,12 @@ static int parseu(const char *s, u64 max, u64 *out)
 
 /* a message is built in one buffer and written with one write(2), so lines
  * of concurrent writers never interleave */
-struct msg { char b[1024]; size_t n; };
+struct msg { char b[8192]; size_t n; };
 
+/* room is always kept for the message's last character, its newline */
 static void add(struct msg *m, const char *s)
 {
-	while (*s && m->n < sizeof m->b - 1) m->b[m->n++] = *s++;
+	while (*s && m->n < sizeof m->b - 2) m->b[m->n++] = *s++;
 }
 
 static void addnum(struct msg *m, long v)
@@ -117,6 +118,20 @@ static const char *errtext(long e, char *buf)
 	case ELOOP: return "too many levels of symbolic links";
 	case EADDRINUSE: return "address already in use";
 	case EADDRNOTAVAIL: return "cannot assign requested address";
+	case ESRCH: return "no such process";
+	case ENXIO: return "no such device or address";
+	case EBADF: return "bad file descriptor";
+	case EBUSY: return "device or resource busy";
+	case EXDEV: return "invalid cross-device link";
+	case ENODEV: return "no such device";
+	case ENOSPC: return "no space left on device";
+	case EROFS: return "read-only file system";
+	case ENOSYS: return "function not implemented";
+	case EOVERFLOW: return "value too large for defined data type";
+	case EOPNOTSUPP: return "operation not supported";
+	case ETIMEDOUT: return "connection timed out";
+	case ESTALE: return "stale file handle";
+	case EDQUOT: return "disk quota exceeded";
 	}
 	struct msg m = {.n = 0};
 	add(&m, "errno ");
@@ -224,7 +239,8 @@ static int lookup(const char *name, char **envp, const char **out)
 /* ---- arguments ---- */
 
 #define MAXLIM 8
-#define MAXLISTEN 64
+#define MAXFORWARD 255 /* the Go init's limit too */
+#define MAXLISTEN (1 + 2 * MAXFORWARD)
 
 static struct { int res; u64 v; const char *spec; } lims[MAXLIM];
 static int nlims;
@@ -253,7 +269,7 @@ static int rlimit(const char *spec)
 
 /* ---- network mode allowlist: the relay (see netproxy.Relay) ---- */
 
-static struct pollfd_ pfd[1 + MAXLISTEN];
+static struct pollfd_ pfd[1 + MAXLISTEN]; /* the signalfd, then the listeners */
 static u8 tags[1 + MAXLISTEN];
 static int npfd;
 
@@ -286,14 +302,20 @@ static int listen_on(int family, int port, u8 tag, int optional)
 }
 
 /* hand one accepted connection to the proxy: one byte, the tag, with the
- * socket attached; closed here either way (a gone proxy fails closed) */
-static void handoff(int ch, int conn, u8 tag)
+ * socket attached, and close it here. Never blocks: -EAGAIN when the
+ * proxy's socket is full (the connection is kept, to send once it drains,
+ * so a slow proxy cannot stop the init reaping and forwarding signals);
+ * a gone proxy closes the connection unanswered (fails closed). */
+static long handoff(int ch, int conn, u8 tag)
 {
 	struct iovec_ iov = {&tag, 1};
 	struct cmsg_fd c = {.len = sizeof(size_t) + 2 * sizeof(int) + sizeof(int), .level = SOL_SOCKET, .type = SCM_RIGHTS, .fd = conn};
 	struct msghdr_ m = {.iov = &iov, .iovlen = 1, .control = &c, .controllen = sizeof c};
-	while (sys3(NR_sendmsg, ch, &m, MSG_NOSIGNAL) == -EINTR) {}
+	long r;
+	while ((r = sys3(NR_sendmsg, ch, &m, MSG_NOSIGNAL | MSG_DONTWAIT)) == -EINTR) {}
+	if (r == -EAGAIN) return r;
 	sys1(NR_close, conn);
+	return 0;
 }
 
 static int portof(const char *hostport)
@@ -304,6 +326,49 @@ static int portof(const char *hostport)
 	u64 v;
 	if (!p || parseu(p, 65535, &v) < 0 || v == 0) return -1;
 	return (int)v;
+}
+
+/* ---- closing descriptors ----
+ *
+ * closefds closes every descriptor from lo up but keep1 and keep2: with
+ * close_range, or where it is missing (before Linux 5.9) or refused (a
+ * container's seccomp profile) one by one as /proc/self/fd lists them.
+ * Negative when neither works: nothing inherited may reach CMD. */
+
+static u8 dents[4096];
+
+static long closefds(int lo, int keep1, int keep2)
+{
+	int keep[2] = {keep1 < keep2 ? keep1 : keep2, keep1 < keep2 ? keep2 : keep1};
+	long r = 0;
+	unsigned from = (unsigned)lo;
+	for (int k = 0; k < 2 && r == 0; k++) {
+		if (keep[k] < (int)from) continue;
+		if (keep[k] > (int)from) r = sys3(NR_close_range, from, (unsigned)keep[k] - 1, 0);
+		from = (unsigned)keep[k] + 1;
+	}
+	if (r == 0) r = sys3(NR_close_range, from, ~0U, 0);
+	if (r == 0) return 0;
+	for (int closed = 1; closed;) {
+		closed = 0;
+		long dir = sys4(NR_openat, AT_FDCWD, "/proc/self/fd", O_DIRECTORY_ | O_CLOEXEC, 0);
+		if (dir < 0) return dir;
+		for (;;) {
+			long n = sys3(NR_getdents64, dir, dents, sizeof dents);
+			if (n <= 0) break;
+			for (long off = 0; off < n;) {
+				struct dirent64_ *d = (struct dirent64_ *)(dents + off);
+				off += d->reclen;
+				u64 fd;
+				if (parseu(d->name, 1 << 30, &fd) < 0) continue;
+				if ((long)fd < lo || (long)fd == dir || (int)fd == keep1 || (int)fd == keep2) continue;
+				sys1(NR_close, fd);
+				closed = 1;
+			}
+		}
+		sys1(NR_close, dir);
+	}
+	return 0;
 }
 
 /* ---- the mount check (mount.Check, verifyMounts in check_linux.go) ----
@@ -570,7 +635,11 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 	}
 	/* CMD inherits stdin, stdout and stderr only: not this program, the
 	 * rule set or the filter. */
-	sys3(NR_close_range, 3, ~0U, 0);
+	r = closefds(3, -1, -1);
+	if (r < 0) {
+		say("landlock: closing descriptors: ", errtext(-r, eb), 0, 0);
+		quit(EXIT_FAILURE_);
+	}
 	r = sys3(NR_execve, path, cmd, envp);
 	if (r == -ENOENT)
 		say(cmd[0], ": cannot execute: its interpreter (#! line) or loader is missing", 0, 0);
@@ -587,7 +656,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	char **argv = (char **)(sp + 1);
 	char **envp = argv + argc + 1;
 	int readyfd = -1, checkfd = -1, fg = 0, netfd = -1, netport = 0, i = 1;
-	const char *fwd[MAXLISTEN];
+	const char *fwd[MAXFORWARD];
 	int nfwd = 0;
 	char eb[32];
 
@@ -630,8 +699,8 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			netport = parseu(v, 65535, &n) < 0 ? 0 : (int)n;
 			i++;
 		} else if (v && seq(a, "--forward")) {
-			if (nfwd == MAXLISTEN / 2 - 1) {
-				say("init: too many --forward", 0, 0, 0);
+			if (nfwd == MAXFORWARD) {
+				say("init: network: bad --forward \"", v, "\"", 0);
 				quit(EXIT_FAILURE_);
 			}
 			fwd[nfwd++] = v;
@@ -653,14 +722,11 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	/* Close everything inherited but the two descriptors still needed
 	 * (bwrap's info pipe, agentbox's files, anything agentbox's caller
 	 * leaked): nothing reaches CMD, nothing stays reachable in the init. */
-	int keep[2] = {readyfd < netfd ? readyfd : netfd, readyfd < netfd ? netfd : readyfd};
-	unsigned lo = 3;
-	for (int k = 0; k < 2; k++) {
-		if (keep[k] < (int)lo) continue;
-		if (keep[k] > (int)lo) sys3(NR_close_range, lo, keep[k] - 1, 0);
-		lo = (unsigned)keep[k] + 1;
+	long cr = closefds(3, readyfd, netfd);
+	if (cr < 0) {
+		say("init: closing inherited descriptors: ", errtext(-cr, eb), 0, 0);
+		quit(EXIT_FAILURE_);
 	}
-	sys3(NR_close_range, lo, ~0U, 0);
 	if (netfd >= 0) sys3(NR_fcntl, netfd, F_SETFD, FD_CLOEXEC);
 
 	int sfd = (int)sys4(NR_signalfd4, -1, &fwdset, 8, O_CLOEXEC);
@@ -756,14 +822,24 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	}
 	sys2(NR_setpgid, child, child); /* also here: no race with a signal to the group */
 
-	int backoff = 0;
+	int backoff = 0, pending = -1;
+	u8 ptag = 0;
 	for (;;) {
-		int n = backoff ? 1 : npfd;
+		/* Signals always; then either the listeners, or, while a
+		 * connection waits for room on the proxy's socket, that socket. */
+		struct pollfd_ out[2] = {{sfd, POLLIN, 0}, {netfd, POLLOUT, 0}};
+		struct pollfd_ *set = pfd;
+		int n = npfd;
+		if (pending >= 0) {
+			set = out, n = 2;
+		} else if (backoff) {
+			n = 1;
+		}
 		struct { long s, ns; } ts = {0, 5000000};
-		long r = sys5(NR_ppoll, pfd, n, backoff ? &ts : 0, 0, 8);
+		long r = sys5(NR_ppoll, set, n, backoff ? &ts : 0, 0, 8);
 		backoff = 0;
 		if (r < 0) continue; /* EINTR */
-		if (pfd[0].revents) {
+		if (set[0].revents) {
 			struct signalfd_siginfo si;
 			if (sys3(NR_read, sfd, &si, sizeof si) == sizeof si) {
 				if (si.signo != SIGCHLD) {
@@ -788,12 +864,19 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 				}
 			}
 		}
-		for (int k = 1; k < npfd; k++) {
+		if (pending >= 0) {
+			if (out[1].revents && handoff(netfd, pending, ptag) == 0) pending = -1;
+			continue;
+		}
+		for (int k = 1; k < npfd && pending < 0; k++) {
 			if (!pfd[k].revents) continue;
 			for (;;) {
 				long c = sys4(NR_accept4, pfd[k].fd, 0, 0, SOCK_CLOEXEC);
 				if (c >= 0) {
-					handoff(netfd, (int)c, tags[k]);
+					if (handoff(netfd, (int)c, tags[k]) == -EAGAIN) {
+						pending = (int)c, ptag = tags[k];
+						break;
+					}
 					continue;
 				}
 				if (c == -EMFILE || c == -ENFILE || c == -ENOBUFS || c == -ENOMEM) backoff = 1;

@@ -22,7 +22,7 @@ enum {
 	NR_wait4 = 61, NR_kill = 62, NR_fcntl = 72, NR_setpgid = 109, NR_prctl = 157,
 	NR_exit_group = 231, NR_ppoll = 271, NR_signalfd4 = 289, NR_accept4 = 288,
 	NR_prlimit64 = 302, NR_statx = 332, NR_faccessat2 = 439, NR_close_range = 436,
-	NR_pread64 = 17, NR_capset = 126, NR_landlock_restrict_self = 446, NR_openat = 257, NR_openat2 = 437, NR_fstatfs = 138,
+	NR_pread64 = 17, NR_getdents64 = 217, NR_capset = 126, NR_landlock_restrict_self = 446, NR_openat = 257, NR_openat2 = 437, NR_fstatfs = 138,
 };
 /* open(2) flags that differ between the two architectures */
 #define O_NOFOLLOW_ 0400000
@@ -53,7 +53,7 @@ enum {
 	NR_wait4 = 260, NR_kill = 129, NR_fcntl = 25, NR_setpgid = 154, NR_prctl = 167,
 	NR_exit_group = 94, NR_ppoll = 73, NR_signalfd4 = 74, NR_accept4 = 242,
 	NR_prlimit64 = 261, NR_statx = 291, NR_faccessat2 = 439, NR_close_range = 436,
-	NR_pread64 = 67, NR_capset = 91, NR_landlock_restrict_self = 446, NR_openat = 56, NR_openat2 = 437, NR_fstatfs = 44,
+	NR_pread64 = 67, NR_getdents64 = 61, NR_capset = 91, NR_landlock_restrict_self = 446, NR_openat = 56, NR_openat2 = 437, NR_fstatfs = 44,
 };
 #define O_NOFOLLOW_ 0100000
 #define O_DIRECTORY_ 040000
@@ -90,6 +90,8 @@ enum {
 	ENOMEM = 12, EACCES = 13, EFAULT = 14, ENOTDIR = 20, EISDIR = 21, EINVAL = 22,
 	ENFILE = 23, EMFILE = 24, ETXTBSY = 26, ENAMETOOLONG = 36, ENOSYS = 38, ELOOP = 40,
 	ENOBUFS = 105, ECONNABORTED = 103, EADDRINUSE = 98, EADDRNOTAVAIL = 99,
+	ESRCH = 3, ENXIO = 6, EBADF = 9, EBUSY = 16, EXDEV = 18, ENODEV = 19, ENOSPC = 28, EROFS = 30,
+	EOVERFLOW = 75, EOPNOTSUPP = 95, ETIMEDOUT = 110, ESTALE = 116, EDQUOT = 122,
 };
 
 /* signals (the same numbers on x86-64 and arm64) */
@@ -130,7 +132,8 @@ enum { AF_UNIX = 1, AF_INET = 2, AF_INET6 = 10, SOCK_STREAM = 1, SOCK_SEQPACKET 
 #define SOCK_NONBLOCK O_NONBLOCK
 enum { SOL_SOCKET = 1, SO_REUSEADDR = 2, SO_TYPE = 3, SO_DOMAIN = 39, SCM_RIGHTS = 1 };
 #define MSG_NOSIGNAL 0x4000
-enum { POLLIN = 1 };
+#define MSG_DONTWAIT 0x40
+enum { POLLIN = 1, POLLOUT = 4 };
 
 struct signalfd_siginfo { u32 signo; u8 rest[124]; };
 struct rlimit64 { u64 cur, max; };
@@ -153,5 +156,6 @@ struct iovec_ { void *base; size_t len; };
 struct msghdr_ { void *name; int namelen; struct iovec_ *iov; size_t iovlen; void *control; size_t controllen; unsigned flags; };
 struct cmsg_fd { size_t len; int level, type; int fd; int pad; };
 struct pollfd_ { int fd; short events, revents; };
+struct dirent64_ { u64 ino; long off; u16 reclen; u8 type; char name[]; };
 
 #endif
