@@ -90,8 +90,6 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// No process of the box may open this one's memory or descriptors.
-	supervise.NotDumpable()
 	pins := supervise.PinsOf(c.Prepared)
 	defer pins.Close()
 	env := p.BoxEnviron()
@@ -176,6 +174,11 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err := supervise.CloseOnExec(); err != nil {
 		return 0, fmt.Errorf("closing inherited descriptors: %w", err)
 	}
+	// No process of the box may open this one's memory or descriptors:
+	// from here on, before the box's first process exists. (Not earlier,
+	// so that a tracer of the user's own, such as strace, can still read
+	// the rule set being built above; no box exists yet.)
+	supervise.NotDumpable()
 	fg := supervise.Foreground()
 	attr := &syscall.ProcAttr{
 		// CMD's environment: the child execs CMD with its own. A name
