@@ -108,6 +108,25 @@ const (
 	msgFailed   = 'E' // the log could not be set up in the box
 )
 
+// msgProgram is the one message the supervisor sends the box's side, as
+// soon as the socket exists: the filter to install (program, as the raw
+// sock_filter array). agentbox's C init and C Landlock child, which cannot
+// build it, install it; the Go ones build the same program themselves.
+const msgProgram = 'P'
+
+// programBytes is program(reads) as the kernel's sock_filter array.
+func programBytes(reads bool) []byte {
+	prog := program(reads)
+	out := make([]byte, 0, 1+8*len(prog))
+	out = append(out, msgProgram)
+	for _, f := range prog {
+		out = binary.LittleEndian.AppendUint16(out, f.Code)
+		out = append(out, f.Jt, f.Jf)
+		out = binary.LittleEndian.AppendUint32(out, f.K)
+	}
+	return out
+}
+
 // Arm installs the log's filter on the calling thread, which must be the
 // one that execs or forks CMD (runtime.LockOSThread) and must have
 // no_new_privs set, sends its notification listener over the socket sock
@@ -126,6 +145,12 @@ func Arm(sock int, reads bool) error {
 	if t, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || t != unix.SOCK_SEQPACKET {
 		return fmt.Errorf("the log's socket (fd %d) is not there", sock)
 	}
+	// The program the supervisor offered for the C init (msgProgram):
+	// read, so that closing the socket leaves nothing unread on it (the
+	// supervisor's end would then see ECONNRESET before the listener).
+	// This side builds the same program itself.
+	offered := make([]byte, 1+8*4096)
+	unix.Recvfrom(sock, offered, unix.MSG_DONTWAIT)
 	prog := program(reads)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	// WAIT_KILLABLE_RECV (5.19+): once the supervisor has the

@@ -167,3 +167,22 @@ func TestCallsComplete(t *testing.T) {
 		}
 	}
 }
+
+// The filter the supervisor offers the C init and C child is program's,
+// byte for byte in the kernel's sock_filter layout.
+func TestProgramBytes(t *testing.T) {
+	for _, reads := range []bool{false, true} {
+		b := programBytes(reads)
+		prog := program(reads)
+		if len(b) != 1+8*len(prog) || b[0] != msgProgram {
+			t.Fatalf("reads=%v: %d bytes for %d instructions", reads, len(b), len(prog))
+		}
+		for i, f := range prog {
+			r := b[1+8*i:]
+			got := unix.SockFilter{Code: uint16(r[0]) | uint16(r[1])<<8, Jt: r[2], Jf: r[3], K: uint32(r[4]) | uint32(r[5])<<8 | uint32(r[6])<<16 | uint32(r[7])<<24}
+			if got != f {
+				t.Fatalf("reads=%v: instruction %d is %+v, want %+v", reads, i, got, f)
+			}
+		}
+	}
+}

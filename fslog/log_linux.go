@@ -48,6 +48,15 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
 		return nil
 	}
 	l.host, l.box = os.NewFile(uintptr(fds[0]), "fslog"), os.NewFile(uintptr(fds[1]), "fslog-box")
+	if mode == Notify {
+		// The filter, waiting for the box's side (msgProgram).
+		if err := unix.Sendmsg(fds[0], programBytes(p.Log.Reads), nil, nil, 0); err != nil {
+			l.host.Close()
+			l.box.Close()
+			l.warn(fmt.Errorf("offering its filter: %w", err))
+			return nil
+		}
+	}
 	var pipe [2]int
 	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC); err != nil {
 		l.host.Close()
@@ -118,6 +127,11 @@ func (l *Log) run() {
 	buf := make([]byte, 1024)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(l.host.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err == unix.ECONNRESET {
+		// The box's side closed with the offered program unread (a box
+		// that failed before arming): what it sent is still queued.
+		n, oobn, _, _, err = unix.Recvmsg(int(l.host.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	}
 	if err != nil || n == 0 {
 		return // the box never started, or stopped before CMD
 	}

@@ -160,10 +160,14 @@ exit 0`)
 // are recorded with their rule, under each backend; a read of a hidden
 // file is not (no open for reading reaches agentbox), unless the kernel's
 // own Landlock audit records it, and the plan says which.
+//
+// It runs with the C init and C Landlock child (the default) and with the
+// Go ones (AGENTBOX_INIT=go): each arms the log its own way.
 func TestFSLogWatchesWrites(t *testing.T) {
-	for _, backend := range linuxBackends {
-		t.Run(backend, func(t *testing.T) {
-			w := newWorld(t)
+	for _, tc := range fslogInitCases() {
+		backend := tc.backend
+		t.Run(tc.name, func(t *testing.T) {
+			w := initWorld(t, tc.env)
 			write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[log]\nfilesystem = true\n")
 			write(t, filepath.Join(w.home, "notes.txt"), "host\n")
 			mkdir(t, filepath.Join(w.home, "tools"))
@@ -219,6 +223,18 @@ exit 0`)
 			}
 		})
 	}
+}
+
+// fslogInitCases are the Linux backends, each with the C and the Go init
+// (or Landlock child).
+func fslogInitCases() []struct{ name, backend, env string } {
+	var out []struct{ name, backend, env string }
+	for _, b := range linuxBackends {
+		for _, in := range inits {
+			out = append(out, struct{ name, backend, env string }{b + "/" + in.name, b, in.env})
+		}
+	}
+	return out
 }
 
 // The summary at the end names the smallest change for each refused path,

@@ -106,8 +106,9 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		proxyPort = px.port
 	}
 	// The child: agentbox's C helper when it can do the job (all but
-	// arming the filesystem log), with the rule set built here; else
-	// agentbox itself (ChildMain), which builds it from the plan
+	// announcing a domain for Landlock's audit records), with the rule set
+	// built here; else agentbox itself (ChildMain), which builds it from
+	// the plan
 	argv0 := "/proc/self/exe"
 	var files []uintptr
 	var r, w *os.File
@@ -115,7 +116,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	dir := ""
 	// (agentbox verify's probe is agentbox itself, /proc/self/exe: the
 	// child's own executable, so it needs the Go child too.)
-	if helper := mount.CHelper(); helper != nil && p.Log.Filesystem == "" && (len(p.Command) == 0 || p.Command[0] != "/proc/self/exe") {
+	if helper := mount.CHelper(); helper != nil && p.Log.Filesystem != fslog.Audit && (len(p.Command) == 0 || p.Command[0] != "/proc/self/exe") {
 		defer helper.Close()
 		if a.Proxy {
 			a.ProxyPort = proxyPort
@@ -136,12 +137,20 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		}
 		defer mfd.Close()
 		// The helper on fd 3 (run as /proc/self/fd/3), the rule set on
-		// 4, the filter on 5; it closes all three before it execs CMD.
-		files = []uintptr{0, 1, 2, helper.Fd(), rs.Fd(), mfd.Fd()}
+		// 4, the filter on 5, the log's socket on 6 (or nothing); it
+		// closes them all before it execs CMD.
+		logSlot := ^uintptr(0)
+		if c.FSLog != nil {
+			logSlot = c.FSLog.Fd()
+		}
+		files = []uintptr{0, 1, 2, helper.Fd(), rs.Fd(), mfd.Fd(), logSlot}
 		argv0 = "/proc/self/fd/3"
 		args = []string{"agentbox-landlock", ChildCommand, "--ruleset-fd", "4", "--restrict-flags", strconv.FormatUint(uint64(flags), 10), "--seccomp-fd", "5"}
 		if a.DropCaps || os.Geteuid() == 0 {
 			args = append(args, "--drop-caps")
+		}
+		if c.FSLog != nil {
+			args = append(args, "--log-fd", "6")
 		}
 		for _, l := range supervise.RlimitArgs(p.Limits) {
 			args = append(args, "--rlimit", l)

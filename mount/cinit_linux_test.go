@@ -112,8 +112,8 @@ func TestCInitEmbedded(t *testing.T) {
 	if kind, why := InitKind(Detail{}); kind != InitC {
 		t.Fatalf("InitKind without the log = %s (%s), want the C init", kind, why)
 	}
-	if kind, _ := InitKind(Detail{LogFD: 10}); kind != InitGo {
-		t.Fatalf("InitKind with the filesystem log = %s, want the Go init", kind)
+	if kind, _ := InitKind(Detail{LogFD: 10}); kind != InitC {
+		t.Fatalf("InitKind with the filesystem log = %s, want the C init", kind)
 	}
 	self := Detail{Args: []string{"--ro-bind", "/", "/", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--", "/proc/self/exe", "__verify"}, CommandAt: 3}
 	if kind, _ := InitKind(self); kind != InitGo {
@@ -150,7 +150,6 @@ func TestCInitCommand(t *testing.T) {
 				{[]string{"--"}, 125, "", "agentbox: error: init: no command\n"},
 				{[]string{"--rlimit", "nofile=50", "--rlimit", "cpu=9", "--", "sh", "-c", "ulimit -n; ulimit -t"}, 0, "50\n9\n", ""},
 				{[]string{"--rlimit", "bogus=1", "--", "true"}, 125, "", "agentbox: error: init: bad rlimit \"bogus=1\"\n"},
-				{[]string{"--log-fd", "3", "--", "true"}, 125, "", "agentbox: error: init: --log-fd: the filesystem log needs agentbox's own init\n"},
 			} {
 				code, stdout, stderr := runCInit(t, a.command(t, c.args...))
 				if code != c.code || stdout != c.stdout || stderr != c.stderr {
@@ -412,6 +411,33 @@ sys.exit(3)
 			}
 			if !strings.Contains(out.String(), "connected") {
 				t.Fatalf("CMD did not run: %s", out.String())
+			}
+		})
+	}
+}
+
+// A log socket without the supervisor's filter on it: the C init says so
+// on the socket ('E' and why) and CMD runs without the log.
+func TestCInitLogWithoutFilter(t *testing.T) {
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, box := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "box")
+			defer host.Close()
+			defer box.Close()
+			c := a.command(t, "--log-fd", "3", "--log-reads", "--", "sh", "-c", "exit 4")
+			c.ExtraFiles = []*os.File{box}
+			code, _, stderr := runCInit(t, c)
+			if code != 4 {
+				t.Fatalf("want CMD's exit 4, got %d: %s", code, stderr)
+			}
+			buf := make([]byte, 256)
+			n, err := host.Read(buf)
+			if err != nil || string(buf[:n]) != "Ethe log's filter did not come from agentbox" {
+				t.Fatalf("the init said %q (%v)", buf[:n], err)
 			}
 		})
 	}

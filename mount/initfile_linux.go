@@ -21,17 +21,13 @@ const (
 
 // InitKind says which init a box of d starts as its pid 1, and why when it
 // is not the C init. The C init (mount/cinit) does everything the Go init
-// does but arm the filesystem log, which needs Go's seccomp code, and be
-// agentbox itself: a run with the log, and agentbox verify's probe, start
-// the Go init.
+// does but be agentbox itself: agentbox verify's probe starts the Go init.
 func InitKind(d Detail) (kind, why string) {
 	switch {
 	case len(cInit) == 0:
 		return InitGo, "no C init is built for this architecture"
 	case os.Getenv(InitEnv) == InitGo:
 		return InitGo, InitEnv + "=go"
-	case d.LogFD > 0:
-		return InitGo, "the filesystem log is on"
 	case checksSize(d) > cCheckMax:
 		return InitGo, "the mounts to check exceed the C init's buffer"
 	case runsSelf(d):
@@ -136,7 +132,7 @@ func InitReport() string {
 		if err != nil {
 			return "agentbox's C init, which does not run here (" + err.Error() + "): every run fails; set " + InitEnv + "=go"
 		}
-		return "agentbox's C init, from a sealed memory file (the Go init when the filesystem log is on)"
+		return "agentbox's C init, from a sealed memory file"
 	}
 	return "agentbox's Go init: " + why
 }

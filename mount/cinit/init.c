@@ -132,6 +132,9 @@ static const char *errtext(long e, char *buf)
 	case ETIMEDOUT: return "connection timed out";
 	case ESTALE: return "stale file handle";
 	case EDQUOT: return "disk quota exceeded";
+	case EPIPE: return "broken pipe";
+	case ENOTSOCK: return "socket operation on non-socket";
+	case ECONNRESET: return "connection reset by peer";
 	}
 	struct msg m = {.n = 0};
 	add(&m, "errno ");
@@ -330,19 +333,25 @@ static int portof(const char *hostport)
 
 /* ---- closing descriptors ----
  *
- * closefds closes every descriptor from lo up but keep1 and keep2: with
+ * closefds closes every descriptor from lo up but the keep ones: with
  * close_range, or where it is missing (before Linux 5.9) or refused (a
  * container's seccomp profile) one by one as /proc/self/fd lists them.
  * Negative when neither works: nothing inherited may reach CMD. */
 
 static u8 dents[4096];
 
-static long closefds(int lo, int keep1, int keep2)
+static long closefds(int lo, int keep1, int keep2, int keep3)
 {
-	int keep[2] = {keep1 < keep2 ? keep1 : keep2, keep1 < keep2 ? keep2 : keep1};
+	int keep[3] = {keep1, keep2, keep3};
+	for (int a = 0; a < 3; a++) /* sorted */
+		for (int b = a + 1; b < 3; b++)
+			if (keep[b] < keep[a]) {
+				int t = keep[a];
+				keep[a] = keep[b], keep[b] = t;
+			}
 	long r = 0;
 	unsigned from = (unsigned)lo;
-	for (int k = 0; k < 2 && r == 0; k++) {
+	for (int k = 0; k < 3 && r == 0; k++) {
 		if (keep[k] < (int)from) continue;
 		if (keep[k] > (int)from) r = sys3(NR_close_range, from, (unsigned)keep[k] - 1, 0);
 		from = (unsigned)keep[k] + 1;
@@ -361,7 +370,7 @@ static long closefds(int lo, int keep1, int keep2)
 				off += d->reclen;
 				u64 fd;
 				if (parseu(d->name, 1 << 30, &fd) < 0) continue;
-				if ((long)fd < lo || (long)fd == dir || (int)fd == keep1 || (int)fd == keep2) continue;
+				if ((long)fd < lo || (long)fd == dir || (int)fd == keep1 || (int)fd == keep2 || (int)fd == keep3) continue;
 				sys1(NR_close, fd);
 				closed = 1;
 			}
@@ -526,6 +535,65 @@ static void verifymounts(int fd)
 	}
 }
 
+/* ---- the filesystem log (package fslog) ----
+ *
+ * armlog installs the log's seccomp filter, which the supervisor offered on
+ * the log socket (one message: 'P' and the sock_filter array), on this
+ * process, which then execs CMD, and hands its notification listener to the
+ * supervisor ('N' with the descriptor) before closing both: nothing in the
+ * box ever holds the listener. A filter that cannot be installed is the
+ * supervisor's warning ('E' and why) and CMD runs without the log, as
+ * confined as ever; a listener that cannot be handed over ends this process
+ * with 125, since nobody would let the watched calls go on. It does what
+ * fslog.Arm does in the Go init and child. */
+
+static u8 logmsg[1 + 8 * 4096 + 1]; /* one more: a longer message is refused */
+static u64 logprog[4096];
+
+static void logfailed(int sock, const char *a, const char *b)
+{
+	struct msg m = {.n = 0};
+	add(&m, "E");
+	add(&m, a);
+	if (b) add(&m, b);
+	while (sys4(NR_sendto, sock, m.b, m.n, MSG_NOSIGNAL) == -EINTR) {}
+}
+
+static void armlog(int sock, const char *who)
+{
+	char eb[32];
+	long n;
+	while ((n = sys4(NR_recvfrom, sock, logmsg, sizeof logmsg, MSG_DONTWAIT)) == -EINTR) {}
+	if (n == -ENOTSOCK || n == -EBADF) return; /* no socket: nothing to tell (as fslog.Arm) */
+	if (n < 9 || logmsg[0] != 'P' || (n - 1) % 8 || n == (long)sizeof logmsg) {
+		logfailed(sock, "the log's filter did not come from agentbox", 0);
+		sys1(NR_close, sock);
+		return;
+	}
+	memcpy(logprog, logmsg + 1, (size_t)(n - 1));
+	struct sock_fprog_ prog = {(u16)((n - 1) / 8), logprog};
+	/* WAIT_KILLABLE_RECV (5.19+), as fslog.Arm asks, else without */
+	long lfd = sys3(NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+	if (lfd == -EINVAL) lfd = sys3(NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (lfd < 0) {
+		logfailed(sock, "installing the log's seccomp filter: ", errtext(-lfd, eb));
+		sys1(NR_close, sock);
+		return;
+	}
+	u8 tag = 'N';
+	struct iovec_ iov = {&tag, 1};
+	struct cmsg_fd c = {.len = sizeof(size_t) + 2 * sizeof(int) + sizeof(int), .level = SOL_SOCKET, .type = SCM_RIGHTS, .fd = (int)lfd};
+	struct msghdr_ mh = {.iov = &iov, .iovlen = 1, .control = &c, .controllen = sizeof c};
+	long r;
+	while ((r = sys3(NR_sendmsg, sock, &mh, MSG_NOSIGNAL)) == -EINTR) {}
+	sys1(NR_close, lfd);
+	sys1(NR_close, sock);
+	if (r < 0) {
+		say(who, "the filesystem log's listener could not be handed to agentbox: ", errtext(-r, eb), 0);
+		quit(EXIT_FAILURE_);
+	}
+}
+
 /* ---- __landlock --ruleset-fd N --restrict-flags F --seccomp-fd M
  * [--drop-caps] [--rlimit NAME=VALUE]... -- CMD ARGS...: the Landlock run's
  * child (landlock.ChildMain is the Go one, which does the same in the same
@@ -539,7 +607,7 @@ static u8 filter[64 << 10];
 static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char **envp)
 {
 	char eb[32];
-	int rs = -1, sc = -1, dropcaps = 0, i = 0;
+	int rs = -1, sc = -1, logfd = -1, dropcaps = 0, i = 0;
 	u64 flags = 0, n;
 	for (; i < argc && !seq(argv[i], "--"); i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : 0;
@@ -549,6 +617,8 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 			rs = (int)n, i++;
 		} else if (v && seq(argv[i], "--seccomp-fd") && parseu(v, 1 << 30, &n) == 0) {
 			sc = (int)n, i++;
+		} else if (v && seq(argv[i], "--log-fd") && parseu(v, 1 << 30, &n) == 0) {
+			logfd = (int)n, i++;
 		} else if (v && seq(argv[i], "--restrict-flags") && parseu(v, 0xffffffffULL, &flags) == 0) {
 			i++;
 		} else if (v && seq(argv[i], "--rlimit")) {
@@ -624,6 +694,7 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 		say("landlock: installing the seccomp filter: ", errtext(-r, eb), 0, 0);
 		quit(EXIT_FAILURE_);
 	}
+	if (logfd >= 0) armlog(logfd, "landlock: ");
 	/* Last, as the Go child does. */
 	for (int k = 0; k < nlims; k++) {
 		struct rlimit64 rl = {lims[k].v, lims[k].v};
@@ -635,7 +706,7 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 	}
 	/* CMD inherits stdin, stdout and stderr only: not this program, the
 	 * rule set or the filter. */
-	r = closefds(3, -1, -1);
+	r = closefds(3, -1, -1, -1);
 	if (r < 0) {
 		say("landlock: closing descriptors: ", errtext(-r, eb), 0, 0);
 		quit(EXIT_FAILURE_);
@@ -655,7 +726,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1);
 	char **envp = argv + argc + 1;
-	int readyfd = -1, checkfd = -1, fg = 0, netfd = -1, netport = 0, i = 1;
+	int readyfd = -1, checkfd = -1, logfd = -1, fg = 0, netfd = -1, netport = 0, i = 1;
 	const char *fwd[MAXFORWARD];
 	int nfwd = 0;
 	char eb[32];
@@ -688,10 +759,11 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 		} else if (v && seq(a, "--check-fd")) {
 			checkfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
 			i++;
-		} else if (seq(a, "--log-fd") || seq(a, "--log-reads")) {
-			/* agentbox starts the Go init for the filesystem log */
-			say("init: ", a, ": the filesystem log needs agentbox's own init", 0);
-			quit(EXIT_FAILURE_);
+		} else if (v && seq(a, "--log-fd")) {
+			logfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
+			i++;
+		} else if (seq(a, "--log-reads")) {
+			/* the filter offered on the log socket says it already */
 		} else if (v && seq(a, "--net-fd")) {
 			netfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
 			i++;
@@ -722,12 +794,13 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	/* Close everything inherited but the two descriptors still needed
 	 * (bwrap's info pipe, agentbox's files, anything agentbox's caller
 	 * leaked): nothing reaches CMD, nothing stays reachable in the init. */
-	long cr = closefds(3, readyfd, netfd);
+	long cr = closefds(3, readyfd, netfd, logfd);
 	if (cr < 0) {
 		say("init: closing inherited descriptors: ", errtext(-cr, eb), 0, 0);
 		quit(EXIT_FAILURE_);
 	}
 	if (netfd >= 0) sys3(NR_fcntl, netfd, F_SETFD, FD_CLOEXEC);
+	if (logfd >= 0) sys3(NR_fcntl, logfd, F_SETFD, FD_CLOEXEC);
 
 	int sfd = (int)sys4(NR_signalfd4, -1, &fwdset, 8, O_CLOEXEC);
 	if (sfd < 0) {
@@ -795,6 +868,9 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			int me = (int)sys0(NR_getpid);
 			sys3(NR_ioctl, 0, TIOCSPGRP, &me);
 		}
+		/* The log's filter is CMD's and everything it starts (before
+		 * the limits, which could leave no room for its listener). */
+		if (logfd >= 0) armlog(logfd, "init: ");
 		/* The limits are CMD's and everything it starts, never the
 		 * init's: set here, in the child, right before the exec. */
 		for (int k = 0; k < nlims; k++) {
@@ -821,6 +897,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 		quit(EXIT_CANNOT_EXECUTE);
 	}
 	sys2(NR_setpgid, child, child); /* also here: no race with a signal to the group */
+	if (logfd >= 0) sys1(NR_close, logfd); /* the child's alone */
 
 	int backoff = 0, pending = -1;
 	u8 ptag = 0;
