@@ -35,7 +35,7 @@ func ReadGitFile(data []byte) string {
 }
 
 // repo looks at the .git entry of the work tree top.
-func (r *resolver) repo(top, root string) {
+func (r *resolver) repo(top string) {
 	entry := filepath.Join(top, ".git")
 	fi, err := r.in.FS.Lstat(entry)
 	if err != nil {
@@ -77,11 +77,10 @@ func (r *resolver) repo(top, root string) {
 // submodules.
 func (r *resolver) gitDir(g, top, file string) {
 	g = filepath.Clean(g)
-	for _, d := range r.res.GitDirs {
-		if d == g {
-			return
-		}
+	if r.gitSeen[g] {
+		return
 	}
+	r.gitSeen[g] = true
 	if r.region(g) != "" {
 		r.res.GitDirs = append(r.res.GitDirs, g)
 	}
@@ -98,9 +97,11 @@ func (r *resolver) gitDir(g, top, file string) {
 	}
 	r.hooks(g, common, top)
 	r.add(filepath.Join(common, "config"), "git config", "")
+	r.configRefs(filepath.Join(common, "config"), 0)
 	for _, d := range uniq(g, common) {
 		if _, err := r.in.FS.Lstat(filepath.Join(d, "config.worktree")); err == nil {
 			r.add(filepath.Join(d, "config.worktree"), "git config.worktree", "")
+			r.configRefs(filepath.Join(d, "config.worktree"), 0)
 		}
 	}
 	if common != g {

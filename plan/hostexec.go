@@ -53,6 +53,11 @@ type Guard struct {
 	Note string `json:"note,omitempty"`
 }
 
+// RuleUnlisted is the rule of a guard for a folder the search could not
+// list: what is in it is unknown, so it is kept read-only (a backend that
+// cannot keep it so must refuse the run), never kept by recording.
+const RuleUnlisted = "unreadable folder"
+
 // The kinds of Guard.Kind.
 const (
 	KindFile    = "file"
@@ -81,11 +86,12 @@ type HostExec struct {
 	// folder (relative paths: ".claude/settings.json", ".vscode"); one
 	// found after the run that was not there before is moved away.
 	Controls []string `json:"controls,omitempty"`
-	// Limit is the most files and folders the search visits; more is an
-	// error (the search fails closed).
+	// Limit is the most folders the search keeps in memory (0: the
+	// default); more is an error (the search fails closed).
 	Limit int `json:"limit"`
-	// Visited is how many the search before the run visited.
-	Visited int `json:"visited"`
+	// Visited is how many files and folders the writable roots held
+	// when the search before the run looked.
+	Visited int64 `json:"visited"`
 	// GitDirs are the git folders known before the run (repositories,
 	// worktrees' folders, submodules). One found after the run that is
 	// not here is new, and is neutralised.
@@ -94,38 +100,11 @@ type HostExec struct {
 	// pending records and its quarantine live there, out of the box's
 	// reach.
 	State string `json:"state,omitempty"`
-	// Index is what the search before the run saw, so the search after it
-	// only lists the folders that changed. It is not part of the plan's
-	// JSON form (it can be large); a plan read back has none, and the
-	// search after the run then lists every folder.
-	Index *Index `json:"-"`
-}
-
-// Index is the folders a search saw: for each folder (by path) its
-// identity and change time and what was in it that matters.
-type Index struct {
-	// Taken is when the search began (Unix nanoseconds): a folder changed
-	// shortly before is listed again regardless (file system clocks tick
-	// coarsely).
-	Taken int64
-	Dirs  map[string]IndexDir
-}
-
-// IndexDir is one folder of an Index.
-type IndexDir struct {
-	Dev, Ino uint64
-	// Ctime is the folder's status change time in nanoseconds: any entry
-	// added, removed or renamed in it changes it, and no process can set
-	// it back.
-	Ctime int64
-	// Subdirs are the folders in it (not followed when symlinks).
-	Subdirs []string
-	// Notes are the entries in it that the search reports.
-	Notes []string
-	// Bare is true for a folder git takes for a repository of its own.
-	Bare bool
-	// Count is how many entries the folder held.
-	Count int
+	// Trees are what the search before the run saw of each root, so the
+	// search after it only lists the folders that changed. Not part of
+	// the plan's JSON form (they can be large): a plan read back has
+	// none, and the search after the run then lists every folder.
+	Trees map[string]*Tree `json:"-"`
 }
 
 // GuardAt returns the guard for path, if any.
@@ -144,7 +123,7 @@ func (h *HostExec) writeText(w io.Writer) {
 	if len(h.Roots) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched, at most %d):\n", h.Visited, h.Limit)
+	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched):\n", h.Visited)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, g := range h.Guards {
 		kind := g.Kind

@@ -98,7 +98,7 @@ CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$work/agentbox" .
 export AGENTBOX_BIN="$work/agentbox"
 
 say "tests as $(id -un): every package (the integration tests run the real binary)"
-go test -count=1 ./...
+go test -count=1 -timeout 40m ./...
 
 if [ "$(id -u)" = 0 ]; then
 	uhome=$(getent passwd "$user" | cut -d: -f6)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,12 +29,15 @@ type checker struct {
 	seen     map[[2]uint64]bool
 	reported map[string]bool
 	specs    []string // project control paths, relative
+	failures []string // what stopped the check from finishing
 }
 
 // check runs the after-run check of a run whose plan's registry part is h,
 // with recs the guards recorded before it. It reports each item it moves,
-// rewrites or puts back once, as a quarantine event.
-func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
+// rewrites or puts back once, as a quarantine event. An error is a check
+// that could not finish (*CheckError): what the box planted may still be
+// where a host program finds it.
+func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) error {
 	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev,
 		guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[[2]uint64]bool{}, reported: map[string]bool{}}
 	defer c.q.close()
@@ -46,9 +48,44 @@ func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
 		c.known[d] = true
 	}
 	c.specs = h.Controls
+	// The box may have lowered this process's limits (prlimit(2) on a
+	// process of the same user): take back what the hard limit allows.
+	raiseFiles()
 	c.restore(recs)
 	c.created()
 	c.search()
+	if len(c.failures) > 0 {
+		return &CheckError{Run: run, Failures: c.failures, State: h.State}
+	}
+	return nil
+}
+
+// CheckError is an after-run check that could not finish. Its pending
+// record stays, and the next run does the check again before it starts.
+type CheckError struct {
+	Run      string
+	Failures []string
+	State    string
+}
+
+func (e *CheckError) Error() string {
+	return "the after-run check of run " + e.Run + " could not finish, so what the box left may still be where a host program runs it: " +
+		strings.Join(e.Failures, "; ")
+}
+
+// Hints says what to do.
+func (e *CheckError) Hints() []string {
+	return []string{"do not run git, an agent CLI or an editor in the writable roots before this is fixed; once the cause is gone, run agentbox again: it does the check first (its record is in " +
+		event.Escape(e.State) + "/pending)"}
+}
+
+// raiseFiles sets this process's limit on open files to its hard limit.
+func raiseFiles() {
+	var l unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &l)
+	}
 }
 
 // note reports something the check did, once per path and action.
@@ -61,9 +98,19 @@ func (c *checker) note(p, rule, action, detail string) {
 		Reason: "a host program would run or obey it outside the box", Detail: detail})
 }
 
-// warn reports something the check could not do.
+// warn reports something the check could not do, which leaves nothing a
+// host program would run (what the box made was moved away; only the
+// original could not be put back).
 func (c *checker) warn(p, rule, detail string) {
 	c.note(p, rule, "failed", detail+"; do not run "+c.program(rule)+" there before you have looked")
+}
+
+// fail reports something the check could not do that may leave what the
+// box planted where a host program finds it: the check has not finished
+// (see checkError).
+func (c *checker) fail(p, rule, detail string) {
+	c.warn(p, rule, detail)
+	c.failures = append(c.failures, event.Escape(p)+": "+detail)
 }
 
 // moveAway moves name of dfd (at parent) into quarantine and reports it.
@@ -74,7 +121,7 @@ func (c *checker) moveAway(dfd int, parent, name, rule, why string) bool {
 	case errors.Is(err, unix.ENOENT):
 		return false
 	case err != nil:
-		c.warn(full, rule, why+"; it could not be moved out of the way: "+err.Error())
+		c.fail(full, rule, why+"; it could not be moved out of the way: "+err.Error())
 		return false
 	}
 	c.note(full, rule, "moved", why+"; moved to "+event.Escape(where))
@@ -102,73 +149,63 @@ func (c *checker) created() {
 // found is what the search after the run noted.
 type found struct {
 	repos    []string            // work tree tops holding a .git
-	bare     []string            // folders git takes for repositories
+	bare     []string            // folders git takes for git folders
 	controls map[string][]string // folder -> control names in it
 	links    []string            // symlinks in folders that changed
 }
 
 // search walks every root for repositories and control files, at any
-// depth, and neutralises what is new.
+// depth, and neutralises what is new. It lists only the folders that
+// changed since the search before the run (plan.HostExec.Trees); a folder
+// of the user's own that the box made unreadable is made readable again
+// and searched; anything else that stops the search makes the check fail.
 func (c *checker) search() {
-	firsts := map[string]bool{}
-	whole := map[string]bool{}
-	names := map[string]bool{".git": true, "HEAD": true}
+	var names []string
+	seen := map[string]bool{}
 	for _, s := range c.specs {
-		first, _, nested := strings.Cut(s, "/")
-		firsts[first] = true
-		names[first] = true
-		if !nested {
-			whole[first] = true
+		first, _, _ := strings.Cut(s, "/")
+		if !seen[first] {
+			seen[first] = true
+			names = append(names, first)
 		}
 	}
 	f := found{controls: map[string][]string{}}
-	// The box may have made the tree larger than the search before the
-	// run allowed; the search after it goes further before it gives up
-	// (and says so), and the next run refuses to start at all.
-	limit := c.h.Limit
-	if limit <= 0 {
-		limit = hostexec.DefaultLimit
-	}
-	limit *= 4
-	// What this search sees is the next run's index.
-	next := &plan.Index{Taken: time.Now().UnixNano(), Dirs: map[string]plan.IndexDir{}}
+	// The bound on folders is one of memory here, never the policy's
+	// smaller one: the box may have made the tree larger than the search
+	// before the run allowed, and the check must still finish.
+	bound := max(c.h.Limit, hostexec.DefaultMaxDirs)
 	for _, root := range plan.Outermost(c.h.Roots) {
-		visit := func(rl string, entries []hostexec.Entry) bool {
-			dir := path.Join(root, rl)
-			if rl != "" && hostexec.IsBare(entries) {
-				f.bare = append(f.bare, dir)
-				return false
-			}
-			for i, e := range entries {
-				switch {
-				case e.Type == hostexec.TypeSymlink && len(c.h.Outside) > 0:
-					f.links = append(f.links, path.Join(dir, e.Name))
-				}
-				switch {
-				case e.Name == ".git":
-					f.repos = append(f.repos, dir)
-					entries[i].Type = hostexec.TypeOther
-				case firsts[e.Name]:
-					f.controls[dir] = append(f.controls[dir], e.Name)
-					if whole[e.Name] {
-						entries[i].Type = hostexec.TypeOther // kept whole by its guard, or moved away whole
-					}
-				}
-			}
-			return true
-		}
-		// The index of the search before the run: only folders that
-		// changed since are listed again.
-		s := &hostexec.Search{Limit: limit, Names: names, Visit: visit, Index: c.h.Index, Links: len(c.h.Outside) > 0, Record: next}
-		_, err := s.Walk(root)
-		var le *hostexec.LimitError
-		if errors.As(err, &le) {
-			c.warn(root, "git repositories and control files", "not searched to the end: "+le.Error())
+		o := hostexec.WalkOptions{Names: names, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound}
+		t, err := hostexec.Walk(root, o)
+		if err != nil {
+			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
 			continue
 		}
-		if err == nil {
-			c.saveIndex(next, root)
+		for _, rel := range t.Fixed {
+			c.note(path.Join(root, rel), plan.RuleUnlisted, "made readable",
+				"the box had taken its owner's read or search permission away, which would hide what it planted there from the check (not from git); given back")
 		}
+		for _, rel := range t.Links {
+			f.links = append(f.links, path.Join(root, rel))
+		}
+		for _, i := range t.Noted() {
+			dir := t.Path(i)
+			d := t.Dirs[i]
+			if d.Flags&plan.DirGit != 0 {
+				f.bare = append(f.bare, dir)
+			}
+			for _, n := range t.NotesOf(i) {
+				switch {
+				case n == ".git":
+					f.repos = append(f.repos, dir)
+				case seen[n]:
+					f.controls[dir] = append(f.controls[dir], n)
+				}
+			}
+		}
+		// What this search saw is what the next run's search compares
+		// with.
+		c.saveIndex(t)
 	}
 	for _, l := range f.links {
 		c.outsideLink(l)
@@ -191,14 +228,14 @@ func (c *checker) search() {
 	}
 }
 
-// saveIndex keeps what the search saw of root for the next run's search
+// saveIndex keeps what the search saw of a root for the next run's search
 // (hostexec.IndexFile), in agentbox's state folder.
-func (c *checker) saveIndex(idx *plan.Index, root string) {
-	data := hostexec.EncodeIndex(idx, root)
-	if data == nil || c.h.State == "" {
+func (c *checker) saveIndex(t *plan.Tree) {
+	if c.h.State == "" {
 		return
 	}
-	file := hostexec.IndexFile(c.h.State, root)
+	data := hostexec.EncodeIndex(t)
+	file := hostexec.IndexFile(c.h.State, t.Root)
 	if os.MkdirAll(c.h.State, 0o700) != nil {
 		return
 	}
@@ -337,7 +374,7 @@ func (c *checker) gitDirAt(p, top string) {
 	gfd, err := openDir(p)
 	if err != nil {
 		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
-			c.warn(p, "git folder", "could not be checked after the run: "+err.Error())
+			c.fail(p, "git folder", "could not be checked after the run: "+err.Error())
 		}
 		return
 	}

@@ -18,6 +18,9 @@ type runGuard struct {
 	recs  []guardRecord
 	pins  *Pins
 	done  bool
+	// keep leaves the pending record for the next run: the after-run
+	// check could not finish.
+	keep bool
 }
 
 // startGuard does, before the box starts: the check of every earlier run
@@ -27,7 +30,9 @@ type runGuard struct {
 func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 	g := &runGuard{p: p, ev: ev}
 	h := &p.HostExec
-	recoverPending(h.State, p.RunID, ev)
+	if err := recoverPending(h.State, p.RunID, ev); err != nil {
+		return nil, err
+	}
 	pend, err := newPending(h.State, p.RunID)
 	if err != nil {
 		// The run still gets its after-run check; only a check after
@@ -65,9 +70,14 @@ func (g *runGuard) started(pid int) { g.pend.pgrp(pid) }
 // prepared returns the folders Prepare made, by path, for the backend.
 func (g *runGuard) prepared() map[string]*os.File { return g.pins.files }
 
-// check is the after-run check; every process of the run has ended.
-func (g *runGuard) check() {
-	check(&g.p.HostExec, g.p.RunID, g.recs, g.ev)
+// check is the after-run check; every process of the run has ended. When
+// it cannot finish, the pending record stays for the next run.
+func (g *runGuard) check() error {
+	err := check(&g.p.HostExec, g.p.RunID, g.recs, g.ev)
+	if err != nil && g.pend != nil {
+		g.keep = true
+	}
+	return err
 }
 
 // release removes the placeholders no other run relies on and the pending
@@ -79,5 +89,9 @@ func (g *runGuard) release() {
 	g.done = true
 	g.pins.Close()
 	releasePlaceholders(g.holds, g.p.HostExec.State, g.pend)
+	if g.keep {
+		g.pend.leave()
+		return
+	}
 	g.pend.done()
 }
