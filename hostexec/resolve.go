@@ -280,7 +280,9 @@ func rel(root, p string) string {
 func (r *resolver) search() error {
 	specs := projectSpecs(r.in.Providers)
 	for _, s := range specs {
-		r.res.Controls = append(r.res.Controls, s.Path)
+		if !s.Watch {
+			r.res.Controls = append(r.res.Controls, s.Path)
+		}
 	}
 	firsts := map[string]bool{}
 	for _, s := range specs {
@@ -389,7 +391,10 @@ func (r *resolver) controls(dir string, specs []Spec, names []string) {
 		}
 		p := filepath.Join(dir, filepath.FromSlash(s.Path))
 		if _, err := r.in.FS.Lstat(p); err == nil {
-			r.add(p, s.Rule(), "")
+			if !s.Watch {
+				r.add(p, s.Rule(), "")
+			}
+			r.follow(s, p)
 		}
 	}
 	r.commandFiles(dir, false, "")
@@ -410,7 +415,7 @@ func (r *resolver) projectTop(dir string, specs []Spec) {
 		if r.coveredByParent(p) {
 			continue
 		}
-		if !s.Block {
+		if !s.Block || s.Watch {
 			continue // the after-run check moves away what the box made there
 		}
 		r.blockAs(dir, p, s.Rule(), s.Dir, true)
@@ -451,6 +456,9 @@ func (r *resolver) commandFiles(dir string, user bool, name string) {
 				e.Vars["CLAUDE_PROJECT_DIR"] = dir
 			}
 			for _, s := range CommandStrings(data, cf.Format, cf.Keys) {
+				if !user {
+					r.npx(s, dir, p.Name+" command (named by "+file+")")
+				}
 				for _, w := range Words(s) {
 					q, ok := e.Path(w)
 					if !ok {

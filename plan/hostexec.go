@@ -30,6 +30,17 @@ const (
 	// entry, a new control file deep in a tree); agentbox neutralises it
 	// after the run, with every process of the run ended.
 	KeepChecked Keep = "checked"
+	// KeepPathDir: a folder a host program puts on PATH (direnv's
+	// PATH_add, layout node): after the run, with every process of the run
+	// ended, a program the box added or changed there under the name of a
+	// command on the user's PATH is moved away, so typing that command in
+	// the folder's shell does not run it.
+	KeepPathDir Keep = "path dir"
+	// KeepPthDir: the site-packages of an interpreter a host program runs
+	// (the one pre-commit's hooks run): after the run, a .pth file or a
+	// sitecustomize/usercustomize module the box added or changed there is
+	// moved away, since each runs at every start of the interpreter.
+	KeepPthDir Keep = "pth dir"
 	// KeepNone: not covered on this system; the plan says why.
 	KeepNone Keep = "not covered"
 )
