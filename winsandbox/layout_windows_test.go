@@ -43,7 +43,7 @@ func TestWindowsStructLayout(t *testing.T) {
 	f("SHELLEXECUTEINFOW.nShow", unsafe.Offsetof(se.Show))
 	f("SHELLEXECUTEINFOW.dwHotKey", unsafe.Offsetof(se.HotKey))
 	f("SHELLEXECUTEINFOW.hProcess", unsafe.Offsetof(se.Process))
-	var tr tcpRowOwnerPID
+	var tr tcpRow
 	s("MIB_TCPROW_OWNER_PID", unsafe.Sizeof(tr))
 	f("MIB_TCPROW_OWNER_PID.dwOwningPid", unsafe.Offsetof(tr.OwningPID))
 	s("FWPM_DISPLAY_DATA0", unsafe.Sizeof(fwpmDisplayData0{}))

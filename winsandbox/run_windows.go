@@ -352,14 +352,21 @@ func startProxy(p *plan.Plan, port int, job windows.Handle, c *backend.Context) 
 }
 
 // inJob checks that the process that opened conn (from its side, local is
-// our remote) is in job.
+// our remote) is in job. The owner is asked again for a short while when
+// the TCP table lists the connection without one (askOwner).
 func inJob(conn net.Conn, job windows.Handle) error {
 	ra, ok := conn.RemoteAddr().(*net.TCPAddr)
 	la, ok2 := conn.LocalAddr().(*net.TCPAddr)
 	if !ok || !ok2 || ra.IP.To4() == nil || la.IP.To4() == nil {
 		return errors.New("not an IPv4 TCP connection")
 	}
-	pid, err := tcpOwner([4]byte(ra.IP.To4()), uint16(ra.Port), [4]byte(la.IP.To4()), uint16(la.Port))
+	pid, err := askOwner(func() (uint32, error) {
+		rows, err := tcpTable()
+		if err != nil {
+			return 0, err
+		}
+		return connOwner(rows, [4]byte(ra.IP.To4()), uint16(ra.Port), [4]byte(la.IP.To4()), uint16(la.Port))
+	}, ownerTries, ownerWait, time.Sleep)
 	if err != nil {
 		return err
 	}
