@@ -299,16 +299,30 @@ func startRunner(exe, user, password, in, out string, job windows.Handle) (windo
 	if err := createProcessWithLogon(u, dot, pw, logonWithProfile, app, cmd, flags, nil, cwd, si, &pi); err != nil {
 		return 0, 0, err
 	}
-	defer windows.CloseHandle(pi.Thread)
-	// If the assignment fails (a job of the secondary logon service that
-	// forbids nesting), the runner still ends itself when its pipes break.
-	windows.AssignProcessToJobObject(job, pi.Process)
-	if _, err := windows.ResumeThread(pi.Thread); err != nil {
-		windows.TerminateProcess(pi.Process, 1)
+	if err := resumeInJob(job, pi.Process, pi.Thread); err != nil {
 		windows.CloseHandle(pi.Process)
 		return 0, 0, err
 	}
 	return pi.Process, pi.ProcessId, nil
+}
+
+// resumeInJob puts a process started suspended in job and resumes it, or
+// ends it. A runner outside agentbox's job would outlive agentbox (closing
+// the job's handle would not kill it, nor the command it started), and the
+// allowlist proxy, which serves only processes of that job, would refuse
+// every connection of the run: so a failed assignment fails the run.
+// thread is closed either way.
+func resumeInJob(job, process, thread windows.Handle) error {
+	defer windows.CloseHandle(thread)
+	if err := windows.AssignProcessToJobObject(job, process); err != nil {
+		windows.TerminateProcess(process, 1)
+		return fmt.Errorf("putting the runner in agentbox's job object: %w; without it the runner could outlive agentbox", err)
+	}
+	if _, err := windows.ResumeThread(thread); err != nil {
+		windows.TerminateProcess(process, 1)
+		return fmt.Errorf("resuming the runner: %w", err)
+	}
+	return nil
 }
 
 // startProxy serves the allowlist proxy on 127.0.0.1:port for this run. The

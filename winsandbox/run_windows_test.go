@@ -66,9 +66,10 @@ func TestWindowsRunUnderWine(t *testing.T) {
 		if err := windows.CreateProcess(app, cmd, nil, nil, false, windows.CREATE_SUSPENDED|windows.CREATE_NO_WINDOW, nil, nil, si, &pi); err != nil {
 			return 0, 0, err
 		}
-		defer windows.CloseHandle(pi.Thread)
-		windows.AssignProcessToJobObject(job, pi.Process)
-		windows.ResumeThread(pi.Thread)
+		if err := resumeInJob(job, pi.Process, pi.Thread); err != nil {
+			windows.CloseHandle(pi.Process)
+			return 0, 0, err
+		}
 		return pi.Process, pi.ProcessId, nil
 	}
 	t.Cleanup(func() { launchRunner = startRunner })
@@ -138,3 +139,36 @@ one`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") 
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestWindowsRunnerOutsideJobFails: a runner that cannot be put in
+// agentbox's job is not resumed but ended, and the run fails with the
+// reason (it used to be resumed regardless, outside the job).
+func TestWindowsRunnerOutsideJobFails(t *testing.T) {
+	app, _ := windows.UTF16PtrFromString(os.Args[0])
+	cmd, _ := windows.UTF16PtrFromString(`"` + os.Args[0] + `" -test.run=^$`)
+	si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
+	var pi windows.ProcessInformation
+	if err := windows.CreateProcess(app, cmd, nil, nil, false, windows.CREATE_SUSPENDED|windows.CREATE_NO_WINDOW, nil, nil, si, &pi); err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(pi.Process)
+	t.Cleanup(func() { windows.TerminateProcess(pi.Process, 1) })
+	// A handle that is not a job: the assignment fails.
+	notJob, err := windows.CreateEvent(nil, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(notJob)
+	err = resumeInJob(notJob, pi.Process, pi.Thread)
+	if err == nil || !strings.Contains(err.Error(), "job object") {
+		t.Fatalf("resumeInJob with a failing assignment: %v, want the run to fail", err)
+	}
+	if ev, _ := windows.WaitForSingleObject(pi.Process, 30_000); ev != windows.WAIT_OBJECT_0 {
+		t.Fatal("the runner that could not be put in the job is still running")
+	}
+	var code uint32
+	windows.GetExitCodeProcess(pi.Process, &code)
+	if code != 1 {
+		t.Errorf("the runner ended with %d, want 1 (ended by agentbox, never resumed)", code)
+	}
+}
