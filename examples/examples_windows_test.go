@@ -145,6 +145,8 @@ func TestExamplesWindows(t *testing.T) {
 			w := &winsandbox.Windows{Facts: func(*plan.Plan) winsandbox.Options {
 				return winsandbox.Options{
 					ReadRoots: []string{`C:\Program Files\agentbox`},
+					// The port Complete would reserve for an allowlist run.
+					ProxyPort: winsandbox.DefaultProxyPort,
 					Exists:    func(path string) bool { return winFiles[strings.ToLower(path)] },
 					TempDir:   `C:\tmp`,
 					User:      sid,

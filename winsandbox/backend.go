@@ -16,10 +16,15 @@ const Backend = "windows"
 // Windows is the Windows backend: sandbox users, ACLs, firewall rules and a
 // restricted token (see the package documentation).
 type Windows struct {
-	// Facts are the machine facts the spec needs (the proxy port from
+	// Facts are the machine facts the spec needs (the proxy ports from
 	// setup, the folders the runner and command live in, a file lookup);
 	// Complete calls it, so tests give fixed answers. machineFacts when nil.
 	Facts func(p *plan.Plan) Options
+	// proxy is the listener Complete reserved for an allowlist run's
+	// proxy, on one of setup's proxy ports (nil elsewhere than Windows):
+	// the port is in the plan (HTTP_PROXY), so it is taken before the plan
+	// is frozen, and Run serves on it.
+	proxy io.Closer
 }
 
 // New returns the Windows backend.
@@ -42,6 +47,15 @@ func (w *Windows) Complete(p *plan.Plan) error {
 		facts = machineFacts
 	}
 	opts := facts(p)
+	if p.Network.Mode == plan.NetAllowlist && opts.ProxyPort == 0 {
+		ports, err := proxyRange(opts.ProxyPorts)
+		if err != nil {
+			return err
+		}
+		if opts.ProxyPort, err = w.reserveProxy(ports); err != nil {
+			return err
+		}
+	}
 	if p.Tmp.Mode == plan.TmpPrivate && p.Tmp.HostDir == "" {
 		if p.RunID == "" || opts.TempDir == "" || opts.User == "" {
 			return errors.New("tmp mode private: no run ID or temporary folder to make this run's tmp folder in")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
@@ -20,19 +21,44 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// machineFacts are what the spec needs from this machine: the proxy port
-// setup chose, the runner's folder (agentbox.exe's), which the sandbox
+// machineFacts are what the spec needs from this machine: the proxy ports
+// setup opened, the runner's folder (agentbox.exe's), which the sandbox
 // users must be able to read, a file lookup, the caller's TEMP and SID.
 func machineFacts(p *plan.Plan) Options {
-	o := Options{Exists: fileExists, ProxyPort: DefaultProxyPort, TempDir: os.TempDir()}
+	o := Options{Exists: fileExists, TempDir: os.TempDir()}
 	o.User, _ = currentUserSID()
-	if rec, err := loadRecord(); err == nil && rec.ProxyPort != 0 {
-		o.ProxyPort = rec.ProxyPort
+	if rec, err := loadRecord(); err == nil {
+		o.ProxyPorts = rec.proxyRange()
 	}
 	if exe, err := os.Executable(); err == nil {
 		o.ReadRoots = append(o.ReadRoots, filepath.Dir(exe))
 	}
 	return o
+}
+
+// reserveProxy listens on a free port of r for this run's allowlist
+// proxy and keeps the listener for Run. It starts at a random port of the
+// range, so runs that start together rarely try the same one first.
+func (w *Windows) reserveProxy(r PortRange) (int, error) {
+	if ln, ok := w.proxy.(net.Listener); ok {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && r.Holds(a.Port) {
+			return a.Port, nil
+		}
+		ln.Close()
+		w.proxy = nil
+	}
+	start := rand.IntN(r.Count)
+	var errs []error
+	for i := 0; i < r.Count; i++ {
+		port := r.First + (start+i)%r.Count
+		ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			w.proxy = ln
+			return port, nil
+		}
+		errs = append(errs, err)
+	}
+	return 0, fmt.Errorf("network allowlist: no proxy port is free (%s: one per allowlist run at a time, and other programs may hold some): %w", r, errs[0])
 }
 
 // UserSID is the calling user's SID, which names agentbox's per-user
@@ -87,7 +113,7 @@ func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if r := spec.Refuse; r != nil {
 		return r.Status, &backend.StatusError{Status: r.Status, Err: errors.New(r.Reason)}
 	}
-	code, err := run(p, spec, c)
+	code, err := w.run(p, spec, c)
 	if err != nil && (code == 126 || code == 127) {
 		return code, &backend.StatusError{Status: code, Err: err}
 	}
@@ -99,7 +125,7 @@ func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
 // plan has one, starts the runner as the sandbox user in a kill-on-close
 // job of its own, sends the spawn request and relays stdio until the exit
 // message.
-func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
+func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 	rec, err := loadRecord()
 	if err != nil {
 		return 125, err
@@ -131,7 +157,15 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 	defer windows.CloseHandle(job)
 
 	if spec.ProxyPort != 0 {
-		stop, err := startProxy(p, spec.ProxyPort, job, c)
+		ln, ok := w.proxy.(net.Listener)
+		w.proxy = nil
+		if !ok || ln.Addr().(*net.TCPAddr).Port != spec.ProxyPort {
+			if ok {
+				ln.Close()
+			}
+			return 125, fmt.Errorf("network allowlist: the proxy's port %d was not reserved when the plan was made", spec.ProxyPort)
+		}
+		stop, err := startProxy(p, ln, job, c)
 		if err != nil {
 			return 125, err
 		}
@@ -325,15 +359,16 @@ func resumeInJob(job, process, thread windows.Handle) error {
 	return nil
 }
 
-// startProxy serves the allowlist proxy on 127.0.0.1:port for this run. The
-// firewall lets the offline user reach that port and nothing else, but any
-// local process can connect to a loopback port, so each connection is
-// served only when the process that opened it is in job (the runner's job,
-// which holds the command's nested job and every process the command
-// starts).
-func startProxy(p *plan.Plan, port int, job windows.Handle, c *backend.Context) (func(), error) {
+// startProxy serves the allowlist proxy on ln (127.0.0.1, a port setup
+// opened) for this run, and closes ln when stopped. The firewall lets the
+// offline user reach the proxy ports and nothing else, but any local
+// process can connect to a loopback port, so each connection is served
+// only when the process that opened it is in job (the runner's job, which
+// holds the command's nested job and every process the command starts).
+func startProxy(p *plan.Plan, ln net.Listener, job windows.Handle, c *backend.Context) (func(), error) {
 	rules, err := netproxy.Compile(p.Network.Allow, p.Network.Deny)
 	if err != nil {
+		ln.Close()
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	popts := netproxy.Options{Decided: func(dec netproxy.Decided) {
@@ -342,18 +377,18 @@ func startProxy(p *plan.Plan, port int, job windows.Handle, c *backend.Context) 
 	var logf *os.File
 	if c.NetLog != "" {
 		if logf, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+			ln.Close()
 			return nil, fmt.Errorf("opening the network log %s: %w", c.NetLog, err)
 		}
 		popts.Log = logf
 	}
 	proxy, err := netproxy.New(rules, popts)
 	if err != nil {
+		ln.Close()
+		if logf != nil {
+			logf.Close()
+		}
 		return nil, fmt.Errorf("network: %w", err)
-	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		proxy.Close()
-		return nil, fmt.Errorf("network allowlist: the proxy cannot listen on 127.0.0.1:%d (another allowlist run holds it, or another program does): %w", port, err)
 	}
 	go proxy.ServeListener(ln, func(conn net.Conn) error { return inJob(conn, job) })
 	return func() {

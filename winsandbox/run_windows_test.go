@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -28,6 +29,106 @@ import (
 // setup` first, which the Windows CI workflow runs before its real runs;
 // so this test runs under Wine only.
 func TestWindowsRunUnderWine(t *testing.T) {
+	me := wineSetup(t)
+	// The real launcher fails there, and says so (not "success").
+	if _, _, err := startRunner(os.Args[0], OnlineUser, "x", `\\.\pipe\none`, `\\.\pipe\none`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") {
+		t.Errorf("CreateProcessWithLogonW under Wine: %v, want a failure that does not read as success", err)
+	}
+	w := New()
+	if err := w.Available(); err != nil {
+		t.Fatalf("Available after setup: %v", err)
+	}
+	project := tempDir(t)
+	tmp := filepath.Join(tempDir(t), "agentbox-"+me)
+	run := func(net plan.Network, command ...string) (int, string, error) {
+		p := winePlan(project, tmp, "RUN", net, command...)
+		if err := w.Complete(p); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		return wineRun(w, p)
+	}
+	open := plan.Network{Mode: plan.NetOpen}
+	code, out, err := run(open, "cmd", "/d", "/c", "echo hello from the box& exit 3")
+	if err != nil || code != 3 || !strings.Contains(out, "hello from the box") {
+		t.Errorf("run: status %d, output %q, error %v; want 3 and the greeting", code, out, err)
+	}
+	// The run's fresh folder was made for it (its ACL could not be set
+	// otherwise: the run would fail) and is gone after it.
+	if _, err := os.Stat(filepath.Join(tmp, "RUN")); !os.IsNotExist(err) {
+		t.Errorf("the run's fresh folder is still there after the run: %v", err)
+	}
+	code, _, err = run(open, "nosuch-agentbox-command")
+	var se *backend.StatusError
+	if code != 127 || err == nil || !strings.Contains(err.Error(), "command not found") || !errorsAs(err, &se) {
+		t.Errorf("missing command: status %d, error %v; want 127 with a StatusError", code, err)
+	}
+	// An allowlist run: the proxy listens for this run, and serves the
+	// command (a process of the run's job) by the plan's rules.
+	t.Setenv("AGENTBOX_TEST_PROXY_ASK", "denied.test:443")
+	code, out, err = run(plan.Network{Mode: plan.NetAllowlist, Allow: []string{"allowed.test"}}, os.Args[0], "-test.run=^$")
+	if err != nil || code != 0 || !strings.Contains(out, "403") {
+		t.Errorf("allowlist run: status %d, output %q, error %v; want the proxy's 403 for a host the plan does not allow", code, out, err)
+	}
+}
+
+// TestWindowsAllowlistRunsAtOnce: two allowlist runs planned at the same
+// time get a proxy port each (Complete reserves it: the port is in the
+// plan's HTTP_PROXY), run side by side, and each command is served by its
+// own run's proxy. There used to be one fixed port, and the second run
+// ended with status 125.
+func TestWindowsAllowlistRunsAtOnce(t *testing.T) {
+	me := wineSetup(t)
+	t.Setenv("AGENTBOX_TEST_PROXY_ASK", "denied.test:443")
+	type result struct {
+		code int
+		out  string
+		err  error
+	}
+	var ws [2]*Windows
+	var ps [2]*plan.Plan
+	for i := range ws {
+		ws[i] = New()
+		id := "RUN" + strconv.Itoa(i)
+		ps[i] = winePlan(tempDir(t), filepath.Join(tempDir(t), "agentbox-"+me), id,
+			plan.Network{Mode: plan.NetAllowlist, Allow: []string{"allowed.test"}}, os.Args[0], "-test.run=^$")
+		if err := ws[i].Complete(ps[i]); err != nil {
+			t.Fatalf("Complete %s: %v", id, err)
+		}
+	}
+	a, _ := SpecOf(ps[0])
+	b, _ := SpecOf(ps[1])
+	if a.ProxyPort == b.ProxyPort || !DefaultProxyRange.Holds(a.ProxyPort) || !DefaultProxyRange.Holds(b.ProxyPort) {
+		t.Fatalf("the two runs' proxy ports: %d and %d; want two different ports of %s", a.ProxyPort, b.ProxyPort, DefaultProxyRange)
+	}
+	results := make(chan result, 2)
+	for i := range ws {
+		go func() {
+			code, out, err := wineRun(ws[i], ps[i])
+			results <- result{code, out, err}
+		}()
+	}
+	for range ws {
+		select {
+		case r := <-results:
+			if r.err != nil || r.code != 0 || !strings.Contains(r.out, "403") {
+				t.Errorf("allowlist run: status %d, output %q, error %v; want its proxy's 403", r.code, r.out, r.err)
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the two allowlist runs did not end within 2 minutes")
+		}
+	}
+}
+
+// wineSetup makes what `agentbox setup` would (the setup record, this
+// user's passwords) in a ProgramData of the test's own, with the caller as
+// the sandbox users, and starts runners as the caller: Wine's
+// CreateProcessWithLogonW is a stub that fails without an error code, so
+// the runner (this test binary, see TestMain) is started the same way
+// otherwise: suspended, in the job. It returns the caller's SID. The tests
+// that use it run under Wine only: real Windows needs a real `agentbox
+// setup`, which the Windows CI workflow runs before its real runs.
+func wineSetup(t *testing.T) string {
+	t.Helper()
 	if !underWine() {
 		t.Skip("on real Windows the run path is exercised after a real `agentbox setup` (.github/workflows/windows.yml)")
 	}
@@ -35,8 +136,7 @@ func TestWindowsRunUnderWine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := tempDir(t)
-	t.Setenv("ProgramData", data)
+	t.Setenv("ProgramData", tempDir(t))
 	dir, err := machineDir()
 	if err != nil {
 		t.Fatal(err)
@@ -44,16 +144,13 @@ func TestWindowsRunUnderWine(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "acl"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rec := &record{Version: RecordVersion, ProxyPort: DefaultProxyPort, GroupSID: me, Users: map[string]string{OfflineUser: me, OnlineUser: me}}
+	rec := &record{Version: RecordVersion, ProxyPort: DefaultProxyPort, ProxyPorts: ProxyPorts, GroupSID: me, Users: map[string]string{OfflineUser: me, OnlineUser: me}}
 	if err := writeJSON(filepath.Join(dir, "setup.json"), rec); err != nil {
 		t.Fatal(err)
 	}
 	if err := savePasswords(map[string]string{OfflineUser: "Ab1!x", OnlineUser: "Ab1!x"}); err != nil {
 		t.Fatal(err)
 	}
-	// Wine's CreateProcessWithLogonW is a stub that fails without an error
-	// code; the runner (this test binary, see TestMain) is started as the
-	// caller instead, the same way otherwise: suspended, in the job.
 	launchRunner = func(exe, user, password, in, out string, job windows.Handle) (windows.Handle, uint32, error) {
 		line, err := CommandLine([]string{exe, RunnerArg, in, out, strconv.Itoa(os.Getpid())})
 		if err != nil {
@@ -73,69 +170,40 @@ func TestWindowsRunUnderWine(t *testing.T) {
 		return pi.Process, pi.ProcessId, nil
 	}
 	t.Cleanup(func() { launchRunner = startRunner })
-	// The real launcher fails there, and says so (not "success").
-	if _, _, err := startRunner(os.Args[0], OnlineUser, "x", `\.\pipe
-one`, `\.\pipe
-one`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") {
-		t.Errorf("CreateProcessWithLogonW under Wine: %v, want a failure that does not read as success", err)
+	return me
+}
+
+// winePlan is the plan of a run in project with its tmp folder a fresh
+// folder named id in tmp.
+func winePlan(project, tmp, id string, net plan.Network, command ...string) *plan.Plan {
+	return &plan.Plan{
+		GOOS: "windows", RunID: id, Enforce: plan.Require, Backend: "windows",
+		Command: command, Cwd: project,
+		Mounts: []plan.Mount{
+			{Stage: plan.StageRoot, Op: plan.ROBind, Path: "/", Access: plan.ReadOnly},
+			{Stage: plan.StageTmp, Op: plan.Bind, Source: filepath.Join(tmp, id), Path: "/tmp", Access: plan.ReadWrite},
+			{Stage: plan.StageWritable, Op: plan.Bind, Path: project, Access: plan.ReadWrite},
+		},
+		Tmp:     plan.Tmp{Mode: plan.TmpWorkspace, HostDir: filepath.Join(tmp, id)},
+		Prepare: []plan.Prepare{{Path: tmp, Mode: 0o700}, {Path: filepath.Join(tmp, id), Mode: 0o700, Fresh: true}},
+		Network: net,
+		Env:     plan.Env{Mode: "inherit"},
+		Environ: os.Environ(),
 	}
-	w := New()
-	if err := w.Available(); err != nil {
-		t.Fatalf("Available after setup: %v", err)
-	}
-	project := tempDir(t)
-	tmp := filepath.Join(tempDir(t), "agentbox-"+me)
-	run := func(net plan.Network, command ...string) (int, string, error) {
-		p := &plan.Plan{
-			GOOS: "windows", RunID: "RUN", Enforce: plan.Require, Backend: "windows",
-			Command: command, Cwd: project,
-			Mounts: []plan.Mount{
-				{Stage: plan.StageRoot, Op: plan.ROBind, Path: "/", Access: plan.ReadOnly},
-				{Stage: plan.StageTmp, Op: plan.Bind, Source: filepath.Join(tmp, "proj"), Path: "/tmp", Access: plan.ReadWrite},
-				{Stage: plan.StageWritable, Op: plan.Bind, Path: project, Access: plan.ReadWrite},
-			},
-			Tmp:     plan.Tmp{Mode: plan.TmpWorkspace, HostDir: filepath.Join(tmp, "proj")},
-			Prepare: []plan.Prepare{{Path: tmp, Mode: 0o700}, {Path: filepath.Join(tmp, "proj"), Mode: 0o700, Fresh: true}},
-			Network: net,
-			Env:     plan.Env{Mode: "inherit"},
-			Environ: os.Environ(),
-		}
-		if err := w.Complete(p); err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		stdin, stdinW, _ := os.Pipe()
-		stdinW.Close()
-		outR, outW, _ := os.Pipe()
-		got := make(chan string, 1)
-		go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
-		// The run path every run takes: the supervisor prepares the
-		// plan's folders once, then the backend runs.
-		code, err := supervise.Run(w, p, backend.Context{Stdin: stdin, Stdout: outW, Stderr: outW})
-		outW.Close()
-		return code, <-got, err
-	}
-	open := plan.Network{Mode: plan.NetOpen}
-	code, out, err := run(open, "cmd", "/d", "/c", "echo hello from the box& exit 3")
-	if err != nil || code != 3 || !strings.Contains(out, "hello from the box") {
-		t.Errorf("run: status %d, output %q, error %v; want 3 and the greeting", code, out, err)
-	}
-	// The run's fresh folder was made for it (its ACL could not be set
-	// otherwise: the run would fail) and is gone after it.
-	if _, err := os.Stat(filepath.Join(tmp, "proj")); !os.IsNotExist(err) {
-		t.Errorf("the run's fresh folder is still there after the run: %v", err)
-	}
-	code, _, err = run(open, "nosuch-agentbox-command")
-	var se *backend.StatusError
-	if code != 127 || err == nil || !strings.Contains(err.Error(), "command not found") || !errorsAs(err, &se) {
-		t.Errorf("missing command: status %d, error %v; want 127 with a StatusError", code, err)
-	}
-	// An allowlist run: the proxy listens for this run, and serves the
-	// command (a process of the run's job) by the plan's rules.
-	t.Setenv("AGENTBOX_TEST_PROXY_ASK", "denied.test:443")
-	code, out, err = run(plan.Network{Mode: plan.NetAllowlist, Allow: []string{"allowed.test"}}, os.Args[0], "-test.run=^$")
-	if err != nil || code != 0 || !strings.Contains(out, "403") {
-		t.Errorf("allowlist run: status %d, output %q, error %v; want the proxy's 403 for a host the plan does not allow", code, out, err)
-	}
+}
+
+// wineRun runs the completed plan p the way every run goes (the
+// supervisor prepares the plan's folders, then the backend runs) with an
+// empty stdin, and returns the status and the output.
+func wineRun(w *Windows, p *plan.Plan) (int, string, error) {
+	stdin, stdinW, _ := os.Pipe()
+	stdinW.Close()
+	outR, outW, _ := os.Pipe()
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
+	code, err := supervise.Run(w, p, backend.Context{Stdin: stdin, Stdout: outW, Stderr: outW})
+	outW.Close()
+	return code, <-got, err
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -366,7 +366,7 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the stored passwords: %w", err)
 	}
-	rec := &record{Version: RecordVersion, ProxyPort: port, GroupSID: gsid.String(), Users: map[string]string{}}
+	rec := &record{Version: RecordVersion, ProxyPort: port, ProxyPorts: ProxyPorts, GroupSID: gsid.String(), Users: map[string]string{}}
 	for _, u := range []string{OfflineUser, OnlineUser} {
 		pw, have := stored[u]
 		_, lookErr := lookupLocal(u)
@@ -402,14 +402,14 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 	if err := localPolicyTakesEffect(); err != nil {
 		return nil, fmt.Errorf("firewall: %w", err)
 	}
-	rules := FirewallRules(port)
+	rules := FirewallRules(rec.proxyRange())
 	if err := setFirewallRules(rules, rec.Users[OfflineUser]); err != nil {
 		return nil, fmt.Errorf("firewall: %w", err)
 	}
 	for _, r := range rules {
 		rec.Rules = append(rec.Rules, r.Name)
 	}
-	logf("firewall: %d rules for %s", len(rules), OfflineUser)
+	logf("firewall: %d rules for %s (loopback ports %s open for the proxies)", len(rules), OfflineUser, rec.proxyRange())
 	filters := WFPFilters()
 	if err := installWFP(filters, rec.Users[OfflineUser]); err != nil {
 		// The firewall rules hold without them; `setup --check` reports
@@ -498,7 +498,7 @@ func Check(w io.Writer) error {
 	rec, err := loadRecord()
 	if err != nil {
 		bad("%v", err)
-		rec = &record{Users: map[string]string{}, ProxyPort: DefaultProxyPort}
+		rec = &record{Users: map[string]string{}, ProxyPort: DefaultProxyPort, ProxyPorts: ProxyPorts}
 	} else {
 		ok("setup record version %d from %s", rec.Version, rec.Time.Format(time.RFC3339))
 	}
@@ -555,7 +555,7 @@ func Check(w io.Writer) error {
 	checkSecondaryLogon(bad, ok)
 	if sid := rec.Users[OfflineUser]; sid != "" {
 		n := len(problems)
-		for _, p := range checkFirewall(FirewallRules(rec.ProxyPort), sid) {
+		for _, p := range checkFirewall(FirewallRules(rec.proxyRange()), sid) {
 			bad("%s", p)
 		}
 		if len(problems) == n {
@@ -654,7 +654,7 @@ func doUninstall(logf func(string, ...any)) error {
 	if gsid != "" {
 		step("removing the ACEs runs wrote", removeAllACEs(gsid))
 	}
-	step("removing the firewall rules", removeFirewallRules(FirewallRules(DefaultProxyPort)))
+	step("removing the firewall rules", removeFirewallRules(FirewallRules(DefaultProxyRange)))
 	step("removing the WFP filters", removeWFP(WFPFilters()))
 	for _, u := range []string{OfflineUser, OnlineUser} {
 		if sid, err := lookupLocal(u); err == nil {

@@ -117,7 +117,7 @@ var cases = []struct {
 			plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: `C:\Users\me\.git-credentials`, Access: plan.Hidden, Origin: origin("default deny")},
 		)
 		return p
-	}, opts: Options{ProxyPort: 3128, ReadRoots: []string{`C:\Program Files\agentbox`, `C:\Users\me\AppData\Roaming\npm`}}},
+	}, opts: Options{ProxyPorts: PortRange{First: 3120, Count: 16}, ProxyPort: 3128, ReadRoots: []string{`C:\Program Files\agentbox`, `C:\Users\me\AppData\Roaming\npm`}}},
 	{name: "workspace-clean-env", plan: func() *plan.Plan {
 		p := base()
 		root := `C:\Users\me\agent-work`
@@ -266,7 +266,7 @@ func TestBuildEnv(t *testing.T) {
 			continue
 		}
 		p := tc.plan()
-		s, err := Build(p, Options{Exists: exists, ProxyPort: 3128})
+		s, err := Build(p, Options{Exists: exists, ProxyPorts: PortRange{First: 3128, Count: 1}, ProxyPort: 3128})
 		if err != nil {
 			t.Fatal(err)
 		}
