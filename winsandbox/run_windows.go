@@ -139,6 +139,11 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	if err != nil || userSID == "" {
 		return 125, fmt.Errorf("sandbox user %s: %v; run `agentbox setup`", spec.User, err)
 	}
+	if n, known := badPasswordCount(spec.User); known {
+		if err := logonGate(spec.User, n); err != nil {
+			return 125, err
+		}
+	}
 	// The folders agentbox owns exist by now, and are the user's own, not
 	// a link planted by someone else (supervise.Run prepared them) before
 	// an ACL is put on them.
@@ -186,7 +191,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	if err != nil {
 		windows.CloseHandle(toRunnerH)
 		windows.CloseHandle(fromRunnerH)
-		return 125, fmt.Errorf("starting the runner as %s: %w", spec.User, err)
+		return 125, fmt.Errorf("starting the runner as %s: %w", spec.User, logonError(spec.User, err))
 	}
 	defer windows.CloseHandle(proc)
 	if c.Started != nil {

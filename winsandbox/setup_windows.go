@@ -308,22 +308,51 @@ func saveMachinePasswords(pw map[string]string) error {
 	return writeJSON(filepath.Join(dir, "secrets.json"), raw)
 }
 
-// logsOn reports whether password logs user on. Setup calls it at most
-// once per user and run, so a wrong password cannot pile up failed logons
-// and lock the account.
-func logsOn(user, password string) bool {
+// logOn logs user on with password and logs it off again; the error is a
+// Windows error code. Setup calls it at most twice per user and run (the
+// stored password, then a new one), so a wrong password cannot pile up
+// failed logons and lock the account; a logon that succeeds also resets
+// the account's count of failed ones, which runs look at (logonGate).
+func logOn(user, password string) error {
 	name, _ := windows.UTF16PtrFromString(user)
 	dot, _ := windows.UTF16PtrFromString(".")
 	pw, err := windows.UTF16PtrFromString(password)
 	if err != nil {
-		return false
+		return err
 	}
 	tok, err := logonUser(name, dot, pw, logon32LogonInteractive, logon32ProviderDefault)
 	if err != nil {
-		return false
+		return err
 	}
 	tok.Close()
-	return true
+	return nil
+}
+
+// logonError is err, a failed logon of user, with what it means.
+func logonError(user string, err error) error {
+	var errno windows.Errno
+	if errors.As(err, &errno) {
+		if msg, ok := logonFailure(user, uint32(errno)); ok {
+			return fmt.Errorf("%s (%w)", msg, err)
+		}
+	}
+	return err
+}
+
+// badPasswordCount reads a sandbox user's count of failed logons since its
+// last good one without logging on (NetUserGetInfo level 2); known is
+// false when it cannot be read.
+func badPasswordCount(user string) (count uint32, known bool) {
+	name, err := windows.UTF16PtrFromString(user)
+	if err != nil {
+		return 0, false
+	}
+	var buf *byte
+	if windows.NetUserGetInfo(nil, name, 2, &buf) != nil {
+		return 0, false
+	}
+	defer windows.NetApiBufferFree(buf)
+	return (*userInfo2)(unsafe.Pointer(buf)).BadPwCount, true
 }
 
 // doSetup is setup's work, elevated. Every step is idempotent: an existing
@@ -370,7 +399,7 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 	for _, u := range []string{OfflineUser, OnlineUser} {
 		pw, have := stored[u]
 		_, lookErr := lookupLocal(u)
-		keep := have && lookErr == nil && logsOn(u, pw)
+		keep := have && lookErr == nil && logOn(u, pw) == nil
 		if !keep {
 			if pw, err = newPassword(); err != nil {
 				return nil, err
@@ -384,6 +413,14 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 		}
 		if err := ensureUser(u, pw, !keep); err != nil {
 			return nil, fmt.Errorf("user %s: %w", u, err)
+		}
+		// A new password is tried once: runs log on with it, and a good
+		// logon resets the failed ones the stale password left, which
+		// would otherwise keep every run from trying (logonGate).
+		if !keep {
+			if err := logOn(u, pw); err != nil {
+				return nil, fmt.Errorf("user %s: the new password does not log on: %w", u, logonError(u, err))
+			}
 		}
 		sid, err := lookupLocal(u)
 		if err != nil {
@@ -546,8 +583,8 @@ func Check(w io.Writer) error {
 			bad("user %s had %d failed logons since its last good one; not trying again (run `agentbox setup` to repair)", u, badCount)
 			continue
 		}
-		if !logsOn(u, password) {
-			bad("user %s does not log on with this user's stored password", u)
+		if err := logOn(u, password); err != nil {
+			bad("user %s does not log on with this user's stored password: %v", u, logonError(u, err))
 			continue
 		}
 		ok("user %s exists, is in %s, has a profile, and logs on with the stored password", u, GroupName)
