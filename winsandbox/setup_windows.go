@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -228,22 +229,41 @@ func relaunched(opts SetupOptions, uninstall bool) error {
 	return err
 }
 
-// qualified is name as this computer's account (COMPUTER\name), so a domain
-// account of the same name is never taken for it.
-func qualified(name string) string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return name
+// thisComputer is this computer's NetBIOS name and the SID of its account
+// domain, read once: the domain local accounts live in (see account.go).
+var thisComputer = sync.OnceValues(func() (netbios, domainSID string) {
+	buf := make([]uint16, 64)
+	n := uint32(len(buf))
+	reported := ""
+	if windows.GetComputerNameEx(windows.ComputerNameNetBIOS, &buf[0], &n) == nil {
+		reported = windows.UTF16ToString(buf[:n])
 	}
-	if i := strings.IndexByte(host, '.'); i > 0 {
-		host = host[:i]
+	host, _ := os.Hostname()
+	netbios = netbiosName(reported, host)
+	// Looked up by the computer's name, LookupAccountName answers with
+	// its account domain.
+	if netbios != "" {
+		if sid, _, t, err := windows.LookupSID("", netbios); err == nil && t == sidTypeDomain {
+			domainSID = sid.String()
+		}
 	}
-	return strings.ToUpper(host) + `\` + name
-}
+	return netbios, domainSID
+})
 
-func lookupLocal(name string) (*windows.SID, error) {
-	sid, _, _, err := windows.LookupSID("", qualified(name))
-	return sid, err
+// lookupLocal finds this computer's account name (a local group for
+// sidTypeAlias, a user for sidTypeUser) and checks it is this computer's
+// own (localAccount): a domain account or a well-known one of the same name
+// is never taken for it.
+func lookupLocal(name string, want uint32) (*windows.SID, error) {
+	netbios, domainSID := thisComputer()
+	sid, domain, t, err := windows.LookupSID("", accountName(netbios, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := localAccount(name, foundAccount{SID: sid.String(), Domain: domain, Type: t}, want, netbios, domainSID); err != nil {
+		return nil, err
+	}
+	return sid, nil
 }
 
 // privateDir holds what only administrators may read: the sandbox users'
@@ -368,7 +388,7 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 	if err := ensureGroup(); err != nil {
 		return nil, fmt.Errorf("group %s: %w", GroupName, err)
 	}
-	gsid, err := lookupLocal(GroupName)
+	gsid, err := lookupLocal(GroupName, sidTypeAlias)
 	if err != nil {
 		return nil, fmt.Errorf("looking up %s: %w", GroupName, err)
 	}
@@ -398,7 +418,7 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 	rec := &record{Version: RecordVersion, ProxyPort: port, ProxyPorts: ProxyPorts, GroupSID: gsid.String(), Users: map[string]string{}}
 	for _, u := range []string{OfflineUser, OnlineUser} {
 		pw, have := stored[u]
-		_, lookErr := lookupLocal(u)
+		_, lookErr := lookupLocal(u, sidTypeUser)
 		keep := have && lookErr == nil && logOn(u, pw) == nil
 		if !keep {
 			if pw, err = newPassword(); err != nil {
@@ -422,7 +442,7 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 				return nil, fmt.Errorf("user %s: the new password does not log on: %w", u, logonError(u, err))
 			}
 		}
-		sid, err := lookupLocal(u)
+		sid, err := lookupLocal(u, sidTypeUser)
 		if err != nil {
 			return nil, fmt.Errorf("looking up %s: %w", u, err)
 		}
@@ -504,10 +524,16 @@ func ensureUser(user, password string, reset bool) error {
 	} else if err != nil {
 		return fmt.Errorf("NetUserAdd: %w", err)
 	}
-	member, _ := windows.UTF16PtrFromString(qualified(user))
+	// The member is named by its SID (LOCALGROUP_MEMBERS_INFO_0), checked
+	// to be this computer's user, not by a name another domain could
+	// answer to.
+	sid, err := lookupLocal(user, sidTypeUser)
+	if err != nil {
+		return fmt.Errorf("looking up the new user: %w", err)
+	}
 	group, _ := windows.UTF16PtrFromString(GroupName)
-	m := localGroupMembersInfo3{DomainAndName: member}
-	if err := netLocalGroupAddMembers(group, 3, unsafe.Pointer(&m), 1); err != nil && err != windows.Errno(errorMemberInAlias) {
+	m := localGroupMembersInfo0{SID: sid}
+	if err := netLocalGroupAddMembers(group, 0, unsafe.Pointer(&m), 1); err != nil && err != windows.Errno(errorMemberInAlias) {
 		return fmt.Errorf("adding to %s: %w", GroupName, err)
 	}
 	k, _, err := registry.CreateKey(registry.LOCAL_MACHINE, specialAccounts, registry.SET_VALUE)
@@ -539,7 +565,7 @@ func Check(w io.Writer) error {
 	} else {
 		ok("setup record version %d from %s", rec.Version, rec.Time.Format(time.RFC3339))
 	}
-	if sid, err := lookupLocal(GroupName); err != nil {
+	if sid, err := lookupLocal(GroupName, sidTypeAlias); err != nil {
 		bad("group %s does not exist (%v)", GroupName, err)
 	} else if rec.GroupSID != "" && sid.String() != rec.GroupSID {
 		bad("group %s has SID %s, the setup record says %s", GroupName, sid, rec.GroupSID)
@@ -547,7 +573,7 @@ func Check(w io.Writer) error {
 		ok("group %s exists", GroupName)
 	}
 	for _, u := range []string{OfflineUser, OnlineUser} {
-		sid, err := lookupLocal(u)
+		sid, err := lookupLocal(u, sidTypeUser)
 		if err != nil {
 			bad("user %s does not exist (%v)", u, err)
 			continue
@@ -685,7 +711,7 @@ func doUninstall(logf func(string, ...any)) error {
 	gsid := ""
 	if rec, err := loadRecord(); err == nil {
 		gsid = rec.GroupSID
-	} else if sid, err := lookupLocal(GroupName); err == nil {
+	} else if sid, err := lookupLocal(GroupName, sidTypeAlias); err == nil {
 		gsid = sid.String()
 	}
 	if gsid != "" {
@@ -694,7 +720,7 @@ func doUninstall(logf func(string, ...any)) error {
 	step("removing the firewall rules", removeFirewallRules(FirewallRules(DefaultProxyRange)))
 	step("removing the WFP filters", removeWFP(WFPFilters()))
 	for _, u := range []string{OfflineUser, OnlineUser} {
-		if sid, err := lookupLocal(u); err == nil {
+		if sid, err := lookupLocal(u, sidTypeUser); err == nil {
 			err := deleteProfile(sid.String())
 			if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
 				err = nil

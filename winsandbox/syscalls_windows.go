@@ -162,8 +162,8 @@ type localGroupInfo1 struct {
 	Comment *uint16
 }
 
-// localGroupMembersInfo3 is LOCALGROUP_MEMBERS_INFO_3.
-type localGroupMembersInfo3 struct{ DomainAndName *uint16 }
+// localGroupMembersInfo0 is LOCALGROUP_MEMBERS_INFO_0: a member by SID.
+type localGroupMembersInfo0 struct{ SID *windows.SID }
 
 // localGroupUsersInfo0 is LOCALGROUP_USERS_INFO_0.
 type localGroupUsersInfo0 struct{ Name *uint16 }
