@@ -27,8 +27,14 @@ import (
 func machineFacts(p *plan.Plan) Options {
 	o := Options{Exists: fileExists, TempDir: os.TempDir()}
 	o.User, _ = currentUserSID()
-	if rec, err := loadRecord(); err == nil {
+	rec, err := loadRecord()
+	if err == nil {
 		o.ProxyPorts = rec.proxyRange()
+	}
+	// Read per run, not trusted from setup: the firewall can be turned
+	// off (by an antivirus) at any time after it.
+	if p.Network.Mode != plan.NetOpen {
+		o.Offline = offlineFacts(rec)
 	}
 	if exe, err := os.Executable(); err == nil {
 		o.ReadRoots = append(o.ReadRoots, filepath.Dir(exe))

@@ -62,6 +62,19 @@ func TestWindowsRunUnderWine(t *testing.T) {
 	if code != 127 || err == nil || !strings.Contains(err.Error(), "command not found") || !errorsAs(err, &se) {
 		t.Errorf("missing command: status %d, error %v; want 127 with a StatusError", code, err)
 	}
+	// Offline mode is read per run, and fails closed: Wine has no
+	// firewall to read, so the plan says offline mode is not enforced
+	// (under "require", backend selection refuses such a plan; this test
+	// runs the backend directly to go on).
+	p := winePlan(project, tmp, "RUN", plan.Network{Mode: plan.NetNone}, "cmd")
+	if err := w.Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Box.Rules {
+		if r.Rule == "network" && (r.Level != plan.NotEnforced || !strings.Contains(r.How, "state could not be read")) {
+			t.Errorf("network none with no firewall to read: %s: %s; want not-enforced, saying why", r.Level, r.How)
+		}
+	}
 	// An allowlist run: the proxy listens for this run, and serves the
 	// command (a process of the run's job) by the plan's rules.
 	t.Setenv("AGENTBOX_TEST_PROXY_ASK", "denied.test:443")

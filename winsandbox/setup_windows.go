@@ -456,17 +456,30 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 		}
 		logf("user %s (%s): ok, %s, never expires, hidden from sign-in, profile created", u, sid, state)
 	}
-	if err := localPolicyTakesEffect(); err != nil {
-		return nil, fmt.Errorf("firewall: %w", err)
+	// On a machine where group policy makes Windows ignore local firewall
+	// rules, setup still finishes: network "open" runs need no firewall.
+	// Offline mode is recorded as unavailable, and runs that need it are
+	// refused under "require" with the reason (offlineProblem).
+	if _, lp, err := firewallState(); err != nil {
+		rec.Offline = "the Windows Firewall's state could not be read: " + err.Error()
+	} else if lp != fwModifyStateOK {
+		rec.Offline = offlineProblem(OfflineFacts{LocalPolicyModifyState: lp})
 	}
 	rules := FirewallRules(rec.proxyRange())
 	if err := setFirewallRules(rules, rec.Users[OfflineUser]); err != nil {
-		return nil, fmt.Errorf("firewall: %w", err)
+		if rec.Offline == "" {
+			return nil, fmt.Errorf("firewall: %w", err)
+		}
+		logf("firewall: the rules for %s could not be set either: %v", OfflineUser, err)
+	} else {
+		for _, r := range rules {
+			rec.Rules = append(rec.Rules, r.Name)
+		}
+		logf("firewall: %d rules for %s (loopback ports %s open for the proxies)", len(rules), OfflineUser, rec.proxyRange())
 	}
-	for _, r := range rules {
-		rec.Rules = append(rec.Rules, r.Name)
+	if rec.Offline != "" {
+		logf("warning: offline mode (network \"none\" and \"allowlist\") is unavailable on this machine: %s; runs with network \"open\" work", rec.Offline)
 	}
-	logf("firewall: %d rules for %s (loopback ports %s open for the proxies)", len(rules), OfflineUser, rec.proxyRange())
 	filters := WFPFilters()
 	if err := installWFP(filters, rec.Users[OfflineUser]); err != nil {
 		// The firewall rules hold without them; `setup --check` reports
@@ -617,11 +630,19 @@ func Check(w io.Writer) error {
 	}
 	checkSecondaryLogon(bad, ok)
 	if sid := rec.Users[OfflineUser]; sid != "" {
-		n := len(problems)
-		for _, p := range checkFirewall(FirewallRules(rec.proxyRange()), sid) {
-			bad("%s", p)
-		}
-		if len(problems) == n {
+		fw := checkFirewall(FirewallRules(rec.proxyRange()), sid)
+		switch {
+		case rec.Offline != "":
+			// Setup could do nothing about it: not a problem to repair.
+			note("offline mode (network \"none\" and \"allowlist\") is unavailable on this machine: %s; runs with network \"open\" work", rec.Offline)
+			for _, p := range fw {
+				note("%s", p)
+			}
+		case len(fw) > 0:
+			for _, p := range fw {
+				bad("%s", p)
+			}
+		default:
 			ok("firewall: on for the active profiles, local rules take effect, %d rules read back for %s", len(rec.Rules), OfflineUser)
 		}
 		missing, err := checkWFP(WFPFilters())

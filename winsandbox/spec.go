@@ -91,6 +91,10 @@ type Options struct {
 	// User is the caller's SID; agentbox's folder in TempDir is named
 	// after it.
 	User string
+	// Offline is whether the offline user's firewall rules take effect on
+	// this machine now, read for runs that need that user; nil when it was
+	// not read (the spec is built from the plan alone).
+	Offline *OfflineFacts
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -433,7 +437,7 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 
 	s.Firewall = FirewallRules(ports)
 	s.Filters = WFPFilters()
-	s.Rules = append(s.Rules, networkRule(p, ports, port))
+	s.Rules = append(s.Rules, networkRule(p, ports, port, opts.Offline))
 	if p.Network.Mode == plan.NetAllowlist {
 		s.ProxyPort = port
 		if f := p.Network.Forwards(); len(f) > 0 {
@@ -463,8 +467,18 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 
 // networkRule says how the network mode is enforced on Windows, and what it
 // does not stop.
-func networkRule(p *plan.Plan, ports PortRange, port int) plan.RuleStatus {
+//
+// When the machine's facts show the offline user's rules would do nothing
+// (offlineProblem), offline mode is not enforced at all: under "require"
+// the run is refused with the reason, and `agentbox plan` says so.
+func networkRule(p *plan.Plan, ports PortRange, port int, offline *OfflineFacts) plan.RuleStatus {
 	r := plan.RuleStatus{Rule: "network", Path: p.Network.Mode}
+	if p.Network.Mode != plan.NetOpen && offline != nil {
+		if why := offlineProblem(*offline); why != "" {
+			r.Level, r.How = plan.NotEnforced, "offline mode cannot be kept here: "+why+"; runs with network \"open\" work"
+			return r
+		}
+	}
 	const leaks = "; not stopped: DNS lookups made for it by the DNS Client service, SMB (\\\\server\\share) through the kernel's redirector"
 	switch p.Network.Mode {
 	case plan.NetOpen:

@@ -50,7 +50,11 @@ type record struct {
 	Users      map[string]string `json:"users"` // name → SID
 	Rules      []string          `json:"rules"`
 	Filters    []string          `json:"wfp_filters"`
-	Time       time.Time         `json:"time"`
+	// Offline is why offline mode (network "none", "allowlist") is
+	// unavailable on this machine: local firewall rules do not take
+	// effect (group policy). "" when it is available.
+	Offline string    `json:"offline_unavailable,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 // proxyRange is the proxy ports setup opened.
