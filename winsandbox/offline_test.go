@@ -58,7 +58,8 @@ func TestNetworkRuleOffline(t *testing.T) {
 		{plan.NetNone, &OfflineFacts{}, plan.Weaker},
 		{plan.NetNone, nil, plan.Weaker},
 	} {
-		p := &plan.Plan{GOOS: "windows", Command: []string{"cmd"}, Cwd: `C:\proj`, Network: plan.Network{Mode: tc.mode}}
+		p := base()
+		p.Network.Mode = tc.mode
 		s, err := Build(p, Options{Offline: tc.offline})
 		if err != nil {
 			t.Fatal(err)

@@ -131,7 +131,8 @@ func TestProxyPorts(t *testing.T) {
 	if got := DefaultProxyRange.String(); got != "47080-47095" {
 		t.Errorf("DefaultProxyRange = %s", got)
 	}
-	p := &plan.Plan{GOOS: "windows", Command: []string{"cmd"}, Cwd: `C:\proj`, Network: plan.Network{Mode: plan.NetAllowlist}}
+	p := base()
+	p.Network.Mode = plan.NetAllowlist
 	if _, err := Build(p, Options{ProxyPort: 47096}); err == nil || !strings.Contains(err.Error(), "not one of the ports setup opened (47080-47095)") {
 		t.Errorf("a run's port outside the range: %v", err)
 	}

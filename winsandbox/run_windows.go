@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"time"
 	"unsafe"
@@ -22,8 +21,9 @@ import (
 )
 
 // machineFacts are what the spec needs from this machine: the proxy ports
-// setup opened, the runner's folder (agentbox.exe's), which the sandbox
-// users must be able to read, a file lookup, the caller's TEMP and SID.
+// setup opened, the runner (agentbox.exe), which the sandbox users must be
+// able to read, a file lookup, the caller's TEMP and SID, and for offline
+// runs the firewall's state.
 func machineFacts(p *plan.Plan) Options {
 	o := Options{Exists: fileExists, TempDir: os.TempDir()}
 	o.User, _ = currentUserSID()
@@ -37,7 +37,7 @@ func machineFacts(p *plan.Plan) Options {
 		o.Offline = offlineFacts(rec)
 	}
 	if exe, err := os.Executable(); err == nil {
-		o.ReadRoots = append(o.ReadRoots, filepath.Dir(exe))
+		o.Runner = exe
 	}
 	return o
 }
@@ -337,7 +337,13 @@ func startRunner(exe, user, password, in, out string, job windows.Handle) (windo
 		return 0, 0, err
 	}
 	cmd, _ := windows.UTF16PtrFromString(line)
-	cwd, _ := windows.UTF16PtrFromString(filepath.Dir(exe))
+	// The runner's folder may be one the sandbox user cannot open (it may
+	// read agentbox.exe alone): it starts in the system folder.
+	sysdir, err := windows.GetSystemDirectory()
+	if err != nil {
+		return 0, 0, err
+	}
+	cwd, _ := windows.UTF16PtrFromString(sysdir)
 	si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
 	var pi windows.ProcessInformation
 	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_NO_WINDOW | windows.CREATE_UNICODE_ENVIRONMENT)

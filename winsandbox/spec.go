@@ -75,12 +75,11 @@ type Options struct {
 	// ProxyPort is the port of this run's proxy (allowlist runs), one of
 	// ProxyPorts that Complete reserved; 0 means the first.
 	ProxyPort int
-	// ReadRoots are folders the sandbox group must be able to read although
-	// the plan does not name them: the folder of agentbox.exe (the runner).
-	// (Build adds the folder the command lives in.) Users' profiles are not
-	// readable by other users on Windows, so a program installed under the
-	// profile is invisible to the sandbox users without this.
-	ReadRoots []string
+	// Runner is agentbox.exe, which runs as the sandbox user: the sandbox
+	// group may read this file (only this file: readgrant.go). Users'
+	// profiles are not readable by other users on Windows, so a program
+	// there is invisible to the sandbox users without a grant.
+	Runner string
 	// Exists reports whether a file exists; Build uses it to resolve the
 	// command in the PATH of the command's environment. Nil leaves the
 	// command as given and lets the runner's CreateProcessAsUser search.
@@ -412,27 +411,24 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 			pin(dir, r.origin+" (keeps "+r.path+" from being moved away)")
 		}
 	}
-	reads := append([]string(nil), opts.ReadRoots...)
-	// The command's own folder: a tool installed in the caller's profile
-	// (npm's global folder) is invisible to the sandbox users without it.
+	// What the sandbox users must read besides the plan's paths: the
+	// runner, the command's program, a working directory outside the
+	// writable roots, each no broader than it must be (readgrant.go).
+	if opts.Runner != "" && !winAbs(opts.Runner) {
+		return nil, fmt.Errorf("runner %q is not an absolute Windows path", opts.Runner)
+	}
+	program := ""
 	if opts.Exists != nil {
 		if prog := lookPath(p.Command[0], p.Environ, opts.Exists); prog != "" && winAbs(prog) {
-			reads = append(reads, winDir(prog))
+			program = prog
 		}
 	}
-	if innermost(writable, p.Cwd) == "" {
-		reads = append(reads, p.Cwd)
+	grants, err := readGrants(opts.Runner, program, p.Cwd, p.Identity.Home, opts.TempDir, func(x string) bool { return innermost(writable, x) != "" })
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, r := range reads {
-		if !winAbs(r) {
-			return nil, fmt.Errorf("read root %q is not an absolute Windows path", r)
-		}
-		if seen[winKey(r)] || innermost(writable, r) != "" {
-			continue
-		}
-		seen[winKey(r)] = true
-		s.ACEs = append(s.ACEs, ACE{Path: r, Trustee: GroupName, Rights: RightsRead, Inherit: true, IfUsersCannotRead: true, Origin: "runner and command folders"})
+	for _, g := range grants {
+		s.ACEs = append(s.ACEs, ACE{Path: g.Path, Trustee: GroupName, Rights: RightsRead, Inherit: g.Folder, IfUsersCannotRead: true, Origin: g.Origin})
 	}
 
 	s.Firewall = FirewallRules(ports)

@@ -117,7 +117,7 @@ var cases = []struct {
 			plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: `C:\Users\me\.git-credentials`, Access: plan.Hidden, Origin: origin("default deny")},
 		)
 		return p
-	}, opts: Options{ProxyPorts: PortRange{First: 3120, Count: 16}, ProxyPort: 3128, ReadRoots: []string{`C:\Program Files\agentbox`, `C:\Users\me\AppData\Roaming\npm`}}},
+	}, opts: Options{ProxyPorts: PortRange{First: 3120, Count: 16}, ProxyPort: 3128, Runner: `C:\Program Files\agentbox\agentbox.exe`}},
 	{name: "workspace-clean-env", plan: func() *plan.Plan {
 		p := base()
 		root := `C:\Users\me\agent-work`
@@ -464,7 +464,7 @@ func TestWinPath(t *testing.T) {
 
 // fixedFacts are the machine facts of the test machine.
 func fixedFacts(*plan.Plan) Options {
-	return Options{Exists: exists, ReadRoots: []string{`C:\Program Files\agentbox`}, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001"}
+	return Options{Exists: exists, Runner: `C:\Program Files\agentbox\agentbox.exe`, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001"}
 }
 
 // TestCompleteRefusalIsNotUnusable: a command that is not found completes
