@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/supervise"
@@ -39,7 +41,92 @@ func machineFacts(p *plan.Plan) Options {
 	if exe, err := os.Executable(); err == nil {
 		o.Runner = exe
 	}
+	o.Git = readGitFacts(p.Environ, p.Identity.Home)
 	return o
+}
+
+// readGitFacts reads the caller's global git configuration (gitconfig.go):
+// the global files with the plain include.path files they name (at most
+// 8 deep, 1 MiB each), and the global ignore and attributes files.
+func readGitFacts(environ []string, home string) *GitFacts {
+	f := &GitFacts{}
+	config, xdgGit := gitGlobalFiles(environ, home)
+	var read func(path string, depth int)
+	read = func(path string, depth int) {
+		data, err := readSmall(path)
+		if err != nil || depth > 8 {
+			return
+		}
+		vars := hostexec.ParseConfig(data).Vars
+		for _, v := range vars {
+			f.Vars = append(f.Vars, v)
+			if v.Section == "include" && v.Sub == "" && v.Key == "path" && !v.Bool {
+				inc := strings.ReplaceAll(v.Value, "/", `\`)
+				if rest, ok := strings.CutPrefix(inc, `~\`); ok && home != "" {
+					inc = winJoin(home, rest)
+				} else if !winAbs(inc) {
+					inc = winJoin(winDir(path), inc)
+				}
+				read(inc, depth+1)
+			}
+		}
+	}
+	for _, c := range config {
+		read(c, 0)
+	}
+	ignore, attributes := gitSideFiles(f.Vars, xdgGit, home)
+	if data, err := readSmall(ignore); err == nil {
+		f.Ignore = string(data)
+	}
+	if data, err := readSmall(attributes); err == nil {
+		f.Attributes = string(data)
+	}
+	return f
+}
+
+// readSmall reads a regular file of at most 1 MiB.
+func readSmall(path string) ([]byte, error) {
+	if path == "" {
+		return nil, os.ErrNotExist
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return nil, fmt.Errorf("%s: not a small regular file", path)
+	}
+	return os.ReadFile(path)
+}
+
+// writeGitFiles writes the box's git configuration (spec.Git) into a new
+// folder of the box's temporary folder and returns the function that
+// removes it. The folder is made new (a name the box planted first is
+// not written into): then the box's git finds no configuration of the
+// caller's, as before, and the run goes on.
+func writeGitFiles(files []GitFile) func() {
+	if len(files) == 0 {
+		return func() {}
+	}
+	dir := winDir(files[0].Path)
+	if os.Mkdir(dir, 0o700) != nil {
+		return func() {}
+	}
+	for _, f := range files {
+		w, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			continue
+		}
+		w.WriteString(f.Content)
+		w.Close()
+	}
+	return func() {
+		// By name, one by one: what the box put there instead is its own.
+		for _, f := range files {
+			os.Remove(f.Path)
+		}
+		os.Remove(dir)
+	}
 }
 
 // reserveProxy listens on a free port of r for this run's allowlist
@@ -221,6 +308,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	fromRunner := os.NewFile(uintptr(fromRunnerH), outName)
 	defer fromRunner.Close()
 
+	defer writeGitFiles(spec.Git)()
 	req := spec.Spawn
 	req.Desktop = desktopName()
 	console, restore := consoleMode(c.Stdin, c.Stdout)

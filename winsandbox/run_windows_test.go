@@ -62,6 +62,25 @@ func TestWindowsRunUnderWine(t *testing.T) {
 	if code != 127 || err == nil || !strings.Contains(err.Error(), "command not found") || !errorsAs(err, &se) {
 		t.Errorf("missing command: status %d, error %v; want 127 with a StatusError", code, err)
 	}
+	// git in the box reads a global configuration of its own with the
+	// caller's identity, not the caller's profile (which the sandbox users
+	// cannot read), and none of the caller's other settings.
+	fakeHome := tempDir(t)
+	if err := os.WriteFile(filepath.Join(fakeHome, ".gitconfig"), []byte("[user]\n\tname = Ada Lovelace\n[credential]\n\thelper = secret-helper\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gp := winePlan(project, tmp, "RUN", open, "cmd", "/d", "/c", "type %GIT_CONFIG_GLOBAL%")
+	gp.Identity.Home = fakeHome
+	if err := w.Complete(gp); err != nil {
+		t.Fatal(err)
+	}
+	code, out, err = wineRun(w, gp)
+	if err != nil || code != 0 || !strings.Contains(out, "Ada Lovelace") || strings.Contains(out, "secret-helper") {
+		t.Errorf("the box's global git config: status %d, output %q, error %v; want the caller's user.name and no credential helper", code, out, err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "RUN")); !os.IsNotExist(err) {
+		t.Errorf("the run's folder (with the git config) is still there after the run: %v", err)
+	}
 	// Offline mode is read per run, and fails closed: Wine has no
 	// firewall to read, so the plan says offline mode is not enforced
 	// (under "require", backend selection refuses such a plan; this test

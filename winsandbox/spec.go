@@ -94,6 +94,9 @@ type Options struct {
 	// this machine now, read for runs that need that user; nil when it was
 	// not read (the spec is built from the plan alone).
 	Offline *OfflineFacts
+	// Git is the caller's global git configuration, of which the box's
+	// git gets a part (gitconfig.go); nil when it was not read.
+	Git *GitFacts
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -232,6 +235,9 @@ type Spec struct {
 	// Added are the variables the backend adds to the plan's environment
 	// (TEMP, TMP, the proxy, git's safe.directory), NAME=value.
 	Added []string `json:"added_env,omitempty"`
+	// Git are the files of the box's global git configuration, which Run
+	// writes into the box's temporary folder (gitconfig.go).
+	Git []GitFile `json:"git_files,omitempty"`
 	// Refuse, when set, says why the command cannot run at all.
 	Refuse *Refusal          `json:"refuse,omitempty"`
 	Spawn  SpawnRequest      `json:"spawn"`
@@ -446,6 +452,15 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		s.Spawn.RestrictingSIDs = append(s.Spawn.RestrictingSIDs, CapabilitySID(w.path))
 	}
 	s.Added = addedEnv(p, s, writable)
+	if s.Tmp != "" {
+		id := "agentbox-git"
+		if p.RunID != "" {
+			id += "-" + p.RunID
+		}
+		files, env := boxGit(p.Environ, opts.Git, winJoin(s.Tmp, id))
+		s.Git = files
+		s.Added = append(s.Added, env...)
+	}
 	env := spawnEnv(p, s)
 	s.Spawn.Cwd = p.Cwd
 	s.Spawn.Env = env

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -117,7 +118,8 @@ var cases = []struct {
 			plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: `C:\Users\me\.git-credentials`, Access: plan.Hidden, Origin: origin("default deny")},
 		)
 		return p
-	}, opts: Options{ProxyPorts: PortRange{First: 3120, Count: 16}, ProxyPort: 3128, Runner: `C:\Program Files\agentbox\agentbox.exe`}},
+	}, opts: Options{ProxyPorts: PortRange{First: 3120, Count: 16}, ProxyPort: 3128, Runner: `C:\Program Files\agentbox\agentbox.exe`,
+		Git: &GitFacts{Vars: hostexec.ParseConfig([]byte("[user]\n\tname = Me\n\temail = me@example.com\n[credential]\n\thelper = manager\n")).Vars, Ignore: ".env\n"}}},
 	{name: "workspace-clean-env", plan: func() *plan.Plan {
 		p := base()
 		root := `C:\Users\me\agent-work`
