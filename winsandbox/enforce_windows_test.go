@@ -214,6 +214,14 @@ func TestWindowsSIDBytes(t *testing.T) {
 // launcher), it is agentbox's runner.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == RunnerArg {
+		// TestWindowsRunnerCrashReported: the runner panics once its
+		// pipes work, in a goroutine (nothing recovers it).
+		if os.Getenv("AGENTBOX_TEST_RUNNER_CRASH") != "" {
+			runnerTestHook = func() {
+				go func() { panic("agentbox test: the runner crashes") }()
+				time.Sleep(time.Minute)
+			}
+		}
 		os.Exit(RunnerMain(os.Args[2:]))
 	}
 	// As a boxed command of an allowlist run: ask the proxy HTTP_PROXY

@@ -18,6 +18,7 @@ func TestRunnerExitReason(t *testing.T) {
 		{runnerFailure(runnerStageOut, 231), "the runner could not open its output pipe (Windows error 231)"},
 		{runnerFailure(runnerStageServer, 0), "the runner found a pipe server that is not agentbox"},
 		{runnerFailure(runnerStageArgs, 0), "the runner was started with the wrong arguments"},
+		{runnerFailure(runnerStageErr, 2), "the runner could not open its standard error pipe (Windows error 2)"},
 		{0xC0000142, "the runner exited with status 0xc0000142 before it connected"}, // STATUS_DLL_INIT_FAILED
 		{1, "the runner exited with status 0x1 before it connected"},
 	} {

@@ -270,7 +270,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		defer stop()
 	}
 
-	inName, outName := pipeName("in"), pipeName("out")
+	inName, outName, errName := pipeName("in"), pipeName("out"), pipeName("err")
 	toRunnerH, err := createPipe(inName, false, userSID)
 	if err != nil {
 		return 125, err
@@ -280,20 +280,28 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		windows.CloseHandle(toRunnerH)
 		return 125, err
 	}
-	proc, pid, err := launchRunner(exe, spec.User, password, inName, outName, job)
+	errH, err := createPipe(errName, true, userSID)
 	if err != nil {
 		windows.CloseHandle(toRunnerH)
 		windows.CloseHandle(fromRunnerH)
+		return 125, err
+	}
+	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, job)
+	if err != nil {
+		windows.CloseHandle(toRunnerH)
+		windows.CloseHandle(fromRunnerH)
+		windows.CloseHandle(errH)
 		return 125, fmt.Errorf("starting the runner as %s: %w", spec.User, logonError(spec.User, err))
 	}
 	defer windows.CloseHandle(proc)
 	if c.Started != nil {
 		c.Started(int(pid))
 	}
-	for _, h := range []windows.Handle{toRunnerH, fromRunnerH} {
+	for _, h := range []windows.Handle{errH, toRunnerH, fromRunnerH} {
 		if err := connectPipe(h, proc, pid, 30*time.Second); err != nil {
 			windows.CloseHandle(toRunnerH)
 			windows.CloseHandle(fromRunnerH)
+			windows.CloseHandle(errH)
 			if errors.Is(err, errRunnerGone) {
 				var code uint32
 				windows.GetExitCodeProcess(proc, &code)
@@ -307,6 +315,25 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	defer toRunner.Close()
 	fromRunner := os.NewFile(uintptr(fromRunnerH), outName)
 	defer fromRunner.Close()
+	// The runner's standard error, kept for when it breaks off.
+	var stderr said
+	stderrDone := make(chan struct{})
+	go func() {
+		f := os.NewFile(uintptr(errH), errName)
+		io.Copy(&stderr, f)
+		f.Close()
+		close(stderrDone)
+	}()
+	// broke is the error of a runner that broke off, with what it wrote:
+	// once it has exited its pipe ends, and all it wrote is there.
+	broke := func(err error) error {
+		windows.WaitForSingleObject(proc, 5000)
+		select {
+		case <-stderrDone:
+		case <-time.After(5 * time.Second):
+		}
+		return withSaid(err, stderr.String())
+	}
 
 	defer writeGitFiles(spec.Git)()
 	req := spec.Spawn
@@ -361,10 +388,10 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 			if windows.GetExitCodeProcess(proc, &code) == nil && code != 259 && code&0xff000000 == runnerFailBit {
 				return 125, errors.New(RunnerExitReason(code))
 			}
-			return 125, fmt.Errorf("runner: %w", err)
+			return 125, broke(fmt.Errorf("runner: %w", err))
 		}
 		if err := m.Apply(FromRunner, msg.Type); err != nil {
-			return 125, fmt.Errorf("runner broke the protocol: %w", err)
+			return 125, broke(fmt.Errorf("runner broke the protocol: %w", err))
 		}
 		switch msg.Type {
 		case TypeOutput:
@@ -412,7 +439,7 @@ var launchRunner = startRunner
 // and the secondary logon service grants the new logon access to them
 // (CreateProcessWithLogonW, remarks), whether agentbox runs on the
 // interactive desktop or in an SSH session.
-func startRunner(exe, user, password, in, out string, job windows.Handle) (windows.Handle, uint32, error) {
+func startRunner(exe, user, password string, pipes []string, job windows.Handle) (windows.Handle, uint32, error) {
 	u, _ := windows.UTF16PtrFromString(user)
 	dot, _ := windows.UTF16PtrFromString(".")
 	pw, err := windows.UTF16PtrFromString(password)
@@ -420,7 +447,7 @@ func startRunner(exe, user, password, in, out string, job windows.Handle) (windo
 		return 0, 0, err
 	}
 	app, _ := windows.UTF16PtrFromString(exe)
-	line, err := CommandLine([]string{exe, RunnerArg, in, out, strconv.Itoa(os.Getpid())})
+	line, err := CommandLine(append(append([]string{exe, RunnerArg}, pipes...), strconv.Itoa(os.Getpid())))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -31,7 +31,7 @@ import (
 func TestWindowsRunUnderWine(t *testing.T) {
 	me := wineSetup(t)
 	// The real launcher fails there, and says so (not "success").
-	if _, _, err := startRunner(os.Args[0], OnlineUser, "x", `\\.\pipe\none`, `\\.\pipe\none`, 0); err == nil || strings.Contains(err.Error(), "completed successfully") {
+	if _, _, err := startRunner(os.Args[0], OnlineUser, "x", []string{`\\.\pipe\none`, `\\.\pipe\none`, `\\.\pipe\none`}, 0); err == nil || strings.Contains(err.Error(), "completed successfully") {
 		t.Errorf("CreateProcessWithLogonW under Wine: %v, want a failure that does not read as success", err)
 	}
 	w := New()
@@ -151,6 +151,24 @@ func TestWindowsAllowlistRunsAtOnce(t *testing.T) {
 	}
 }
 
+// TestWindowsRunnerCrashReported: a runner that crashes is reported with
+// what it wrote (the panic and its goroutine), not as "runner: unexpected
+// EOF" alone.
+func TestWindowsRunnerCrashReported(t *testing.T) {
+	me := wineSetup(t)
+	t.Setenv("AGENTBOX_TEST_RUNNER_CRASH", "1")
+	w := New()
+	p := winePlan(tempDir(t), filepath.Join(tempDir(t), "agentbox-"+me), "RUN", plan.Network{Mode: plan.NetOpen}, "cmd", "/d", "/c", "exit 0")
+	if err := w.Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := wineRun(w, p)
+	if code != 125 || err == nil || !strings.Contains(err.Error(), "the runner wrote:") ||
+		!strings.Contains(err.Error(), "panic: agentbox test: the runner crashes") || !strings.Contains(err.Error(), "goroutine") {
+		t.Errorf("a crashing runner: status %d, error %v; want 125 and the runner's report", code, err)
+	}
+}
+
 // wineSetup makes what `agentbox setup` would (the setup record, this
 // user's passwords) in a ProgramData of the test's own, with the caller as
 // the sandbox users, and starts runners as the caller: Wine's
@@ -183,8 +201,8 @@ func wineSetup(t *testing.T) string {
 	if err := savePasswords(map[string]string{OfflineUser: "Ab1!x", OnlineUser: "Ab1!x"}); err != nil {
 		t.Fatal(err)
 	}
-	launchRunner = func(exe, user, password, in, out string, job windows.Handle) (windows.Handle, uint32, error) {
-		line, err := CommandLine([]string{exe, RunnerArg, in, out, strconv.Itoa(os.Getpid())})
+	launchRunner = func(exe, user, password string, pipes []string, job windows.Handle) (windows.Handle, uint32, error) {
+		line, err := CommandLine(append(append([]string{exe, RunnerArg}, pipes...), strconv.Itoa(os.Getpid())))
 		if err != nil {
 			return 0, 0, err
 		}
