@@ -286,7 +286,22 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		windows.CloseHandle(fromRunnerH)
 		return 125, err
 	}
-	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, job)
+	// The window station and desktop: agentbox's own on the interactive
+	// desktop; a private one elsewhere (station.go).
+	desktop, runnerDesktop := desktopName(), ""
+	if st, flags, session, known := processStation(); needPrivateStation(st, flags, session, known) {
+		me, _ := currentUserSID()
+		d, closeDesktop, err := privateDesktop(stationSDDL(rec.GroupSID, me, spec.Spawn.RestrictingSIDs))
+		if err != nil {
+			windows.CloseHandle(toRunnerH)
+			windows.CloseHandle(fromRunnerH)
+			windows.CloseHandle(errH)
+			return 125, fmt.Errorf("agentbox runs on window station %q, not the interactive one (an SSH session or a service), where the sandbox user's programs cannot start, and a private one could not be made: %w; run agentbox from a desktop session", st, err)
+		}
+		defer closeDesktop()
+		desktop, runnerDesktop = d, d
+	}
+	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, runnerDesktop, job)
 	if err != nil {
 		windows.CloseHandle(toRunnerH)
 		windows.CloseHandle(fromRunnerH)
@@ -337,7 +352,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 
 	defer writeGitFiles(spec.Git)()
 	req := spec.Spawn
-	req.Desktop = desktopName()
+	req.Desktop = desktop
 	console, restore := consoleMode(c.Stdin, c.Stdout)
 	defer restore()
 	if console {
@@ -434,12 +449,13 @@ var launchRunner = startRunner
 
 // startRunner starts agentbox in runner mode as the sandbox user, suspended,
 // puts it in job and resumes it. LOGON_WITH_PROFILE loads the user's profile
-// so HKCU and %USERPROFILE% exist for the tools it runs. lpDesktop is left
-// empty: the new process gets agentbox's own window station and desktop,
-// and the secondary logon service grants the new logon access to them
-// (CreateProcessWithLogonW, remarks), whether agentbox runs on the
-// interactive desktop or in an SSH session.
-func startRunner(exe, user, password string, pipes []string, job windows.Handle) (windows.Handle, uint32, error) {
+// so HKCU and %USERPROFILE% exist for the tools it runs. desktop is ""
+// on the interactive desktop: the new process gets agentbox's own window
+// station and desktop, and the Secondary Logon service grants the new
+// logon access to them (CreateProcessWithLogonW, remarks). Elsewhere (an
+// SSH session, a service) it does not, and desktop is the run's private
+// one (station.go), whose DACL grants the sandbox group.
+func startRunner(exe, user, password string, pipes []string, desktop string, job windows.Handle) (windows.Handle, uint32, error) {
 	u, _ := windows.UTF16PtrFromString(user)
 	dot, _ := windows.UTF16PtrFromString(".")
 	pw, err := windows.UTF16PtrFromString(password)
@@ -460,6 +476,13 @@ func startRunner(exe, user, password string, pipes []string, job windows.Handle)
 	}
 	cwd, _ := windows.UTF16PtrFromString(sysdir)
 	si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
+	if desktop != "" {
+		// Named explicitly, the desktop gets no grant from the Secondary
+		// Logon service: a private one grants the sandbox group itself.
+		if si.Desktop, err = windows.UTF16PtrFromString(desktop); err != nil {
+			return 0, 0, err
+		}
+	}
 	var pi windows.ProcessInformation
 	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_NO_WINDOW | windows.CREATE_UNICODE_ENVIRONMENT)
 	if err := createProcessWithLogon(u, dot, pw, logonWithProfile, app, cmd, flags, nil, cwd, si, &pi); err != nil {

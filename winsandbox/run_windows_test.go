@@ -31,7 +31,7 @@ import (
 func TestWindowsRunUnderWine(t *testing.T) {
 	me := wineSetup(t)
 	// The real launcher fails there, and says so (not "success").
-	if _, _, err := startRunner(os.Args[0], OnlineUser, "x", []string{`\\.\pipe\none`, `\\.\pipe\none`, `\\.\pipe\none`}, 0); err == nil || strings.Contains(err.Error(), "completed successfully") {
+	if _, _, err := startRunner(os.Args[0], OnlineUser, "x", []string{`\\.\pipe\none`, `\\.\pipe\none`, `\\.\pipe\none`}, "", 0); err == nil || strings.Contains(err.Error(), "completed successfully") {
 		t.Errorf("CreateProcessWithLogonW under Wine: %v, want a failure that does not read as success", err)
 	}
 	w := New()
@@ -201,7 +201,7 @@ func wineSetup(t *testing.T) string {
 	if err := savePasswords(map[string]string{OfflineUser: "Ab1!x", OnlineUser: "Ab1!x"}); err != nil {
 		t.Fatal(err)
 	}
-	launchRunner = func(exe, user, password string, pipes []string, job windows.Handle) (windows.Handle, uint32, error) {
+	launchRunner = func(exe, user, password string, pipes []string, desktop string, job windows.Handle) (windows.Handle, uint32, error) {
 		line, err := CommandLine(append(append([]string{exe, RunnerArg}, pipes...), strconv.Itoa(os.Getpid())))
 		if err != nil {
 			return 0, 0, err
@@ -209,6 +209,9 @@ func wineSetup(t *testing.T) string {
 		app, _ := windows.UTF16PtrFromString(exe)
 		cmd, _ := windows.UTF16PtrFromString(line)
 		si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
+		if desktop != "" {
+			si.Desktop, _ = windows.UTF16PtrFromString(desktop)
+		}
 		var pi windows.ProcessInformation
 		if err := windows.CreateProcess(app, cmd, nil, nil, false, windows.CREATE_SUSPENDED|windows.CREATE_NO_WINDOW, nil, nil, si, &pi); err != nil {
 			return 0, 0, err
