@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agentbox/agentbox/plan"
@@ -70,12 +71,37 @@ func (w *Windows) Complete(p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
+	keepAfterRun(p)
 	box := boxOf(p, s)
 	if box.Detail, err = json.Marshal(s); err != nil {
 		return err
 	}
 	p.Box = box
 	return nil
+}
+
+// keepAfterRun says how the Windows run keeps the guards the registry
+// could not keep with ACEs (plan.KeepNone: what does not exist carries no
+// ACE, and what lies in a folder a package manager replaces must stay
+// changeable): supervise's Windows after-run check moves away what the
+// box made where nothing was (checked), and puts back what was recorded
+// before the run (restored). A new list, not changed entries: backend
+// selection undoes a candidate's Complete by restoring the plan's fields.
+func keepAfterRun(p *plan.Plan) {
+	guards := slices.Clone(p.HostExec.Guards)
+	for i, g := range guards {
+		if g.Keep != plan.KeepNone {
+			continue
+		}
+		if g.Kind == plan.KindMissing {
+			guards[i].Keep = plan.KeepChecked
+			guards[i].Note = "does not exist: what the box makes here is moved away after the run (on Windows nothing stands in for it during the run)"
+		} else {
+			guards[i].Keep = plan.KeepRestored
+			guards[i].Note = "the box may change it: recorded before the run, and put back after it"
+		}
+	}
+	p.HostExec.Guards = guards
 }
 
 func appendPrepare(list []plan.Prepare, d plan.Prepare) []plan.Prepare {

@@ -253,6 +253,10 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		return 125, err
 	}
 	defer windows.CloseHandle(job)
+	// Every process of the run has ended when Run returns: the after-run
+	// check (package supervise) comes next, and nothing of the box may
+	// change a file behind it.
+	defer endJob(job, c)
 
 	if spec.ProxyPort != 0 {
 		ln, ok := w.proxy.(net.Listener)
@@ -584,6 +588,29 @@ func inJob(conn net.Conn, job windows.Handle) error {
 		}
 	}
 	return fmt.Errorf("process %d is not part of this run", pid)
+}
+
+// endJob ends every process in job and waits, at most 30 seconds, until
+// none is left; a process that outlives the wait is reported.
+func endJob(job windows.Handle, c *backend.Context) {
+	windows.TerminateJobObject(job, 1)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var info struct {
+			TotalUserTime, TotalKernelTime, ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime int64
+			TotalPageFaultCount, TotalProcesses, ActiveProcesses, TotalTerminatedProcesses     uint32
+		}
+		err := windows.QueryInformationJobObject(job, windows.JobObjectBasicAccountingInformation,
+			uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info)), nil)
+		if err != nil || info.ActiveProcesses == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("%d processes of the run were still ending 30 s after agentbox ended them", info.ActiveProcesses)})
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // jobPIDs lists the processes in a job (nested jobs included).

@@ -554,3 +554,29 @@ func TestCompletePrivateTmp(t *testing.T) {
 		t.Errorf("prepare (-want +got):\n%s", diff)
 	}
 }
+
+// TestKeepAfterRun: the guards the registry could not keep with ACEs on
+// Windows (plan.KeepNone) are marked as what the Windows after-run check
+// does with them, so `agentbox plan` never says "not covered" for them.
+func TestKeepAfterRun(t *testing.T) {
+	p := base()
+	p.HostExec.Guards = []plan.Guard{
+		{Path: `C:\Users\me\proj\.git\hooks`, Kind: plan.KindDir, Keep: plan.KeepReadOnly},
+		{Path: `C:\Users\me\proj\.claude`, Kind: plan.KindMissing, Keep: plan.KeepNone},
+		{Path: `C:\Users\me\proj\node_modules\.bin\x`, Kind: plan.KindFile, Keep: plan.KeepNone},
+	}
+	before := p.HostExec.Guards
+	if err := (&Windows{Facts: fixedFacts}).Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	var got []plan.Keep
+	for _, g := range p.HostExec.Guards {
+		got = append(got, g.Keep)
+	}
+	if diff := cmp.Diff([]plan.Keep{plan.KeepReadOnly, plan.KeepChecked, plan.KeepRestored}, got); diff != "" {
+		t.Errorf("keeps (-want +got):\n%s", diff)
+	}
+	if before[1].Keep != plan.KeepNone {
+		t.Error("Complete changed the guards' list in place (backend selection could not undo it)")
+	}
+}
