@@ -464,9 +464,12 @@ func TestWinPath(t *testing.T) {
 	}
 }
 
-// fixedFacts are the machine facts of the test machine.
+// fixedFacts are the machine facts of the test machine, with the proxy
+// port Complete would otherwise reserve on Windows (a free one, which
+// differs from run to run).
 func fixedFacts(*plan.Plan) Options {
-	return Options{Exists: exists, Runner: `C:\Program Files\agentbox\agentbox.exe`, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001"}
+	return Options{Exists: exists, Runner: `C:\Program Files\agentbox\agentbox.exe`, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001",
+		ProxyPort: DefaultProxyPort}
 }
 
 // TestCompleteRefusalIsNotUnusable: a command that is not found completes
