@@ -316,33 +316,12 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	if c.Started != nil {
 		c.Started(int(pid))
 	}
-	for _, h := range []windows.Handle{errH, toRunnerH, fromRunnerH} {
-		if err := connectPipe(h, proc, pid, 30*time.Second); err != nil {
-			windows.CloseHandle(toRunnerH)
-			windows.CloseHandle(fromRunnerH)
-			windows.CloseHandle(errH)
-			if errors.Is(err, errRunnerGone) {
-				var code uint32
-				windows.GetExitCodeProcess(proc, &code)
-				return 125, errors.New(RunnerExitReason(code))
-			}
-			windows.TerminateProcess(proc, 1)
-			return 125, fmt.Errorf("runner pipes: %w", err)
-		}
-	}
-	toRunner := os.NewFile(uintptr(toRunnerH), inName)
-	defer toRunner.Close()
-	fromRunner := os.NewFile(uintptr(fromRunnerH), outName)
-	defer fromRunner.Close()
-	// The runner's standard error, kept for when it breaks off.
+	// The runner's standard error first: from the moment it is connected,
+	// whatever the runner writes there is kept, and every failure of the
+	// runner after that is reported with it (a runner that crashes early
+	// closes its other pipes before agentbox is done connecting them).
 	var stderr said
 	stderrDone := make(chan struct{})
-	go func() {
-		f := os.NewFile(uintptr(errH), errName)
-		io.Copy(&stderr, f)
-		f.Close()
-		close(stderrDone)
-	}()
 	// broke is the error of a runner that broke off, with what it wrote:
 	// once it has exited its pipe ends, and all it wrote is there.
 	broke := func(err error) error {
@@ -353,6 +332,35 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		}
 		return withSaid(err, stderr.String())
 	}
+	for i, h := range []windows.Handle{errH, toRunnerH, fromRunnerH} {
+		if err := connectPipe(h, proc, pid, 30*time.Second); err != nil {
+			windows.CloseHandle(toRunnerH)
+			windows.CloseHandle(fromRunnerH)
+			if i == 0 {
+				windows.CloseHandle(errH)
+				close(stderrDone)
+			}
+			if errors.Is(err, errRunnerGone) {
+				var code uint32
+				windows.GetExitCodeProcess(proc, &code)
+				return 125, broke(errors.New(RunnerExitReason(code)))
+			}
+			windows.TerminateProcess(proc, 1)
+			return 125, broke(fmt.Errorf("runner pipes: %w", err))
+		}
+		if i == 0 {
+			go func() {
+				f := os.NewFile(uintptr(errH), errName)
+				io.Copy(&stderr, f)
+				f.Close()
+				close(stderrDone)
+			}()
+		}
+	}
+	toRunner := os.NewFile(uintptr(toRunnerH), inName)
+	defer toRunner.Close()
+	fromRunner := os.NewFile(uintptr(fromRunnerH), outName)
+	defer fromRunner.Close()
 
 	defer writeGitFiles(spec.Git)()
 	req := spec.Spawn
@@ -371,7 +379,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		return WriteMessage(toRunner, msg)
 	}
 	if err := send(&Message{Type: TypeSpawn, Spawn: &req}); err != nil {
-		return 125, err
+		return 125, broke(fmt.Errorf("runner: %w", err))
 	}
 	go func() {
 		buf := make([]byte, MaxChunk)
