@@ -165,6 +165,13 @@ type localGroupInfo1 struct {
 // localGroupMembersInfo0 is LOCALGROUP_MEMBERS_INFO_0: a member by SID.
 type localGroupMembersInfo0 struct{ SID *windows.SID }
 
+// jobAccounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION: how many
+// processes a job still holds, among others.
+type jobAccounting struct {
+	TotalUserTime, TotalKernelTime, ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime int64
+	TotalPageFaultCount, TotalProcesses, ActiveProcesses, TotalTerminatedProcesses     uint32
+}
+
 // localGroupUsersInfo0 is LOCALGROUP_USERS_INFO_0.
 type localGroupUsersInfo0 struct{ Name *uint16 }
 
