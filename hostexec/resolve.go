@@ -703,6 +703,9 @@ func (r *resolver) finish() {
 		if r.coveredByParent(p) && g.Keep != plan.KeepRestored {
 			continue
 		}
+		if r.in.GOOS != "linux" && (g.Keep == plan.KeepPathDir || g.Keep == plan.KeepPthDir) {
+			continue // watched by the Linux after-run check only
+		}
 		if r.in.GOOS != "linux" && g.Keep != plan.KeepReadOnly {
 			g.Keep = plan.KeepNone
 			g.Note = "the after-run check runs on Linux only"

@@ -31,6 +31,7 @@ type checker struct {
 	reported map[string]bool
 	q        string // the run's quarantine folder, made on first use
 	n        int
+	failures []string // what stopped the check from finishing
 }
 
 // key is the comparison form of a Windows path: NTFS compares names
@@ -38,10 +39,11 @@ type checker struct {
 func key(p string) string { return strings.ToLower(filepath.Clean(p)) }
 
 // check runs the after-run check of a run whose plan's registry part is h,
-// with recs the guards recorded before it.
-func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
+// with recs the guards recorded before it. An error is a check that could
+// not finish (*CheckError).
+func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) error {
 	if len(h.Roots) == 0 {
-		return
+		return nil
 	}
 	c := &checker{h: h, run: run, ev: ev, guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[string]bool{}, reported: map[string]bool{}}
 	for _, g := range h.Guards {
@@ -53,6 +55,10 @@ func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
 	c.restore(recs)
 	c.created()
 	c.search()
+	if len(c.failures) > 0 {
+		return &CheckError{Run: run, Failures: c.failures, State: h.State}
+	}
+	return nil
 }
 
 // note reports something the check did, once per path and action.
@@ -68,6 +74,13 @@ func (c *checker) note(p, rule, action, detail string) {
 // warn reports something the check could not do.
 func (c *checker) warn(p, rule, detail string) {
 	c.note(p, rule, "failed", detail+"; do not run "+program(rule)+" there before you have looked")
+}
+
+// fail reports something the check could not do that may leave what the
+// box planted where a host program finds it: the check has not finished.
+func (c *checker) fail(p, rule, detail string) {
+	c.warn(p, rule, detail)
+	c.failures = append(c.failures, event.Escape(p)+": "+detail)
 }
 
 // program is the host program a rule is about ("git", "claude").
@@ -185,67 +198,44 @@ func (c *checker) search() {
 		firsts[strings.ToLower(first)] = true
 	}
 	f := found{controls: map[string][]string{}}
-	// The box may have made the tree larger than the search before the
-	// run allowed; the search after it goes further before it gives up
-	// (and says so).
-	limit := c.h.Limit
-	if limit <= 0 {
-		limit = hostexec.DefaultLimit
-	}
-	limit *= 4
-	n := 0
+	// No shortcut concludes "nothing here": a folder shaped like a git
+	// folder is searched too, there is no bound on the number of files,
+	// and a folder that cannot be listed makes the check fail. Depth is
+	// bounded only by what a path can hold.
 	for _, root := range plan.Outermost(c.h.Roots) {
 		var walk func(dir string, depth int) error
 		walk = func(dir string, depth int) error {
-			if depth > 512 {
-				return &hostexec.LimitError{Root: root, Limit: limit, At: dir}
+			if depth > 4096 {
+				return fmt.Errorf("%s is more than 4096 folders deep", dir)
 			}
 			list, err := os.ReadDir(dir)
 			if err != nil {
-				if dir != root && !errors.Is(err, fs.ErrNotExist) {
-					c.warn(dir, "git repositories and control files", "could not be searched after the run: "+err.Error())
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
 				}
-				return nil
+				return fmt.Errorf("listing %s: %w", dir, err)
 			}
-			var entries []hostexec.Entry
-			for _, e := range list {
-				n++
-				if n > limit {
-					return &hostexec.LimitError{Root: root, Limit: limit, At: dir}
-				}
-				t := hostexec.TypeOther
-				switch k := kindOf(e.Type()); k {
-				case plan.KindSymlink:
-					t = hostexec.TypeSymlink
-				case plan.KindDir:
-					t = hostexec.TypeDir
-				case plan.KindFile:
-					t = hostexec.TypeFile
-				}
-				entries = append(entries, hostexec.Entry{Name: e.Name(), Type: t})
-			}
-			if dir != root && hostexec.IsBare(entries) {
-				f.bare = append(f.bare, dir)
-				return nil
-			}
+			has := map[string]bool{}
 			var sub []string
-			for _, e := range entries {
-				name := strings.ToLower(e.Name)
+			for _, e := range list {
+				name := strings.ToLower(e.Name())
+				has[name] = true
+				k := kindOf(e.Type())
 				switch {
 				case name == ".git":
 					f.repos = append(f.repos, dir)
 				case firsts[name]:
-					f.controls[dir] = append(f.controls[dir], e.Name)
-				case e.Type == hostexec.TypeSymlink:
-					f.links = append(f.links, filepath.Join(dir, e.Name))
-				case e.Type == hostexec.TypeDir:
-					sub = append(sub, filepath.Join(dir, e.Name))
+					f.controls[dir] = append(f.controls[dir], e.Name())
 				}
-				// A control folder is searched too (a repository may
-				// lie in it), and kept whole by its guard when it is one.
-				if firsts[name] && e.Type == hostexec.TypeDir {
-					sub = append(sub, filepath.Join(dir, e.Name))
+				switch k {
+				case plan.KindSymlink:
+					f.links = append(f.links, filepath.Join(dir, e.Name()))
+				case plan.KindDir:
+					sub = append(sub, filepath.Join(dir, e.Name()))
 				}
+			}
+			if dir != root && has["head"] && (has["objects"] && has["refs"] || has["commondir"]) {
+				f.bare = append(f.bare, dir)
 			}
 			for _, s := range sub {
 				if err := walk(s, depth+1); err != nil {
@@ -255,7 +245,7 @@ func (c *checker) search() {
 			return nil
 		}
 		if err := walk(root, 0); err != nil {
-			c.warn(root, "git repositories and control files", "not searched to the end: "+err.Error())
+			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
 		}
 	}
 	for _, l := range f.links {

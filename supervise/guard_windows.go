@@ -58,7 +58,9 @@ type pendingRecord struct {
 // record of the guards kept by restoring.
 func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 	g := &runGuard{p: p, ev: ev}
-	recoverPending(p.HostExec.State, p.RunID, ev)
+	if err := recoverPending(p.HostExec.State, p.RunID, ev); err != nil {
+		return nil, err
+	}
 	if err := Prepare(p); err != nil {
 		return nil, err
 	}
@@ -98,10 +100,15 @@ func (g *runGuard) started(pid int) {}
 // prepared is nil: the folders are not pinned by descriptor here.
 func (g *runGuard) prepared() map[string]*os.File { return nil }
 
-// check is the after-run check; every process of the run has ended.
-func (g *runGuard) check() {
-	check(&g.p.HostExec, g.p.RunID, g.recs, g.ev)
+// check is the after-run check; every process of the run has ended. When
+// it cannot finish, the pending record stays for the next run.
+func (g *runGuard) check() error {
+	if err := check(&g.p.HostExec, g.p.RunID, g.recs, g.ev); err != nil {
+		g.done = true // keeps the record
+		return err
+	}
 	g.release()
+	return nil
 }
 
 // release removes the pending record once the check is done (or when the
@@ -117,18 +124,21 @@ func (g *runGuard) release() {
 }
 
 // Recover does the after-run check of every run whose agentbox was killed
-// before it could (its pending record is left, and its process is gone).
-func Recover(state string, ev event.Emitter) { recoverPending(state, "", ev) }
+// before it could, or whose check could not finish (its pending record is
+// left, and its process is gone). An error is a check that still cannot
+// finish: the run must not start.
+func Recover(state string, ev event.Emitter) error { return recoverPending(state, "", ev) }
 
-func recoverPending(state, self string, ev event.Emitter) {
+func recoverPending(state, self string, ev event.Emitter) error {
 	if state == "" {
-		return
+		return nil
 	}
 	dir := filepath.Join(state, "pending")
 	names, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return nil
 	}
+	var failed error
 	for _, n := range names {
 		run, ok := strings.CutSuffix(n.Name(), ".json")
 		if !ok || run == safeRun(self) {
@@ -147,10 +157,16 @@ func recoverPending(state, self string, ev event.Emitter) {
 		if alive(rec.PID, rec.Started) {
 			continue
 		}
-		ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("run %s ended without its after-run check (agentbox was killed): doing it now", rec.Run)})
-		check(&rec.HostExec, rec.Run, rec.Records, ev)
+		ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("run %s ended without a finished after-run check (agentbox was killed, or the check could not finish): doing it now", rec.Run)})
+		if err := check(&rec.HostExec, rec.Run, rec.Records, ev); err != nil {
+			if failed == nil {
+				failed = err
+			}
+			continue
+		}
 		os.Remove(path)
 	}
+	return failed
 }
 
 // safeRun is a run ID as a file name.
