@@ -31,7 +31,9 @@ type Own struct {
 
 // Input is the world the resolver looks at.
 type Input struct {
-	// GOOS decides what the after-run check can do: it runs on Linux only.
+	// GOOS decides what the after-run check can do: placeholders and the
+	// watched folders (path dir, pth dir) are Linux only; on Windows the
+	// backend decides how the rest is kept after the run.
 	GOOS string
 	Home string
 	// Getenv reads the caller's environment (XDG_CONFIG_HOME,
@@ -708,7 +710,7 @@ func (r *resolver) finish() {
 		}
 		if r.in.GOOS != "linux" && g.Keep != plan.KeepReadOnly {
 			g.Keep = plan.KeepNone
-			g.Note = "the after-run check runs on Linux only"
+			g.Note = "no placeholder or read-only mount here: the backend says how it is kept"
 		}
 		r.res.Guards = append(r.res.Guards, *g)
 	}
