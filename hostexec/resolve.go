@@ -86,6 +86,13 @@ type Result struct {
 	GitDirs []string
 	// Visited is how many files and folders the writable roots hold.
 	Visited int64
+	// Folders is how many folders they hold, Listed how many of those the
+	// search listed (the others were unchanged since the last search).
+	Folders, Listed int
+	// Noted are the names the search notes in every folder (besides
+	// git's): the search after the run notes the same, so the trees
+	// compare.
+	Noted []string
 	// Trees are what the search saw of each root, for the search after
 	// the run.
 	Trees map[string]*plan.Tree
@@ -295,6 +302,8 @@ func (r *resolver) search() error {
 	for f := range firsts {
 		names = append(names, f)
 	}
+	sort.Strings(names)
+	r.res.Noted = names
 	var repos, gitDirs, unlisted []string
 	controls := map[string][]string{} // folder -> control names in it
 	real := false
@@ -318,6 +327,8 @@ func (r *resolver) search() error {
 		}
 		r.res.Trees[root] = t
 		r.res.Visited += t.Entries
+		r.res.Folders += t.Len()
+		r.res.Listed += t.Listed()
 		for _, i := range t.Noted() {
 			dir := t.Path(i)
 			d := t.Dirs[i]

@@ -103,6 +103,14 @@ type HostExec struct {
 	// Visited is how many files and folders the writable roots held
 	// when the search before the run looked.
 	Visited int64 `json:"visited"`
+	// Folders is how many folders they held, Listed how many of those
+	// the search listed (the others had not changed since the last one).
+	Folders int `json:"folders"`
+	Listed  int `json:"listed"`
+	// Noted are the names the search notes in every folder besides git's
+	// (first elements of the control paths, and files like .envrc that
+	// are followed, not kept): the search after the run notes the same.
+	Noted []string `json:"noted,omitempty"`
 	// GitDirs are the git folders known before the run (repositories,
 	// worktrees' folders, submodules). One found after the run that is
 	// not here is new, and is neutralised.
@@ -134,7 +142,7 @@ func (h *HostExec) writeText(w io.Writer) {
 	if len(h.Roots) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched):\n", h.Visited)
+	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched; %d of %d folders listed, the others unchanged since the last search):\n", h.Visited, h.Listed, h.Folders)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, g := range h.Guards {
 		kind := g.Kind

@@ -214,12 +214,14 @@ type found struct {
 // of the user's own that the box made unreadable is made readable again
 // and searched; anything else that stops the search makes the check fail.
 func (c *checker) search() {
-	var names []string
+	// The names the search before the run noted, so that its tree
+	// compares with this one.
+	names := c.h.Noted
 	seen := map[string]bool{}
 	for _, s := range c.specs {
 		first, _, _ := strings.Cut(s, "/")
-		if !seen[first] {
-			seen[first] = true
+		seen[first] = true
+		if c.h.Noted == nil {
 			names = append(names, first)
 		}
 	}
