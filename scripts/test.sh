@@ -17,6 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
+# cargo through rustup, which the registry's tests run, lives in the
+# user's own folder.
+[ -d "$HOME/.cargo/bin" ] && export PATH="$PATH:$HOME/.cargo/bin"
 root=$(pwd)
 start=$SECONDS
 
