@@ -360,3 +360,23 @@ func TestSearchIndexUsed(t *testing.T) {
 		}
 	})
 }
+
+// A folder one run kept read-only (and so did not search) is searched by
+// the next run that may write it, though nothing changed in the folder
+// holding it.
+func TestSearchReadOnlyThenWritable(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		mkdir(t, filepath.Join(w.project, "docs", "inner"))
+		time.Sleep(time.Second)
+		r := w.boxed(be, []string{"--read-only", filepath.Join(w.project, "docs")}, `echo first`)
+		expectCode(t, r, 0)
+		time.Sleep(time.Second)
+		r = w.boxed(be, nil, `git -C docs/inner init -q && git -C docs/inner config core.fsmonitor '`+w.payload("fsmonitor")+`; false' && echo planted`)
+		expectCode(t, r, 0)
+		expectContains(t, "stdout", r.stdout, "planted")
+		w.hostGit(filepath.Join(w.project, "docs", "inner"), "status")
+		w.expectNoMark("fsmonitor", "host git status in a folder the run before had kept read-only")
+	})
+}

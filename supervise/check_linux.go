@@ -231,7 +231,7 @@ func (c *checker) search() {
 	// before the run allowed, and the check must still finish.
 	bound := max(c.h.Limit, hostexec.DefaultMaxDirs)
 	for _, root := range plan.Outermost(c.h.Roots) {
-		o := hostexec.WalkOptions{Names: names, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound}
+		o := hostexec.WalkOptions{Names: names, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted()}
 		t, err := hostexec.Walk(root, o)
 		if err != nil {
 			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
@@ -283,6 +283,18 @@ func (c *checker) search() {
 	for _, d := range dirs {
 		c.controls(d)
 	}
+}
+
+// keptUnlisted are the folders the search before the run could not list
+// that were kept read-only for the run.
+func (c *checker) keptUnlisted() []string {
+	var out []string
+	for _, g := range c.h.Guards {
+		if g.Rule == plan.RuleUnlisted && g.Keep == plan.KeepReadOnly {
+			out = append(out, g.Path)
+		}
+	}
+	return out
 }
 
 // saveIndex keeps what the search saw of a root for the next run's search
