@@ -58,8 +58,12 @@ var gitNames = []string{".git", "HEAD", "objects", "refs", "commondir"}
 const DefaultMaxDirs = 8_000_000
 
 // recent is how long before a search a folder's change makes it listed
-// again by the next search, whatever its stamp says (ns).
-const recent = 500_000_000
+// again by the next search, whatever its stamp says (ns): longer than the
+// tick of the coarsest clock among the file systems whose stamps a search
+// trusts (ext3, and ext4 made with 128-byte inodes, keep whole seconds),
+// so that a change within the same tick as the search cannot leave the
+// stamp it saw.
+const recent = 2_000_000_000
 
 // LimitError is a search that would keep more folders in memory than its
 // bound.

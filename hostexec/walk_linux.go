@@ -70,6 +70,11 @@ func Walk(root string, o WalkOptions) (*plan.Tree, error) {
 	}
 	defer unix.Close(fd)
 	w.rootfd = fd
+	var sx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO, &sx) == nil {
+		dev, _, _ := stampOf(&sx)
+		w.learn(dev, fd)
+	}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), 8)
@@ -98,6 +103,42 @@ type walker struct {
 	failed  atomic.Bool
 	mu      sync.Mutex
 	err     error
+	stamps  sync.Map // device -> bool: its file system's change times can be trusted
+}
+
+// trusted reports whether the change times of folders on device dev were
+// found trustworthy (see stampsTrusted); false for a device not seen yet.
+func (w *walker) trusted(dev uint64) bool {
+	v, ok := w.stamps.Load(dev)
+	return ok && v.(bool)
+}
+
+// learn records whether the file system of fd, on device dev, keeps
+// change times a later search can trust.
+func (w *walker) learn(dev uint64, fd int) {
+	if _, ok := w.stamps.Load(dev); ok {
+		return
+	}
+	var fs unix.Statfs_t
+	ok := unix.Fstatfs(fd, &fs) == nil && stampsTrusted(int64(fs.Type))
+	w.stamps.Store(dev, ok)
+}
+
+// stampsTrusted reports whether a file system of type magic updates a
+// folder's change time, from the kernel's clock and never from a value a
+// process chooses, whenever an entry is added, removed or renamed in it,
+// and keeps it across remounts: local file systems the kernel writes
+// itself. Folders on any other (FAT and exFAT keep no change time, NFS,
+// SMB, 9p and FUSE take it from a server or a daemon) are listed by every
+// search.
+func stampsTrusted(magic int64) bool {
+	switch magic {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC,
+		unix.TMPFS_MAGIC, unix.F2FS_SUPER_MAGIC, unix.OVERLAYFS_SUPER_MAGIC,
+		unix.RAMFS_MAGIC, 0x2fc12fc1 /* zfs */, 0xca451a4e /* bcachefs */ :
+		return true
+	}
+	return false
 }
 
 func (w *walker) fail(err error) {
@@ -507,7 +548,7 @@ func (k *worker) reuse(old int32) (f folder, ok, done bool) {
 		return folder{}, false, true
 	}
 	dev, ino, ctime := stampOf(&sx)
-	if dev != o.Dev || ino != o.Ino || ctime != o.Ctime {
+	if dev != o.Dev || ino != o.Ino || ctime != o.Ctime || !w.trusted(dev) {
 		return folder{}, false, false
 	}
 	f.rec = plan.TreeDir{Dev: dev, Ino: ino, Ctime: ctime, Count: o.Count, Flags: o.Flags &^ plan.DirListed}
@@ -577,6 +618,7 @@ func (k *worker) list(old int32) (folder, bool) {
 	}
 	f := folder{rec: plan.TreeDir{Flags: plan.DirListed}, from: -1}
 	f.rec.Dev, f.rec.Ino, f.rec.Ctime = stampOf(&sx)
+	w.learn(f.rec.Dev, fd)
 	has := uint8(0) // gitNames seen, by bit
 	var text []byte // the folders' names, one after another
 	var subs [][2]int

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/plan"
 )
@@ -263,5 +264,29 @@ func TestWalkSkippedThenNot(t *testing.T) {
 	i := next.Find("docs/inner")
 	if i < 0 || !next.Has(i, ".git") {
 		t.Errorf("the folder skipped before was taken as empty: %q", listing(next, false))
+	}
+}
+
+func TestStampsTrusted(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		magic int64
+		want  bool
+	}{
+		{"ext4", unix.EXT4_SUPER_MAGIC, true},
+		{"xfs", unix.XFS_SUPER_MAGIC, true},
+		{"btrfs", unix.BTRFS_SUPER_MAGIC, true},
+		{"tmpfs", unix.TMPFS_MAGIC, true},
+		{"overlay", unix.OVERLAYFS_SUPER_MAGIC, true},
+		{"vfat", unix.MSDOS_SUPER_MAGIC, false},
+		{"exfat", unix.EXFAT_SUPER_MAGIC, false},
+		{"nfs", unix.NFS_SUPER_MAGIC, false},
+		{"smb2", unix.SMB2_SUPER_MAGIC, false},
+		{"fuse", unix.FUSE_SUPER_MAGIC, false},
+		{"9p", unix.V9FS_MAGIC, false},
+	} {
+		if got := stampsTrusted(c.magic); got != c.want {
+			t.Errorf("stampsTrusted(%s) = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
