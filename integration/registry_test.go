@@ -40,6 +40,10 @@ func TestRegistryDirenv(t *testing.T) {
 		w.repo(w.project)
 		write(t, filepath.Join(w.project, ".envrc"), "source_env_if_exists .envrc.local\ndotenv_if_exists\nPATH_add bin\n")
 		mkdir(t, filepath.Join(w.project, "bin"))
+		// The user's own wrapper, under a command's name, made before the
+		// run: the box leaves it alone, so the check must too.
+		write(t, filepath.Join(w.project, "bin", "make"), "#!/bin/sh\nexec /usr/bin/make \"$@\"\n")
+		os.Chmod(filepath.Join(w.project, "bin", "make"), 0o755)
 		env := []string{"XDG_CONFIG_HOME=" + filepath.Join(w.home, ".config"), "XDG_DATA_HOME=" + filepath.Join(w.home, ".local", "share")}
 		if out := w.hostRun(w.project, env, "direnv", "allow", "."); strings.Contains(out, "error") {
 			t.Fatalf("direnv allow: %s", out)
@@ -57,6 +61,9 @@ echo done`)
 		w.expectNoMarks("direnv exec in the project, then git ("+out+")", "envrc-local", "bash-env", "path-git")
 		if !exists(filepath.Join(w.project, "bin", "myapp")) {
 			t.Error("a program of the project's own name (bin/myapp) was moved away; only those that shadow a command should be")
+		}
+		if !exists(filepath.Join(w.project, "bin", "make")) {
+			t.Error("the user's own bin/make, made before the run and left alone by the box, was moved away")
 		}
 	})
 }

@@ -154,9 +154,14 @@ func (c *checker) watched() {
 			c.fail(g.Path, g.Rule, "could not be listed after the run: "+err.Error())
 		}
 		sort.Strings(names)
+		// A folder that is not the one the search before the run saw
+		// there (made, or moved in, during the run) may hold entries
+		// whose change times are older than the run: all of them are
+		// looked at.
+		same := c.sameFolder(g.Path, dfd)
 		for _, n := range names {
 			st, err := lstatAt(dfd, n)
-			if err != nil || st.Ctim.Nano() < c.started {
+			if err != nil || same && st.Ctim.Nano() < c.started {
 				continue // not changed during the run
 			}
 			switch g.Keep {
@@ -173,6 +178,38 @@ func (c *checker) watched() {
 		}
 		unix.Close(dfd)
 	}
+}
+
+// sameFolder reports whether folder p, open as dfd, is the folder the
+// search before the run saw at p: same device and inode, listed by that
+// search or taken from its index.
+func (c *checker) sameFolder(p string, dfd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(dfd, &st) != nil {
+		return false
+	}
+	for root, t := range c.h.Trees {
+		rel, ok := relUnder(root, p)
+		if !ok || t == nil {
+			continue
+		}
+		i := t.Find(rel)
+		if i < 0 {
+			return false
+		}
+		d := t.Dirs[i]
+		return d.Flags&(plan.DirUnlisted|plan.DirSkipped) == 0 && d.Ino == st.Ino && d.Dev == uint64(unix.Major(st.Dev))<<32|uint64(unix.Minor(st.Dev))
+	}
+	return false
+}
+
+// relUnder returns p relative to root, slash-separated ("" for root).
+func relUnder(root, p string) (string, bool) {
+	if p == root {
+		return "", true
+	}
+	rest, ok := strings.CutPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	return filepath.ToSlash(rest), ok
 }
 
 // shadows reports whether name is a command in a folder of the user's
