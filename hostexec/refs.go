@@ -25,7 +25,7 @@ func (r *resolver) follow(s Spec, f string) {
 	dir := filepath.Dir(f)
 	rule := s.Program + " (named by " + f + ")"
 	keep := func(p string) {
-		if p = r.path(p, dir); p != "" {
+		if p = r.path(p, dir); p != "" && p != f && !r.isDir(p) {
 			r.reach(p, rule, "")
 		}
 	}
@@ -39,6 +39,9 @@ func (r *resolver) follow(s Spec, f string) {
 		r.sourced(f, 0)
 	case RefsDirenv:
 		r.direnv(data, dir, keep, pathDir)
+		// direnv runs it as bash in its folder: what it names by any path,
+		// bare names included, may be run or read.
+		r.named(data, dir, true, keep)
 	case RefsYarnrc:
 		for _, v := range yamlValues(data, "yarnPath", "yarn-path", "path") {
 			keep(v)
@@ -83,6 +86,50 @@ func (r *resolver) follow(s Spec, f string) {
 				}
 			}
 			r.npx(v, dir, rule)
+		}
+	}
+}
+
+// isDir reports whether p is a folder (symlinks followed). A reference
+// to a folder keeps nothing by itself: a host program reads or runs the
+// files in it it names, which the caller keeps; a folder kept as a whole
+// would be a way for the box to make any folder, the project's own,
+// read-only or checked in every later run.
+func (r *resolver) isDir(p string) bool {
+	fi, err := r.in.FS.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// named keeps every existing file that shell text (a file a host program
+// runs as a script) names as a word: a script it runs by its path, a file
+// it reads with cat or grep or exports from. What a script does with a
+// file cannot be known from its text, so every file it names is kept.
+// Bare names (no slash) count only when bare is set: the script runs in
+// its own folder.
+func (r *resolver) named(data []byte, dir string, bare bool, keep func(string)) {
+	x := Expander{Home: r.in.Home, Dir: dir}
+	sep := func(c rune) bool {
+		return c == ' ' || c == '\t' || c == '\r' || strings.ContainsRune("|;&()<>`=,:{}", c)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, w := range strings.FieldsFunc(line, sep) {
+			w = strings.Trim(w, `"'`)
+			if w == "" || w[0] == '-' || w == "." || w == ".." || strings.ContainsAny(w, "*?[") {
+				continue
+			}
+			if !strings.Contains(w, "/") {
+				if !bare {
+					continue
+				}
+				w = "./" + w
+			}
+			q, ok := x.Path(w)
+			if !ok {
+				continue
+			}
+			if fi, err := r.in.FS.Stat(q); err == nil && fi.Mode().IsRegular() {
+				keep(q)
+			}
 		}
 	}
 }

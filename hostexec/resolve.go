@@ -697,11 +697,21 @@ func (r *resolver) sourced(f string, depth int) {
 		if _, seen := r.guards[q]; seen {
 			continue
 		}
+		if fi, err := r.in.FS.Stat(q); err == nil && fi.IsDir() {
+			continue
+		}
 		r.reach(q, "shell (sourced by "+f+")", "")
 		if _, err := r.in.FS.Lstat(q); err == nil {
 			r.sourced(q, depth+1)
 		}
 	}
+	// What it runs or reads by a path (a relative one means the shell's
+	// folder, unknown here).
+	r.named(data, filepath.Dir(f), false, func(q string) {
+		if q != f {
+			r.reach(q, "shell (named by "+f+")", "")
+		}
+	})
 }
 
 // finish orders the guards parents first, drops those inside a folder

@@ -570,3 +570,39 @@ func TestResolveHooksOnlyInProject(t *testing.T) {
 		t.Errorf("placeholders (-want +got):\n%s", diff)
 	}
 }
+
+// What an .envrc names: a file it runs or reads by any name is kept; a
+// folder it names (source_env .) keeps nothing as a whole, only the
+// .envrc direnv would load from it.
+func TestResolveDirenvNames(t *testing.T) {
+	tr := newTree(t)
+	tr.repo("proj")
+	tr.write("proj/.envrc", "source_env .\nsource_env sub\n./scripts/dev-env.sh\nexport $(grep -v '^#' .env.shared | xargs)\ncat notes\nPATH_add bin\n")
+	tr.write("proj/scripts/dev-env.sh", "")
+	tr.write("proj/.env.shared", "")
+	tr.write("proj/notes", "")
+	tr.write("proj/sub/.envrc", "")
+	tr.mkdir("proj/bin")
+	tr.write("proj/unnamed.sh", "")
+	r, err := Resolve(tr.input("proj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range tr.guards(r) {
+		if strings.Contains(g, "direnv") {
+			got = append(got, g)
+		}
+	}
+	rule := " (direnv (named by " + tr.p("proj/.envrc") + "))"
+	want := []string{
+		"path dir dir proj/bin" + rule,
+		"read-only file proj/.env.shared" + rule,
+		"read-only file proj/notes" + rule,
+		"read-only file proj/scripts/dev-env.sh" + rule,
+		"read-only file proj/sub/.envrc" + rule,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("guards (-want +got):\n%s", d)
+	}
+}
