@@ -93,6 +93,11 @@ type HostExec struct {
 	// symlink the box leaves in a root that leads there would take a host
 	// program into what the box wrote, so the check moves such links away.
 	Outside []string `json:"outside,omitempty"`
+	// ReadOnly are the folders and files within the Roots that the
+	// policy makes read-only for the box (filesystem.read_only; every
+	// backend keeps them so): the search does not go into them, before
+	// or after the run.
+	ReadOnly []string `json:"read_only,omitempty"`
 	// Controls are the control files the search looks for in every
 	// folder (relative paths: ".claude/settings.json", ".vscode"); one
 	// found after the run that was not there before is moved away.

@@ -968,7 +968,7 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) 
 	if err != nil {
 		return err
 	}
-	r.p.HostExec = plan.HostExec{Guards: res.Guards, Roots: regions, Outside: outside, Controls: res.Controls, Limit: limit, Visited: res.Visited,
+	r.p.HostExec = plan.HostExec{Guards: res.Guards, Roots: regions, ReadOnly: userRO, Outside: outside, Controls: res.Controls, Limit: limit, Visited: res.Visited,
 		Folders: res.Folders, Listed: res.Listed, Noted: res.Noted,
 		GitDirs: res.GitDirs, State: r.realMaybe(StateDir(r.env)), Trees: res.Trees}
 	for _, d := range res.Create {

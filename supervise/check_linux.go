@@ -268,7 +268,7 @@ func (c *checker) search() {
 	// before the run allowed, and the check must still finish.
 	bound := max(c.h.Limit, hostexec.DefaultMaxDirs)
 	for _, root := range plan.Outermost(c.h.Roots) {
-		o := hostexec.WalkOptions{Names: names, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted()}
+		o := hostexec.WalkOptions{Names: names, Skip: c.h.ReadOnly, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted()}
 		t, err := hostexec.Walk(root, o)
 		if err != nil {
 			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
