@@ -74,7 +74,7 @@ func record(h *plan.HostExec, adopt map[string]guardRecord) ([]guardRecord, erro
 			out = append(out, gr)
 			continue
 		}
-		err = snapAt(dfd, name, "", &gr.Entries, &budget, &entries)
+		err = snapAt(dfd, name, "", g.Rule, &gr.Entries, &budget, &entries)
 		unix.Close(dfd)
 		if err != nil {
 			return nil, fmt.Errorf("recording %s before the run: %w", g.Path, err)
@@ -84,10 +84,19 @@ func record(h *plan.HostExec, adopt map[string]guardRecord) ([]guardRecord, erro
 	return out, nil
 }
 
-var errTooMany = fmt.Errorf("more than %d files and folders to record", recordEntries)
+var errTooMany = fmt.Errorf("more than %d files and folders to record; remove what the box left there (agentbox keeps it by recording it before each run and putting it back after)", recordEntries)
+
+// inert reports whether the entry at rel in a guard of rule is one no
+// host program runs or reads, left out of the record and of the restore:
+// git runs a hook by its exact name only, never one of its *.sample
+// files, of which the box can make any number (a record bounded in size
+// could otherwise be made to refuse every later run).
+func inert(rule, rel string) bool {
+	return rule == "git hooks" && rel != "" && !strings.Contains(rel, "/") && strings.HasSuffix(rel, ".sample")
+}
 
 // snapAt appends the entry name of dfd, at rel, and what it holds.
-func snapAt(dfd int, name, rel string, out *[]snap, budget, entries *int) error {
+func snapAt(dfd int, name, rel, rule string, out *[]snap, budget, entries *int) error {
 	*entries++
 	if *entries > recordEntries {
 		return errTooMany
@@ -122,7 +131,10 @@ func snapAt(dfd int, name, rel string, out *[]snap, budget, entries *int) error 
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if err := snapAt(sub, n, path.Join(rel, n), out, budget, entries); err != nil {
+		if inert(rule, path.Join(rel, n)) {
+			continue
+		}
+		if err := snapAt(sub, n, path.Join(rel, n), rule, out, budget, entries); err != nil {
 			return err
 		}
 	}
@@ -221,6 +233,9 @@ func (c *checker) restoreEntry(dfd int, parent, name, rel string, before map[str
 	have := map[string]bool{}
 	for _, n := range names {
 		have[n] = true
+		if inert(gr.Rule, path.Join(rel, n)) {
+			continue
+		}
 		c.restoreEntry(sub, full, n, path.Join(rel, n), before, gr)
 	}
 	// What the box removed from the folder.
