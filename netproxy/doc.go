@@ -34,7 +34,10 @@
 // explicitly ("localhost:3000", issue 5 item 5) the init also listens on
 // 127.0.0.1:3000 in the box and relays those connections with a tag that
 // names the forward (Options.Forward); the proxy connects them to the target,
-// checked by the rules like any other request.
+// checked by the rules like any other request. A forward's port below 1024
+// the init may not bind itself (it has no capability in the box, as root
+// neither): it hands the unbound socket to agentbox, which binds it
+// (HostBind; the messages are in pair_linux.go).
 //
 // Wiring, for the caller:
 //

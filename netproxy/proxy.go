@@ -73,11 +73,26 @@ type Proxy struct {
 	ctx    context.Context // cancelled by Close, so no lookup or dial outlives it
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[io.Closer]struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	mu      sync.Mutex
+	closed  bool
+	conns   map[io.Closer]struct{}
+	ch      *net.UnixConn // the host's end of the pair, once Serve has it
+	chReady chan struct{} // closed when ch is set
+	wg      sync.WaitGroup
+	once    sync.Once
+
+	// forwardPort are the ports of the forwards (what the init listens
+	// on in the box); askMu and sockets serve DialBox (pair_linux.go).
+	forwardPort map[int]bool
+	askMu       sync.Mutex
+	sockets     chan boxSocket
+}
+
+// boxSocket is the init's answer when DialBox asks for a socket: the
+// socket, or why there is none.
+type boxSocket struct {
+	fd  int // -1 with err
+	err error
 }
 
 // New returns a proxy that decides by rules. It holds no file descriptor
@@ -97,7 +112,8 @@ func New(rules *Rules, opts Options) (*Proxy, error) {
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
-	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{}}
+	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{},
+		forwardPort: forwardPorts(opts.Forward), sockets: make(chan boxSocket, 4), chReady: make(chan struct{})}
 	p.dial = (&net.Dialer{}).DialContext
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
@@ -387,4 +403,16 @@ var shellInert = strings.NewReplacer("$", `\x24`, "`", `\x60`)
 // render it.
 func logQuote(s string) string {
 	return shellInert.Replace(strconv.Quote(s))
+}
+
+// forwardPorts are the ports of the forward targets: what the init listens
+// on in the box, and may ask agentbox to bind (pair_linux.go).
+func forwardPorts(targets []string) map[int]bool {
+	out := map[int]bool{}
+	for _, t := range targets {
+		if _, p, err := splitHostPort(t, 0); err == nil {
+			out[p] = true
+		}
+	}
+	return out
 }
