@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 
 	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"sort"
@@ -22,6 +23,9 @@ import (
 type Options struct {
 	// AllowBroad permits a writable root that is / or holds the home folder.
 	AllowBroad bool
+	// Rand is where the secrets' placeholders are drawn from;
+	// crypto/rand when nil. Tests give a fixed one.
+	Rand io.Reader
 }
 
 // merged is the union of all layers: the last layer wins for a single
@@ -31,6 +35,7 @@ type merged struct {
 	lists     map[string][]Entry
 	envSet    map[string]Entry
 	providers []ProviderDecl
+	secrets   []SecretDecl
 }
 
 func merge(layers []*Layer) merged {
@@ -47,6 +52,7 @@ func merge(layers []*Layer) merged {
 		}
 		m.providers = append(m.providers, l.Providers...)
 	}
+	m.secrets = mergeSecrets(layers)
 	return m
 }
 
@@ -118,6 +124,9 @@ func (r *resolver) modes() error {
 		}
 	}
 	if err := r.allowMode(); err != nil {
+		return err
+	}
+	if err := r.network(); err != nil {
 		return err
 	}
 	for _, f := range r.p.Network.Forwards() {
@@ -918,6 +927,15 @@ func (r *resolver) denyStage() error {
 			return err
 		}
 	}
+	// A secret's file is hidden: the box holds the placeholder, never the
+	// value.
+	for _, s := range r.p.Network.Secrets {
+		if s.File != "" {
+			if err := add(s.File, s.Origin, true); err != nil {
+				return err
+			}
+		}
+	}
 	sort.SliceStable(list, func(i, j int) bool {
 		return strings.Count(list[i].path, "/") < strings.Count(list[j].path, "/")
 	})
@@ -1086,6 +1104,29 @@ func (r *resolver) environment() error {
 				r.p.Provider.ConfinedEnv = append(r.p.Provider.ConfinedEnv, kv)
 			}
 		}
+	}
+	// The box holds each secret's placeholder, never its value, and
+	// none of the variables the upstream proxy's password came from.
+	if u := r.p.Network.Upstream; u != nil {
+		kept := out[:0]
+		for _, kv := range out {
+			name, _, _ := strings.Cut(kv, "=")
+			if is(u.Vars, name) {
+				e.Removed = appendNew(e.Removed, name)
+				continue
+			}
+			kept = append(kept, kv)
+		}
+		out = kept
+	}
+	for _, s := range r.p.Network.Secrets {
+		kept := out[:0]
+		for _, kv := range out {
+			if name, _, _ := strings.Cut(kv, "="); name != s.Env {
+				kept = append(kept, kv)
+			}
+		}
+		out = append(kept, s.Env+"="+s.Placeholder)
 	}
 	sort.Strings(e.Removed)
 	r.p.Environ = out
