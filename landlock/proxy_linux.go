@@ -34,9 +34,10 @@ func startProxy(p *plan.Plan, c *backend.Context) (*proxyRun, error) {
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	px := &proxyRun{done: make(chan struct{})}
-	opts := netproxy.Options{Decided: func(d netproxy.Decided) {
+	opts := netproxy.OptionsFor(p.Network)
+	opts.Decided = func(d netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason})
-	}}
+	}
 	if c.NetLog != "" {
 		if px.log, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
 			return nil, fmt.Errorf("opening the network log %s: %w", c.NetLog, err)

@@ -153,7 +153,11 @@ func networkRule(p *plan.Plan) plan.RuleStatus {
 // mounts are the plan's own table.
 func (b *Bwrap) Describe(p *plan.Plan, w io.Writer) {
 	if p.Network.Mode == plan.NetAllowlist {
-		fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
+		if p.Network.Upstream != nil {
+			fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy checks every host as written and reaches the allowed ones through the upstream")
+		} else {
+			fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
+		}
 	}
 	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, false), w)
 }

@@ -371,9 +371,11 @@ func startNet(d Detail, p *plan.Plan, c *backend.Context) (*netRun, error) {
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	nw := &netRun{path: c.NetLog, served: make(chan error, 1)}
-	popts := netproxy.Options{Forward: d.Forward, Decided: func(dec netproxy.Decided) {
+	popts := netproxy.OptionsFor(p.Network)
+	popts.Forward = d.Forward
+	popts.Decided = func(dec netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
-	}}
+	}
 	if c.NetLog != "" {
 		// A file agentbox writes on the host: never one the box can
 		// replace with a link to ~/.bashrc, never through a link.

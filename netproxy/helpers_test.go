@@ -80,6 +80,7 @@ type boxOptions struct {
 	forward []string
 	// publicTo is where the test dialler sends publicTestAddr.
 	publicTo string
+	upstream *Upstream
 }
 
 // startBox starts a proxy and its relays; Cleanup closes them.
@@ -90,7 +91,7 @@ func startBox(tb testing.TB, allow, deny []string, o boxOptions) *box {
 		tb.Fatal(err)
 	}
 	log := &syncBuffer{}
-	p, err := New(rules, Options{Log: log, Resolver: testResolver, Forward: o.forward})
+	p, err := New(rules, Options{Log: log, Resolver: testResolver, Forward: o.forward, Upstream: o.upstream})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -174,10 +174,20 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req request) {
 	}
 	req.header["Host"] = []string{hostField}
 	req.header["Connection"] = []string{"close"}
+	line := req.method + " " + path + " " + req.version
+	if hp, _ := parseHost(h); p.viaUpstream(hp, port) {
+		// To the upstream proxy: the absolute URI of the host checked,
+		// and the upstream's own credentials (the client's were
+		// removed with the hop-by-hop fields).
+		line = req.method + " http://" + hostField + path + " " + req.version
+		if a := p.opts.Upstream.authorization(); a != "" {
+			req.header["Proxy-Authorization"] = []string{a}
+		}
+	}
 	// Expect: 100-continue is passed on: the origin's 100 comes back
 	// through answer, or its final answer without the body being sent
 	// (RFC 9110 section 10.1.1).
-	head := writeHead(req.method+" "+path+" "+req.version, req.header)
+	head := writeHead(line, req.header)
 	if _, err := up.Write(head); err != nil {
 		writeText(c, 502, fmt.Sprintf("agentbox: %s: sending request: %v\n", target, err))
 		return

@@ -43,6 +43,8 @@ type Options struct {
 	// Decided, when set, is called with every decision (from the
 	// proxy's goroutines; it must be safe for concurrent use).
 	Decided func(Decided)
+	// Upstream, when set, is the proxy allowed hosts are reached through.
+	Upstream *Upstream
 }
 
 // Decided is one decision of the proxy, as Options.Decided gets it.
@@ -262,6 +264,21 @@ func (p *Proxy) open(proto, raw string, port int) (conn net.Conn, target string,
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, dialTimeout)
 	defer cancel()
+	if p.viaUpstream(h, port) {
+		// The upstream resolves and connects; plain HTTP is sent to it
+		// as a request for the absolute URI (forward), the rest through
+		// a CONNECT tunnel.
+		if proto == "http" {
+			conn, err = p.dialUpstream(ctx)
+		} else {
+			conn, err = p.connectUpstream(ctx, target)
+		}
+		if err == nil && !p.addUpstream(conn) {
+			conn.Close()
+			return nil, target, d, errors.New("proxy closed")
+		}
+		return conn, target, d, err
+	}
 	addrs := []netip.Addr{h.addr}
 	if h.name != "" {
 		// The proxy resolves: inside the box there is no DNS, and resolving
@@ -285,6 +302,11 @@ func (p *Proxy) open(proto, raw string, port int) (conn net.Conn, target string,
 		}
 	}
 	return nil, target, d, err
+}
+
+// viaUpstream reports whether h:port is reached through the upstream.
+func (p *Proxy) viaUpstream(h host, port int) bool {
+	return p.opts.Upstream != nil && !p.opts.Upstream.direct(h, port)
 }
 
 // record counts a decision and writes its log line.
