@@ -170,7 +170,7 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 	for _, r := range p.Box.Rules {
 		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
 	}
-	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true), w)
+	seccomp.Describe(p.Seccomp, a.seccompGroups(p.Network.Mode), w)
 }
 
 // assessmentOf is AssessmentOf, without decoding when p's detail is the

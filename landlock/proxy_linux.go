@@ -1,11 +1,13 @@
 package landlock
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
@@ -95,4 +97,26 @@ func withVars(env, vars []string) []string {
 		}
 	}
 	return append(out, vars...)
+}
+
+// startRelays listens on the host's end of each published port that is
+// not the box's own and connects each connection to the box's server at
+// 127.0.0.1:BOXPORT: the box shares the host's network under Landlock, so
+// agentbox itself dials it, and the box opens nothing.
+func startRelays(relays []plan.Publish) ([]*netproxy.Publisher, error) {
+	var pubs []*netproxy.Publisher
+	for _, r := range relays {
+		ln, err := net.Listen("tcp", net.JoinHostPort(r.Addr, strconv.Itoa(r.Port)))
+		if err != nil {
+			for _, pb := range pubs {
+				pb.Close()
+			}
+			return nil, fmt.Errorf("publishing port %d of the box: %w", r.BoxPort, err)
+		}
+		to := "127.0.0.1:" + strconv.Itoa(r.BoxPort)
+		pubs = append(pubs, netproxy.Publish(ln, func(ctx context.Context) (net.Conn, error) {
+			return (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp4", to)
+		}))
+	}
+	return pubs, nil
 }

@@ -23,8 +23,9 @@ const (
 	seccompFD = 6 // the seccomp program (a sealed memfd), for --add-seccomp-fd
 	argsFD    = 7 // the arguments below, NUL-separated (a sealed memfd), for --args
 	checkFD   = 8 // what the init checks before CMD starts (a sealed memfd; see Check)
-	firstFD   = 9 // then, in network mode allowlist, the box's end of the
-	// proxy's socket pair (so fd 9; the init's --net-fd), and then, in
+	firstFD   = 9 // then, in network mode allowlist or with published
+	// ports, the box's end of the proxy's socket pair (so fd 9; the init's
+	// --net-fd), and then, in
 	// mount order, one descriptor per mount that takes one: the host path
 	// of a bind (--bind-fd, --ro-bind-fd) or /dev/null for a hidden file
 	// (--ro-bind-data)
@@ -141,7 +142,8 @@ type Argv struct {
 	SeccompAllow []string
 	SeccompExtra []string
 	// NetFD is the fd that must hold the box's end of the proxy's socket
-	// pair (netproxy.Pair), or 0 when the network mode is not allowlist.
+	// pair (netproxy.Pair), or 0 when the network mode is not allowlist
+	// and no port is published.
 	NetFD int
 	// LogFD is the fd that must hold the box's end of the filesystem
 	// log's socket, or 0 when the plan does not record refusals this way.
@@ -175,6 +177,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		if nr, err = renderNet(p); err != nil {
 			return Argv{}, err
 		}
+	}
+	if p.Network.Mode == plan.NetAllowlist || p.Network.Mode == plan.NetNone && len(p.Network.Publish) > 0 {
+		// The socket pair: the proxy's connections, and the sockets
+		// that reach the box's servers on published ports.
 		nr.fd = next
 		next++
 	}
@@ -299,9 +305,15 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		}
 	}
 	if nr.fd > 0 {
-		add("--net-fd", strconv.Itoa(nr.fd), "--net-port", strconv.Itoa(plan.ProxyPort))
+		add("--net-fd", strconv.Itoa(nr.fd))
+		if p.Network.Mode == plan.NetAllowlist {
+			add("--net-port", strconv.Itoa(plan.ProxyPort))
+		}
 		for _, f := range nr.forward {
 			add("--forward", f)
+		}
+		for _, pub := range p.Network.Publish {
+			add("--publish", strconv.Itoa(pub.BoxPort))
 		}
 	}
 	for _, r := range supervise.RlimitArgs(p.Limits) {

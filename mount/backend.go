@@ -146,6 +146,9 @@ func networkRule(p *plan.Plan) plan.RuleStatus {
 	case plan.NetAllowlist:
 		r.How = fmt.Sprintf("own network namespace, loopback only; HTTP and SOCKS5 proxy at 127.0.0.1:%d in the box", plan.ProxyPort)
 	}
+	if len(p.Network.Publish) > 0 && p.Network.Mode != plan.NetOpen {
+		r.How += "; published ports are served by agentbox on the host and reach the box's loopback through the init, which opens no way out"
+	}
 	return r
 }
 

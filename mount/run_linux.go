@@ -2,6 +2,7 @@ package mount
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,7 +207,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if nw != nil {
 		// Only after bwrap has its copy of the box's end and ours is closed:
 		// once the box's last process ends, Serve sees the end of the pair.
-		go nw.serve()
+		nw.serve(p)
 	}
 
 	// Signals go to the init once it has written the ready byte, not as
@@ -350,16 +351,19 @@ func (b *Bwrap) diagnose(bwrap string) error {
 	return err
 }
 
-// netRun is the host side of network mode allowlist: the proxy, the host's
-// end of its socket pair and the log.
+// netRun is the host side of network mode allowlist and of published
+// ports: the proxy, the host's end of its socket pair, the published
+// ports' listeners and the log.
 type netRun struct {
-	proxy  *netproxy.Proxy
-	host   *net.UnixConn
-	box    *os.File // the box's end, passed to bwrap and closed here
-	log    *os.File
-	path   string // the log's path as given
-	served chan error
-	once   sync.Once
+	proxy   *netproxy.Proxy
+	host    *net.UnixConn
+	box     *os.File // the box's end, passed to bwrap and closed here
+	log     *os.File
+	path    string // the log's path as given
+	served  chan error
+	publish []net.Listener // the host's ends of the published ports
+	pubs    []*netproxy.Publisher
+	once    sync.Once
 }
 
 // startNet creates the proxy for av's rules and its socket pair, and opens
@@ -393,16 +397,43 @@ func startNet(d Detail, p *plan.Plan, c *backend.Context) (*netRun, error) {
 		nw.stop()
 		return nil, &BoxError{Op: "network", Err: err}
 	}
+	// The published ports listen before the box starts: a port that is
+	// taken fails the run here, not its first connection.
+	for _, pub := range p.Network.Publish {
+		addr := net.JoinHostPort(pub.Addr, strconv.Itoa(pub.Port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			nw.stop()
+			return nil, &BoxError{Op: "publishing port " + strconv.Itoa(pub.BoxPort) + " of the box", Err: err}
+		}
+		nw.publish = append(nw.publish, ln)
+	}
 	return nw, nil
 }
 
-// serve runs the proxy until the box ends or stop.
-func (nw *netRun) serve() { nw.served <- nw.proxy.Serve(nw.host) }
+// serve runs the proxy until the box ends or stop, and the published
+// ports: each connection reaches the box's loopback port on a socket the
+// init makes in the box's network namespace (netproxy.DialBox).
+func (nw *netRun) serve(p *plan.Plan) {
+	for i, ln := range nw.publish {
+		port := p.Network.Publish[i].BoxPort
+		nw.pubs = append(nw.pubs, netproxy.Publish(ln, func(ctx context.Context) (net.Conn, error) {
+			return nw.proxy.DialBox(ctx, port)
+		}))
+	}
+	go func() { nw.served <- nw.proxy.Serve(nw.host) }()
+}
 
 // stop ends the proxy (every connection still open, every goroutine) and
 // closes the log. It is safe to call more than once, and before serve.
 func (nw *netRun) stop() {
 	nw.once.Do(func() {
+		for _, pb := range nw.pubs {
+			pb.Close()
+		}
+		for _, ln := range nw.publish {
+			ln.Close()
+		}
 		if nw.proxy != nil {
 			nw.proxy.Close() // returns once every goroutine it started has ended
 		}

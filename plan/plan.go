@@ -216,11 +216,19 @@ type Publish struct {
 
 // String is "ADDR:PORT -> BOXPORT".
 func (p Publish) String() string {
-	host := p.Addr
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
+	return fmt.Sprintf("%s:%d -> %d", p.host(), p.Port, p.BoxPort)
+}
+
+// Spec is "ADDR:PORT:BOXPORT", as --publish takes it.
+func (p Publish) Spec() string {
+	return fmt.Sprintf("%s:%d:%d", p.host(), p.Port, p.BoxPort)
+}
+
+func (p Publish) host() string {
+	if strings.Contains(p.Addr, ":") {
+		return "[" + p.Addr + "]"
 	}
-	return fmt.Sprintf("%s:%d -> %d", host, p.Port, p.BoxPort)
+	return p.Addr
 }
 
 // Secret is a credential the box sees only as a placeholder: the proxy

@@ -125,6 +125,9 @@ func (r *resolver) network() error {
 			return originError(e.Origin, err.Error())
 		}
 	}
+	if len(n.Publish) > 0 && r.env.GOOS == "windows" {
+		return originError(n.Publish[0].Origin, "publishing a port is not supported by the Windows backend")
+	}
 	if err := r.secrets(); err != nil {
 		return err
 	}
