@@ -3,6 +3,7 @@ package netproxy
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -45,23 +46,35 @@ type Options struct {
 	Decided func(Decided)
 	// Upstream, when set, is the proxy allowed hosts are reached through.
 	Upstream *Upstream
+	// Secrets are the credentials the box holds only as placeholders.
+	Secrets []Secret
+	// Authority is the run's certificate authority, for the hosts whose
+	// requests the proxy reads (secrets, request rules); nil when none.
+	Authority *Authority
+	// RootCAs are the roots the hosts' own certificates are verified
+	// against when their TLS is terminated; nil for the system's.
+	RootCAs *x509.CertPool
 }
 
 // Decided is one decision of the proxy, as Options.Decided gets it.
 type Decided struct {
 	Allowed bool
-	Proto   string // "http", "connect", "socks5", "forward"
+	Proto   string // "http", "connect", "socks5", "forward", "https" (a request the proxy read)
 	Target  string // host:port as the box asked for it; "-" when unknown
 	Rule    string // the rule that decided
 	Reason  string
+	// Request is "METHOD /path" (no query) of a request the proxy read
+	// one by one; "" for a connection.
+	Request string
 }
 
 // Proxy is the allowlist proxy: HTTP (absolute-URI requests and CONNECT) and
 // SOCKS5 on the same connections, told apart by the first byte. It gets its
 // connections from the box as file descriptors (see Serve).
 type Proxy struct {
-	rules *Rules
-	opts  Options
+	rules   *Rules
+	opts    Options
+	secrets []Secret // opts.Secrets, compiled
 
 	// dial connects upstream; tests replace it to reach a local server
 	// where a public address was resolved.
@@ -114,7 +127,11 @@ func New(rules *Rules, opts Options) (*Proxy, error) {
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
-	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{},
+	secrets, err := compileSecrets(opts.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{}, secrets: secrets,
 		forwardPort: forwardPorts(opts.Forward), sockets: make(chan boxSocket, 4), chReady: make(chan struct{})}
 	p.dial = (&net.Dialer{}).DialContext
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -259,6 +276,11 @@ func (p *Proxy) open(proto, raw string, port int) (conn net.Conn, target string,
 	defer func() { p.record(proto, target, d, err) }()
 
 	d, by := p.rules.check(raw, port)
+	if sec := p.placeholderIn(raw, nil); sec != nil {
+		// In a host name, a placeholder is on its way to whoever runs
+		// that name's DNS.
+		d = exfiltration(sec, "the host name", target)
+	}
 	if !d.Allowed {
 		return nil, target, d, nil
 	}
@@ -309,10 +331,25 @@ func (p *Proxy) viaUpstream(h host, port int) bool {
 	return p.opts.Upstream != nil && !p.opts.Upstream.direct(h, port)
 }
 
-// record counts a decision and writes its log line.
+// record counts a decision on a connection and writes its log line.
 func (p *Proxy) record(proto, target string, d Decision, err error) {
+	p.recordFull(proto, target, "", d, err)
+}
+
+// recordRequest counts a decision on a request the proxy read, and writes
+// its log line.
+func (p *Proxy) recordRequest(proto, target, request string, d Decision) {
+	p.recordFull(proto, target, request, d, nil)
+}
+
+func (p *Proxy) recordFull(proto, target, request string, d Decision, err error) {
 	if target == "" {
 		target = "-"
+	}
+	if len(p.secrets) > 0 {
+		// The log and the audit log name a secret, never its value or
+		// the run's placeholder (a host name may carry one).
+		target, request, d.Reason = p.redact(target), p.redact(request), p.redact(d.Reason)
 	}
 	verdict := "deny"
 	if d.Allowed {
@@ -324,13 +361,16 @@ func (p *Proxy) record(proto, target string, d Decision, err error) {
 		p.logMu.Unlock()
 	}
 	if p.opts.Decided != nil {
-		p.opts.Decided(Decided{Allowed: d.Allowed, Proto: proto, Target: target, Rule: d.Rule, Reason: d.Reason})
+		p.opts.Decided(Decided{Allowed: d.Allowed, Proto: proto, Target: target, Rule: d.Rule, Reason: d.Reason, Request: request})
 	}
 	if p.opts.Log == nil {
 		return
 	}
 	line := fmt.Sprintf("%s %s %s %s rule=%s reason=%s", time.Now().Format(time.RFC3339Nano), verdict, proto,
 		logField(target), logQuote(d.Rule), logQuote(d.Reason))
+	if request != "" {
+		line += " request=" + logQuote(request)
+	}
 	if err != nil {
 		line += " error=" + logQuote(err.Error())
 	}
