@@ -74,6 +74,9 @@ type Assessment struct {
 	// the seccomp filter (seccomp.NoNetBypassListening). Connecting to
 	// them is not allowed: Landlock would allow it to every address.
 	BindPorts []int `json:"bind_ports,omitempty"`
+	// CABundle is the box's certificate bundle (the system's trust and the
+	// run's own authority), when the proxy terminates TLS for some hosts.
+	CABundle string `json:"ca_bundle,omitempty"`
 	// Relays are the published ports whose host end is not the box's own
 	// (another port or address): agentbox listens there and connects to
 	// the box's server at 127.0.0.1:BOXPORT.
@@ -224,6 +227,18 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	}
 	if dir := tmpDir(p); dir != "" {
 		a.Env = map[string]string{"TMPDIR": dir}
+	}
+	if a.Proxy && len(p.Network.Intercept) > 0 {
+		// Landlock cannot put a file over the system's bundle: the box's
+		// bundle is a file of the run in its TMPDIR, which the variables
+		// name (written when the run starts, removed after it).
+		a.CABundle = caBundlePath(p)
+		if a.Env == nil {
+			a.Env = map[string]string{}
+		}
+		for _, v := range plan.CAVars {
+			a.Env[v] = a.CABundle
+		}
 	}
 	a.Rules = classify(p, a, ls, o, guards)
 	return a
@@ -591,6 +606,10 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	default:
 		add("network", NotEnforced, "unknown network mode "+p.Network.Mode)
 	}
+	if a.CABundle != "" {
+		add("ca", Weaker, "the box's certificate bundle (the system's trust and this run's own authority) is "+a.CABundle+", which "+strings.Join(plan.CAVars, ", ")+
+			" name; Landlock cannot put it over the system's bundle, so a program that reads only the system's does not trust the intercepted hosts' certificates and fails on them; the authority's key stays in agentbox")
+	}
 	for _, pub := range p.Network.Publish {
 		if p.Network.Mode == plan.NetOpen {
 			break
@@ -651,4 +670,14 @@ func (a Assessment) seccompGroups(mode string) []seccomp.Group {
 		g = seccomp.Listening(g)
 	}
 	return g
+}
+
+// caBundlePath is where a run's certificate bundle is: in its TMPDIR (or
+// the host's /tmp), named after the run.
+func caBundlePath(p *plan.Plan) string {
+	dir := tmpDir(p)
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return path.Join(dir, "agentbox-ca-"+p.RunID+".pem")
 }

@@ -112,6 +112,11 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 		}
 		box.Writable = append(box.Writable, w)
 	}
+	if a.CABundle != "" {
+		for _, v := range plan.CAVars {
+			box.Env = append(box.Env, v+"="+a.CABundle)
+		}
+	}
 	if box.Detail, err = json.Marshal(a); err != nil {
 		return err
 	}

@@ -2,11 +2,13 @@ package landlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentbox/agentbox/backend"
@@ -21,6 +23,7 @@ import (
 // connections of the box's user are served (netproxy.SameUser).
 type proxyRun struct {
 	proxy *netproxy.Proxy
+	ca    *netproxy.Authority // the run's own, when the proxy terminates TLS
 	ln    net.Listener
 	log   *os.File
 	port  int
@@ -36,7 +39,11 @@ func startProxy(p *plan.Plan, c *backend.Context) (*proxyRun, error) {
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	px := &proxyRun{done: make(chan struct{})}
-	opts := netproxy.OptionsFor(p.Network)
+	opts, err := netproxy.OptionsFor(p.Network)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	px.ca = opts.Authority
 	opts.Decided = func(d netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason})
 	}
@@ -119,4 +126,30 @@ func startRelays(relays []plan.Publish) ([]*netproxy.Publisher, error) {
 		}))
 	}
 	return pubs, nil
+}
+
+// writeBundle writes the box's certificate bundle at path, a new file (a
+// file or link there already is refused: the folder may be shared), and
+// returns what removes it after the run.
+func writeBundle(path string, base []string, ca *netproxy.Authority) (func(), error) {
+	if ca == nil {
+		return nil, errors.New("the run has no certificate authority")
+	}
+	bundle, err := netproxy.Bundle(base, ca)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("writing the box's certificate bundle: %w", err)
+	}
+	_, err = f.Write(bundle)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("writing the box's certificate bundle: %w", err)
+	}
+	return func() { os.Remove(path) }, nil
 }

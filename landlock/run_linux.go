@@ -112,6 +112,13 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 			return 0, err
 		}
 		defer px.stop()
+		if a.CABundle != "" {
+			remove, err := writeBundle(a.CABundle, p.Network.CABase, px.ca)
+			if err != nil {
+				return 0, err
+			}
+			defer remove()
+		}
 		env = withVars(env, px.env)
 		args = append(args, strconv.Itoa(px.port))
 		proxyPort = px.port

@@ -151,6 +151,9 @@ type Argv struct {
 	// Allow and Deny are the proxy's rules, and Forward the targets of the
 	// box's port forwards in the order of the init's --forward arguments.
 	Allow, Deny, Forward []string
+	// CAFDs are the fds that must hold the box's certificate bundle, one
+	// per path of plan.Network.CABundles.
+	CAFDs []int
 }
 
 // Render turns the plan into bwrap's argument list (without argv[0]).
@@ -257,6 +260,20 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			}
 		}
 	}
+	// The box's certificate bundle (the system's trust and the run's own
+	// authority) over the system's, when the proxy terminates TLS for
+	// some hosts: bwrap copies each descriptor's content (a sealed memory
+	// file per path, as bwrap reads each to its end) into a read-only
+	// file of its own. They lie outside every writable root (resolution
+	// checks), where no box can swap them, so the init need not check.
+	var caFDs []int
+	if p.Network.Mode == plan.NetAllowlist && len(p.Network.Intercept) > 0 {
+		for _, b := range p.Network.CABundles {
+			add("--ro-bind-data", strconv.Itoa(next), b)
+			caFDs = append(caFDs, next)
+			next++
+		}
+	}
 	var extra []string
 	if o.Seccomp {
 		// The syscall filter (package seccomp): no TIOCSTI keystroke
@@ -325,7 +342,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		return Argv{}, fmt.Errorf("the plan needs %d bwrap arguments (%d mounts); bubblewrap accepts at most %d", len(a), len(p.Mounts), MaxArgs)
 	}
 	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
-		NetFD: nr.fd, LogFD: logFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
+		NetFD: nr.fd, LogFD: logFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward, CAFDs: caFDs}, nil
 }
 
 // netRender is what network mode allowlist adds to the box.
@@ -393,6 +410,9 @@ func Shell(self string, d Detail) string {
 		// A shell cannot make the socket pair or run the proxy: without
 		// them the init refuses to start the command.
 		words = append(words, fmt.Sprintf("# fd %d: the proxy's socket pair, which only agentbox run provides", d.NetFD))
+	}
+	for _, fd := range d.CAFDs {
+		words = append(words, fmt.Sprintf("# fd %d: the box's certificate bundle with the run's own authority, which only agentbox run makes", fd))
 	}
 	return strings.Join(words, " ")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/plan"
@@ -63,6 +64,9 @@ type Detail struct {
 	Allow   []string `json:"allow,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
 	Forward []string `json:"forward,omitempty"`
+	// CAFDs are the descriptors of the box's certificate bundle, one per
+	// system bundle it covers.
+	CAFDs []int `json:"ca_fds,omitempty"`
 }
 
 // Complete fills p.Box: every rule is enforced as the contract says (a
@@ -89,6 +93,14 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 			return err
 		}
 		box.Env = nr.env
+		if len(p.Network.Intercept) > 0 && len(p.Network.CABundles) > 0 {
+			for _, v := range plan.CAVars {
+				box.Env = append(box.Env, v+"="+p.Network.CABundles[0])
+			}
+			box.Rules = append(box.Rules, plan.RuleStatus{Rule: "ca", Path: strings.Join(p.Network.CABundles, ", "), Level: plan.Enforced,
+				How: "the box's certificate bundle (the system's trust and this run's own authority) is bound read-only over the system's, and " +
+					strings.Join(plan.CAVars, ", ") + " name it; the authority's key stays in agentbox"})
+		}
 	}
 	// bwrap sets PWD to the working folder itself once it has changed to
 	// it, whatever the environment says (agentbox verify found it).
@@ -103,7 +115,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		return err
 	}
 	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
-		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
+		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}

@@ -256,6 +256,9 @@ func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog *os.File) ([]*
 	if d.NetFD > 0 {
 		last = max(last, d.NetFD)
 	}
+	for _, fd := range d.CAFDs {
+		last = max(last, fd)
+	}
 	if d.LogFD > 0 {
 		last = max(last, d.LogFD)
 	}
@@ -272,6 +275,23 @@ func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog *os.File) ([]*
 		// Closed here with the other slots once bwrap has its copy: once
 		// the box's last process ends, the proxy sees the end of the pair.
 		slots[d.NetFD-firstFD] = nw.box
+	}
+	if len(d.CAFDs) > 0 {
+		if nw == nil || nw.ca == nil {
+			return nil, &BoxError{Op: "making the box's certificate bundle", Err: errors.New("the run has no certificate authority")}
+		}
+		bundle, err := netproxy.Bundle(nw.caBase, nw.ca)
+		if err != nil {
+			return nil, &BoxError{Op: "making the box's certificate bundle", Err: err}
+		}
+		for _, fd := range d.CAFDs {
+			f, err := supervise.SealedFile("agentbox-ca-bundle", bundle)
+			if err != nil {
+				closeAll(slots)
+				return nil, &BoxError{Op: "making the box's certificate bundle", Err: err}
+			}
+			slots[fd-firstFD] = f
+		}
 	}
 	for _, fd := range d.NullFDs {
 		f, err := os.Open(os.DevNull)
@@ -363,6 +383,8 @@ type netRun struct {
 	served  chan error
 	publish []net.Listener // the host's ends of the published ports
 	pubs    []*netproxy.Publisher
+	ca      *netproxy.Authority // the run's own, when the proxy terminates TLS
+	caBase  []string            // what the box's bundle starts with
 	once    sync.Once
 }
 
@@ -375,8 +397,12 @@ func startNet(d Detail, p *plan.Plan, c *backend.Context) (*netRun, error) {
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	nw := &netRun{path: c.NetLog, served: make(chan error, 1)}
-	popts := netproxy.OptionsFor(p.Network)
+	popts, err := netproxy.OptionsFor(p.Network)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
 	popts.Forward = d.Forward
+	nw.ca, nw.caBase = popts.Authority, p.Network.CABase
 	popts.Decided = func(dec netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
 	}

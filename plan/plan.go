@@ -184,7 +184,21 @@ type Network struct {
 	// proxy terminates, to swap placeholders or check methods and paths;
 	// every other connection is tunnelled unread.
 	Intercept []string `json:"intercept,omitempty"`
+	// CABundles are the system's certificate bundles the box finds the
+	// run's authority in (a backend that can bind files puts the box's
+	// bundle over them), the first named in SSL_CERT_FILE and the like;
+	// CABase are the files the box's bundle starts with (the trust it
+	// had: the system's bundle, and the files SSL_CERT_FILE and
+	// NODE_EXTRA_CA_CERTS name in agentbox's environment).
+	CABundles []string `json:"ca_bundles,omitempty"`
+	CABase    []string `json:"ca_base,omitempty"`
 }
+
+// CAVars are the variables that name the box's certificate bundle, for the
+// programs that read a bundle of their own choosing: OpenSSL and Go
+// (SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS), Python requests
+// (REQUESTS_CA_BUNDLE), curl (CURL_CA_BUNDLE) and git (GIT_SSL_CAINFO).
+var CAVars = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"}
 
 // Upstream is the proxy that network mode allowlist reaches allowed hosts
 // through. It never holds the credentials in a form that is printed.

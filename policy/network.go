@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -405,4 +406,55 @@ func redact(raw string) string {
 		user += ":***"
 	}
 	return scheme + "://" + user + "@" + rest[at+1:]
+}
+
+// systemBundles are where Linux distributions keep the system's
+// certificate bundle (the list Go's crypto/x509 reads): Debian and Ubuntu,
+// Fedora and RHEL, openSUSE, OpenELEC, CentOS, Alpine.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem",
+	"/etc/pki/tls/cacert.pem",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	"/etc/ssl/cert.pem",
+}
+
+// caBundles finds, when the proxy terminates TLS for some hosts, the
+// system bundles the box's own one (the run's authority added) goes over,
+// and the files it starts with.
+func (r *resolver) caBundles() error {
+	n := &r.p.Network
+	if len(n.Intercept) == 0 || r.env.GOOS == "windows" {
+		return nil
+	}
+	for _, b := range systemBundles {
+		real, err := r.real(b)
+		if err != nil {
+			continue
+		}
+		fi, err := r.env.FS.Stat(real)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		for _, w := range r.writableRegions() {
+			if plan.Within(real, w) {
+				return &policyError{where: "network", msg: fmt.Sprintf("the system's certificate bundle %s lies in the writable folder %s: the box's bundle cannot be put over it safely", real, w)}
+			}
+		}
+		n.CABundles = appendNew(n.CABundles, real)
+	}
+	if len(n.CABundles) == 0 {
+		return &policyError{where: "network", msg: fmt.Sprintf("%q needs the proxy's own certificate authority in the box, and there is no system certificate bundle to add it to (looked for %s)",
+			n.Intercept[0], strings.Join(systemBundles, ", "))}
+	}
+	n.CABase = []string{n.CABundles[0]}
+	for _, v := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"} {
+		if f := r.env.Getenv(v); f != "" && filepath.IsAbs(f) {
+			if real, err := r.real(f); err == nil {
+				n.CABase = appendNew(n.CABase, real)
+			}
+		}
+	}
+	return nil
 }

@@ -322,7 +322,10 @@ func startProxy(p *plan.Plan, port int, job windows.Handle, c *backend.Context) 
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
-	popts := netproxy.OptionsFor(p.Network)
+	popts, err := netproxy.OptionsFor(p.Network)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
 	popts.Decided = func(dec netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
 	}
