@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -20,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -202,4 +205,86 @@ hosts = ["example.test"]
 	expectContains(t, "plan", r.stdout, "  secret:  API_KEY holds a placeholder in the box; the proxy puts the real value (from agentbox's environment) in on TLS to example.test only")
 	expectContains(t, "plan", r.stdout, "  intercepted: GET wild.test/ro/*, example.test: TLS terminated with this run's own certificate authority")
 	expectNotContains(t, "plan", r.stdout, realKey)
+}
+
+// TestClaudeSecret: a real Claude Code turn against a TLS stand-in of the
+// Anthropic API, in allowlist mode with ANTHROPIC_API_KEY as a secret: the
+// CLI in the box holds a placeholder (its Bash tool prints it), the
+// stand-in receives the real key on every request, through the proxy and
+// the run's own authority, which the CLI trusts from the box's bundle.
+func TestClaudeSecret(t *testing.T) {
+	needCLI(t, "claude")
+	netNames(t)
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t)
+			caFile, cert := testRoots(t, w.base)
+			api := &fakeAPI{kind: "claude", final: "done", results: map[int]string{}}
+			var mu sync.Mutex
+			var keys []string
+			api.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				keys = append(keys, r.Header.Get("X-Api-Key"))
+				mu.Unlock()
+				api.serve(rw, r)
+			}))
+			api.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+			api.srv.StartTLS()
+			t.Cleanup(func() {
+				api.srv.CloseClientConnections()
+				api.srv.Close()
+				for _, p := range api.problems {
+					t.Errorf("fake claude API: %s", p)
+				}
+			})
+			pol := filepath.Join(w.base, "secret.toml")
+			write(t, pol, "version = 1\n[network]\nallow = [\"example.test\"]\n\n[[network.secret]]\nenv = \"ANTHROPIC_API_KEY\"\nhosts = [\"example.test\"]\n")
+			netLog := filepath.Join(w.base, "net.log")
+			n := api.newTurn(`echo "key=$ANTHROPIC_API_KEY"`)
+			ctx, cancel := context.WithTimeout(context.Background(), agentTurnTimeout)
+			defer cancel()
+			args := append([]string{"run", "--backend", backend, "--policy", pol, "--net-log", netLog, "--"}, cliArgv(api, "do it")...)
+			c := w.command(ctx, args...)
+			c.Env = append(append([]string(nil), w.env...),
+				"ANTHROPIC_BASE_URL=https://example.test:"+api.Port(),
+				"ANTHROPIC_API_KEY="+realKey,
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				"SSL_CERT_FILE="+caFile)
+			c.Stdin = strings.NewReader("")
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+			var out, errb bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errb
+			err := c.Run()
+			if ctx.Err() != nil {
+				t.Fatalf("the turn did not finish within %v:\n%s\n%s", agentTurnTimeout, out.String(), errb.String())
+			}
+			if err != nil || turnAnswer(api, out.String()) != "done" {
+				data, _ := os.ReadFile(netLog)
+				t.Fatalf("the turn did not complete: %v\nstdout:\n%s\nstderr:\n%s\nrequests: %v\nnet log:\n%s", err, out.String(), errb.String(), api.Requests(), data)
+			}
+			tool := api.Results()[n]
+			ph, ok := strings.CutPrefix(strings.TrimSpace(tool), "key=")
+			if !ok || !strings.HasPrefix(ph, "agentbox") || len(ph) != len(realKey) {
+				t.Errorf("the Bash tool in the box printed %q, want the placeholder", tool)
+			}
+			mu.Lock()
+			got := append([]string(nil), keys...)
+			mu.Unlock()
+			if len(got) == 0 {
+				t.Fatal("the stand-in got no request")
+			}
+			for _, k := range got {
+				if k != realKey {
+					t.Errorf("the stand-in got the key %q, want the real one", k)
+				}
+			}
+			if left := leftBehind(w.home); len(left) > 0 {
+				t.Errorf("processes left behind (killed now):\n%s", strings.Join(left, "\n"))
+			}
+			data, _ := os.ReadFile(netLog)
+			logHas(t, string(data), "allow https example.test:"+api.Port(), `request="POST /v1/messages"`, "put in ANTHROPIC_API_KEY")
+			noSecretIn(t, []string{realKey}, netLog, filepath.Join(w.home, ".local", "state"), filepath.Join(w.home, ".claude"))
+		})
+	}
 }
