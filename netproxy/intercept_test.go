@@ -381,3 +381,34 @@ func waitLog(t *testing.T, b *box, parts ...string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestInterceptForward: a port forward to a host service that request
+// rules cover is read request by request too, not piped.
+func TestInterceptForward(t *testing.T) {
+	o := startOrigin(t, nil)
+	fwd := "127.0.0.1:" + o.port
+	b := startBox(t, []string{fwd}, []string{"POST " + fwd + "/admin/*"}, boxOptions{forward: []string{fwd}})
+	do := func(method, path string) int {
+		c, err := net.Dial("tcp", b.fwd[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", method, path)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := do("POST", "/admin/users"); code != 403 {
+		t.Errorf("POST /admin/users through the forward: %d, want 403", code)
+	}
+	if code := do("POST", "/public"); code != 200 {
+		t.Errorf("POST /public through the forward: %d, want 200", code)
+	}
+	if got := o.Got(); len(got) != 1 || !strings.HasPrefix(got[0], "POST /public ") {
+		t.Errorf("the service got %q", got)
+	}
+}

@@ -253,11 +253,16 @@ func (p *Proxy) serveConn(c net.Conn) {
 }
 
 // serveForward connects c to a fixed target, checked like any request: on a
-// denial or a failed connect the client's connection is simply closed.
+// denial or a failed connect the client's connection is simply closed. A
+// target whose requests the proxy reads is read here too (Proxy.pass).
 func (p *Proxy) serveForward(c net.Conn, target string) {
 	h, port, _ := splitHostPort(target, 0) // checked by New
 	up, _, d, err := p.open("forward", h, port)
 	if !d.Allowed || err != nil {
+		return
+	}
+	if hp, err := parseHost(h); err == nil && p.inspects(hp, port) {
+		p.pass(c, bufio.NewReader(c), h, port, up)
 		return
 	}
 	defer p.dropUpstream(up)
