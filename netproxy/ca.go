@@ -130,15 +130,17 @@ func (a *Authority) leaf(h host) (*tls.Certificate, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(leafValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if h.addr.IsValid() {
+		// No common name: OpenSSL reads one that looks like a host name
+		// as a DNS name, which the authority's constraints do not permit.
 		tmpl.IPAddresses = []net.IP{h.addr.AsSlice()}
 	} else {
+		tmpl.Subject = pkix.Name{CommonName: h.name}
 		tmpl.DNSNames = []string{h.name}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &a.leafKey.PublicKey, a.key)

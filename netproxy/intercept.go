@@ -32,6 +32,10 @@ import (
 	"time"
 )
 
+// handshakeFailed starts the reason logged when the box's client did not
+// complete TLS with the proxy: it does not trust the run's authority.
+const handshakeFailed = "TLS handshake with the box's client failed (does it read SSL_CERT_FILE or the system's bundle?): "
+
 // idleTimeout is how long an intercepted connection waits for the next
 // request.
 const idleTimeout = 2 * time.Minute
@@ -93,7 +97,7 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, h host, port int, up net
 		if err := tc.Handshake(); err != nil {
 			// The client did not trust the run's authority (it ignores
 			// SSL_CERT_FILE and the like), or hung up: nothing was sent.
-			p.record("https", s.target, Decision{Reason: "TLS handshake with the box's client failed: " + err.Error()}, nil)
+			p.record("https", s.target, Decision{Reason: handshakeFailed + err.Error()}, nil)
 			return
 		}
 		s.client, s.cbr, s.proto, s.tls = tc, bufio.NewReader(tc), "https", true

@@ -412,3 +412,36 @@ func TestInterceptForward(t *testing.T) {
 		t.Errorf("the service got %q", got)
 	}
 }
+
+// TestAuthority: the run's authority signs host certificates that verify
+// for their host, and its name constraints make a certificate for any
+// other host fail, even one it signed.
+func TestAuthority(t *testing.T) {
+	ca, err := NewAuthority([]string{"api.test", "*.wild.test", "127.0.0.1", "GET gh.test/org/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		ok   bool
+	}{
+		{"api.test", true}, {"x.wild.test", true}, {"gh.test", true}, {"127.0.0.1", true},
+		{"evil.test", false}, {"10.0.0.1", false}, {"api.test.evil", false},
+	} {
+		h, err := parseHost(tc.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := ca.leaf(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cert.Leaf.Verify(x509.VerifyOptions{DNSName: tc.host, Roots: ca.Pool()})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: verify error %v, want ok %v", tc.host, err, tc.ok)
+		}
+	}
+	if !strings.Contains(string(ca.CertPEM()), "BEGIN CERTIFICATE") || strings.Contains(string(ca.CertPEM()), "PRIVATE") {
+		t.Errorf("CertPEM is not a certificate alone")
+	}
+}

@@ -188,6 +188,9 @@ func AdviseNet(pl *plan.Plan, target, reason string) Fix {
 	if strings.HasPrefix(reason, "matches deny rule") {
 		return Fix{Risky: true, Why: "it " + reason + ", and a deny rule wins over every allow; only taking it out of network.deny allows it"}
 	}
+	if strings.HasPrefix(reason, "TLS handshake with the box's client failed") {
+		return Fix{Why: "no policy change: the client in the box does not trust the run's certificate authority; it must read the box's bundle (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, the system's) and not pin the host's certificate"}
+	}
 	if strings.HasPrefix(reason, "exfiltration attempt") {
 		// The box sent a secret's placeholder where the secret may not
 		// go: nothing should allow that.
