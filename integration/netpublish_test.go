@@ -50,11 +50,14 @@ func TestNetworkPublish(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		flags []string
-		same  bool // the host's port is the box's (Landlock: no relay)
+		same  bool   // the host's port is the box's (Landlock: no relay)
+		init  string // AGENTBOX_INIT: the Go init (bwrap) or Go child (Landlock)
 	}{
 		{name: "bwrap none", flags: []string{"--backend", "bwrap", "--network", "none"}},
+		{name: "bwrap none, Go init", flags: []string{"--backend", "bwrap", "--network", "none"}, init: "go"},
 		{name: "bwrap allowlist", flags: []string{"--backend", "bwrap", "--network", "allowlist", "--allow", "example.test"}},
 		{name: "landlock none", flags: []string{"--backend", "landlock", "--network", "none"}},
+		{name: "landlock allowlist, Go child", flags: []string{"--backend", "landlock", "--network", "allowlist", "--allow", "example.test"}, init: "go"},
 		{name: "landlock none, same port", flags: []string{"--backend", "landlock", "--network", "none"}, same: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +76,9 @@ func TestNetworkPublish(t *testing.T) {
 				`"$AGENTBOX_BIN_IN_BOX" status | grep '^publish:'; read done; kill $server`
 			c := w.cmd(append(flags, "--", "sh", "-c", script)...)
 			c.Env = append(c.Env, "AGENTBOX_BIN_IN_BOX="+bin)
+			if tc.init != "" {
+				c.Env = append(c.Env, "AGENTBOX_INIT="+tc.init)
+			}
 			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			var out bytes.Buffer
 			c.Stdout, c.Stderr = &out, &out
