@@ -408,6 +408,36 @@ func redact(raw string) string {
 	return scheme + "://" + user + "@" + rest[at+1:]
 }
 
+// secretHosts warns about a secret whose host no allow rule allows (the
+// provider's own domains included, which is why this runs after the
+// provider step): the proxy would refuse every connection to it.
+func (r *resolver) secretHosts() error {
+	n := &r.p.Network
+	if len(n.Secrets) == 0 {
+		return nil
+	}
+	rules, err := netproxy.Compile(n.Allow, n.Deny)
+	if err != nil {
+		return nil // modes refused the entry already, with its origin
+	}
+	for _, s := range n.Secrets {
+		for _, h := range s.Hosts {
+			if strings.HasPrefix(h, "*.") {
+				continue // a family of hosts: no one name to check
+			}
+			host, port := h, 443
+			if hp, p, err := net.SplitHostPort(h); err == nil {
+				host = hp
+				port, _ = strconv.Atoi(p)
+			}
+			if d := rules.Check(host, port); !d.Allowed {
+				r.p.Warnings = appendNew(r.p.Warnings, fmt.Sprintf("SECRET %s goes to %s, which the allowlist refuses (%s): add --allow %s, or network.allow", s.Env, h, d.Reason, h))
+			}
+		}
+	}
+	return nil
+}
+
 // systemBundles are where Linux distributions keep the system's
 // certificate bundle (the list Go's crypto/x509 reads): Debian and Ubuntu,
 // Fedora and RHEL, openSUSE, OpenELEC, CentOS, Alpine.

@@ -256,6 +256,16 @@ func TestResolveNetworkExtras(t *testing.T) {
 			},
 		},
 		{
+			name:   "a secret whose host the allowlist refuses: a warning",
+			policy: "[network]\nallow = [\"other.test\"]\n[[network.secret]]\nenv = \"API_KEY\"\nhosts = [\"api.test\"]\n",
+			env:    []string{"API_KEY=" + key},
+			check: func(t *testing.T, p *plan.Plan, w *world) {
+				if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "SECRET API_KEY goes to api.test, which the allowlist refuses (no allow rule matches): add --allow api.test") {
+					t.Errorf("warnings %q", p.Warnings)
+				}
+			},
+		},
+		{
 			name:   "a secret that is not set: a warning",
 			policy: "[network]\nallow = [\"api.test\"]\n[[network.secret]]\nenv = \"API_KEY\"\nhosts = [\"api.test\"]\n",
 			check: func(t *testing.T, p *plan.Plan, w *world) {

@@ -91,7 +91,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
-		r.caBundles, r.environment, r.limits, r.confinedCommand, r.auditLog,
+		r.secretHosts, r.caBundles, r.environment, r.limits, r.confinedCommand, r.auditLog,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
