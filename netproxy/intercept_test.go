@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -444,4 +445,50 @@ func TestAuthority(t *testing.T) {
 	if !strings.Contains(string(ca.CertPEM()), "BEGIN CERTIFICATE") || strings.Contains(string(ca.CertPEM()), "PRIVATE") {
 		t.Errorf("CertPEM is not a certificate alone")
 	}
+}
+
+// TestInterceptThroughUpstream: behind a corporate proxy an intercepted
+// host is reached through it (CONNECT), with TLS verified end to end to
+// the host, and the secret put in; the upstream sees only the tunnel.
+func TestInterceptThroughUpstream(t *testing.T) {
+	roots, cert := originCA(t, "api.test")
+	o := startOrigin(t, &cert)
+	up := startUpstream(t, map[string]string{"api.test": "127.0.0.1"})
+	ca, _ := NewAuthority([]string{"api.test"})
+	b := startBox(t, []string{"api.test"}, nil, boxOptions{ca: ca, roots: roots,
+		upstream: &Upstream{Addr: "127.0.0.1:" + strconv.Itoa(up.port())},
+		secrets:  []Secret{{Name: "API_KEY", Value: testKey, Placeholder: testPlaceholder, Hosts: []string{"api.test"}}}})
+	req, _ := http.NewRequest("GET", "https://api.test:"+o.port+"/v1", nil)
+	req.Header.Set("X-Api-Key", testPlaceholder)
+	resp, err := client(b, ca.Pool()).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "key="+testPlaceholder) {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+	if got := o.Got(); len(got) != 1 || !strings.Contains(got[0], "key="+testKey) {
+		t.Errorf("the origin got %q", got)
+	}
+	if got := up.Asked(); len(got) != 1 || got[0] != "CONNECT api.test:"+o.port {
+		t.Errorf("the upstream was asked %q", got)
+	}
+}
+
+// A placeholder in a header field's name is refused as in its value.
+func TestInterceptPlaceholderInFieldName(t *testing.T) {
+	b, ca, _, o := secretBox(t, []string{"api.test", "GET gh.test"}, nil)
+	req, _ := http.NewRequest("GET", "https://gh.test:"+o.port+"/", nil)
+	req.Header.Set("X-"+testPlaceholder, "1")
+	resp, err := client(b, ca.Pool()).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Errorf("status %d, want 403", resp.StatusCode)
+	}
+	logHas(t, b.log.String(), "deny https gh.test:"+o.port, "exfiltration attempt", "a header field's name")
 }

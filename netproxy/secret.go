@@ -115,6 +115,10 @@ func (p *Proxy) headPlaceholder(target string, h textproto.MIMEHeader, may func(
 		return s, "the request's URL"
 	}
 	for name, values := range h {
+		// A field's name can carry one as well as its value.
+		if s := p.placeholderIn(name, may); s != nil {
+			return s, "a header field's name"
+		}
 		for _, v := range values {
 			if s := p.placeholderIn(v, may); s != nil {
 				return s, "header " + name
