@@ -137,6 +137,7 @@ hosts = ["example.test"]
 		`echo "bundle file: $SSL_CERT_FILE"`,
 		`echo "authority in the bundle: $(grep -c "this run's own certificate authority" "$SSL_CERT_FILE")"`,
 		`echo "authority in the system's: $(grep -c "this run's own certificate authority" /etc/ssl/certs/ca-certificates.crt)"`,
+		`echo "private keys in the bundle: $(grep -c "PRIVATE KEY" "$SSL_CERT_FILE")"`,
 		`echo "real key in the box: $(grep -rl -- "` + realKey[:20] + `" /proc/self/environ "$SSL_CERT_FILE" 2>/dev/null | wc -l)"`,
 	}, "; ")
 	r := w.sh([]string{"--backend", backend, "--policy", pol, "--net-log", netLog}, script)
@@ -163,6 +164,7 @@ hosts = ["example.test"]
 		"POST wild.test: 403\n",
 		"authority in the bundle: 1\n",
 		"authority in the system's: " + system + "\n",
+		"private keys in the bundle: 0\n",
 		"real key in the box: 0\n",
 	} {
 		expectContains(t, "stdout", r.stdout, want)
