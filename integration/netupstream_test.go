@@ -138,17 +138,19 @@ func TestNetworkUpstream(t *testing.T) {
 	expectContains(t, "plan", r.stdout, "  upstream: http://"+up.addr+" (basic, user alice, from $CORP_PROXY_PASSWORD; "+pol+":3 network.upstream)")
 	expectNotContains(t, "plan", r.stdout, "hunter2")
 
-	t.Run("from HTTPS_PROXY", func(t *testing.T) {
-		w := newWorld(t)
-		w.env = append(w.env, "HTTPS_PROXY=http://"+up.addr)
-		before := len(up.Asked())
-		r := w.sh(netFlags(w), `curl -sS -p http://example.test:`+p+`/env`)
-		expectCode(t, r, 0)
-		expectContains(t, "stdout", r.stdout, "hello example.test:"+p+" /env")
-		if got := up.Asked()[before:]; len(got) != 1 || got[0] != "CONNECT example.test:"+p {
-			t.Errorf("asked %q", got)
-		}
-	})
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run("from HTTPS_PROXY, "+backend, func(t *testing.T) {
+			w := newWorld(t)
+			w.env = append(w.env, "HTTPS_PROXY=http://"+up.addr)
+			before := len(up.Asked())
+			r := w.sh(netFlags(w, "--backend", backend), `curl -sS -p http://example.test:`+p+`/env`)
+			expectCode(t, r, 0)
+			expectContains(t, "stdout", r.stdout, "hello example.test:"+p+" /env")
+			if got := up.Asked()[before:]; len(got) != 1 || got[0] != "CONNECT example.test:"+p {
+				t.Errorf("asked %q", got)
+			}
+		})
+	}
 	t.Run("down", func(t *testing.T) {
 		ln, err := net.Listen("tcp4", "127.0.0.1:0")
 		if err != nil {
