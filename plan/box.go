@@ -117,6 +117,6 @@ func (p *Plan) Clone() *Plan {
 	for i, s := range p.Network.Secrets {
 		q.Network.Secrets[i].Value, q.Network.Secrets[i].Placeholder = s.Value, s.Placeholder
 	}
-	q.HostExec.Index = p.HostExec.Index // read-only once resolved
+	q.HostExec.Trees = p.HostExec.Trees // read-only once resolved
 	return q
 }
