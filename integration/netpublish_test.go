@@ -136,6 +136,13 @@ func TestNetworkPublish(t *testing.T) {
 			if !strings.Contains(got, want) {
 				t.Errorf("status: want %q in:\n%s", want, got)
 			}
+			// plan lists the port, and under Landlock what it cannot hold.
+			r := w.run(append(append([]string{"plan"}, flags[1:]...), "--", "true")...)
+			expectCode(t, r, 0)
+			expectContains(t, "plan", r.stdout, "  publish: 127.0.0.1:"+strconv.Itoa(hostPort)+" on the host -> 127.0.0.1:"+strconv.Itoa(boxPort)+" in the box (flag --publish)\n")
+			if strings.HasPrefix(tc.name, "landlock") {
+				expectContains(t, "plan", r.stdout, "so a server that binds 0.0.0.0 is reachable from other machines")
+			}
 		})
 	}
 }
