@@ -30,7 +30,7 @@ func parseRun(args []string) (req box.Request, ok bool) {
 	}
 	list := map[string]*[]string{
 		"policy": &f.Policy, "writable": &f.Writable, "read-only": &f.ReadOnly, "deny": &f.Deny,
-		"allow": &f.Allow, "pass-env": &f.PassEnv, "deny-env": &f.DenyEnv,
+		"allow": &f.Allow, "publish": &f.Publish, "pass-env": &f.PassEnv, "deny-env": &f.DenyEnv,
 	}
 	switches := map[string]*bool{"best-effort": &f.BestEffort, "require": &f.Require,
 		"allow-broad-writable": &f.AllowBroad, "verify": &verify}

@@ -23,6 +23,9 @@ type Status struct {
 	Writable []string `json:"writable,omitempty"`
 	Deny     []string `json:"deny,omitempty"`
 	Network  string   `json:"network,omitempty"`
+	// Publish are the published ports, ADDR:PORT:BOXPORT: the host's
+	// ADDR:PORT reaches the box's 127.0.0.1:BOXPORT.
+	Publish  []string `json:"publish,omitempty"`
 	Tmp      string   `json:"tmpdir,omitempty"`
 	Degraded string   `json:"degraded,omitempty"`
 	// Depth is how many boxes the caller runs in (AGENTBOX_DEPTH): 1
@@ -45,6 +48,7 @@ func ReadStatus(all []backend.Backend) Status {
 		Writable: plan.SplitList(runtime.GOOS, os.Getenv(plan.VarWritable)),
 		Deny:     plan.SplitList(runtime.GOOS, os.Getenv(plan.VarDeny)),
 		Network:  os.Getenv(plan.VarNetwork),
+		Publish:  plan.SplitList("linux", os.Getenv(plan.VarPublish)),
 		Tmp:      os.Getenv("TMPDIR"),
 		Degraded: os.Getenv(plan.VarDegraded),
 	}
@@ -85,6 +89,11 @@ func WriteStatus(st Status, asJSON bool, w io.Writer) error {
 			fmt.Fprintf(w, "writable: %s\n", strings.Join(st.Writable, ", "))
 			fmt.Fprintf(w, "hidden:   %s\n", strings.Join(st.Deny, ", "))
 			fmt.Fprintf(w, "network:  %s\n", st.Network)
+			for _, pub := range st.Publish {
+				if i := strings.LastIndexByte(pub, ':'); i > 0 {
+					fmt.Fprintf(w, "publish:  the host's %s reaches 127.0.0.1:%s here\n", pub[:i], pub[i+1:])
+				}
+			}
 			fmt.Fprintf(w, "tmp:      %s (private to this box's workspace or run)\n", st.Tmp)
 			fmt.Fprintf(w, "nesting:  %s\n", depthText(st.Depth))
 		case st.Degraded != "":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/seccomp"
 )
 
 // Level and RuleStatus are the plan's vocabulary for how a backend
@@ -68,6 +69,18 @@ type Assessment struct {
 	// ProxyPort is the proxy's port; the supervisor knows it once the
 	// proxy listens and gives it to the child, which sets it before Apply.
 	ProxyPort int `json:"-"`
+	// BindPorts are the published ports of the box's servers: binding TCP
+	// is allowed on them and no other port, and listen(2) is let through
+	// the seccomp filter (seccomp.NoNetBypassListening). Connecting to
+	// them is not allowed: Landlock would allow it to every address.
+	BindPorts []int `json:"bind_ports,omitempty"`
+	// CABundle is the box's certificate bundle (the system's trust and the
+	// run's own authority), when the proxy terminates TLS for some hosts.
+	CABundle string `json:"ca_bundle,omitempty"`
+	// Relays are the published ports whose host end is not the box's own
+	// (another port or address): agentbox listens there and connects to
+	// the box's server at 127.0.0.1:BOXPORT.
+	Relays []plan.Publish `json:"relays,omitempty"`
 	// ScopeSignal refuses signals to processes outside the sandbox (ABI 6+).
 	ScopeSignal bool `json:"scope_signal,omitempty"`
 	// ScopeAbstractUnix refuses connecting to abstract UNIX sockets outside
@@ -207,8 +220,30 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 		a.Proxy = true
 		a.ConnectPorts = forwardPorts(p.Network)
 	}
+	if a.BlockTCP {
+		for _, pub := range p.Network.Publish {
+			if !slices.Contains(a.BindPorts, pub.BoxPort) {
+				a.BindPorts = append(a.BindPorts, pub.BoxPort)
+			}
+			if pub.Addr != "127.0.0.1" || pub.Port != pub.BoxPort {
+				a.Relays = append(a.Relays, pub)
+			}
+		}
+	}
 	if dir := tmpDir(p); dir != "" {
 		a.Env = map[string]string{"TMPDIR": dir}
+	}
+	if a.Proxy && len(p.Network.Intercept) > 0 {
+		// Landlock cannot put a file over the system's bundle: the box's
+		// bundle is a file of the run in its TMPDIR, which the variables
+		// name (written when the run starts, removed after it).
+		a.CABundle = caBundlePath(p)
+		if a.Env == nil {
+			a.Env = map[string]string{}
+		}
+		for _, v := range plan.CAVars {
+			a.Env[v] = a.CABundle
+		}
 	}
 	a.Rules = classify(p, a, ls, o, guards)
 	return a
@@ -576,6 +611,30 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	default:
 		add("network", NotEnforced, "unknown network mode "+p.Network.Mode)
 	}
+	if a.CABundle != "" {
+		add("ca", Weaker, "the box's certificate bundle (the system's trust and this run's own authority) is "+a.CABundle+", which "+strings.Join(plan.CAVars, ", ")+
+			" name; Landlock cannot put it over the system's bundle, so a program that reads only the system's does not trust the intercepted hosts' certificates and fails on them; the authority's key stays in agentbox")
+	}
+	for _, pub := range p.Network.Publish {
+		if p.Network.Mode == plan.NetOpen {
+			break
+		}
+		rs := RuleStatus{Rule: "publish", Path: pub.String(), Origin: pub.Origin.String()}
+		switch {
+		case !a.BlockTCP:
+			rs.Level, rs.How = NotEnforced, fmt.Sprintf("Landlock ABI %d has no network rules (TCP needs ABI 4)", a.ABI)
+		case pub.Port == pub.BoxPort && pub.Addr != "127.0.0.1":
+			rs.Level, rs.How = NotEnforced, "the box shares the host's ports under Landlock: agentbox cannot listen on the host's port the box's server takes; publish another host port (PORT:BOXPORT)"
+		default:
+			rs.Level = Weaker
+			rs.How = fmt.Sprintf("the box's server listens on the host's own network: Landlock lets it bind port %d and no other, but restricts ports, not addresses, so a server that binds 0.0.0.0 is reachable from other machines, "+
+				"and listen(2), let through the seccomp filter for it, takes a random port on every address from a socket that was never bound; the box cannot connect to its own server (the port would be allowed to every address)", pub.BoxPort)
+			if pub.Addr != "127.0.0.1" || pub.Port != pub.BoxPort {
+				rs.How = fmt.Sprintf("agentbox listens on the host's %s:%d and connects to 127.0.0.1:%d; ", pub.Addr, pub.Port, pub.BoxPort) + rs.How
+			}
+		}
+		out = append(out, rs)
+	}
 	if a.ABI < 2 {
 		add("landlock-abi", Weaker, "ABI 1: files cannot be moved or linked between folders at all (EXDEV)")
 	}
@@ -606,4 +665,24 @@ func forwardPorts(n plan.Network) []int {
 		}
 	}
 	return out
+}
+
+// seccompGroups are the extra seccomp groups of a box in network mode
+// mode: with published ports, listen(2) is let through.
+func (a Assessment) seccompGroups(mode string) []seccomp.Group {
+	g := seccomp.ForNetwork(mode, true)
+	if len(a.BindPorts) > 0 {
+		g = seccomp.Listening(g)
+	}
+	return g
+}
+
+// caBundlePath is where a run's certificate bundle is: in its TMPDIR (or
+// the host's /tmp), named after the run.
+func caBundlePath(p *plan.Plan) string {
+	dir := tmpDir(p)
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return path.Join(dir, "agentbox-ca-"+p.RunID+".pem")
 }

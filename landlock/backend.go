@@ -112,6 +112,11 @@ func (l *Landlock) Complete(p *plan.Plan) error {
 		}
 		box.Writable = append(box.Writable, w)
 	}
+	if a.CABundle != "" {
+		for _, v := range plan.CAVars {
+			box.Env = append(box.Env, v+"="+a.CABundle)
+		}
+	}
 	if box.Detail, err = json.Marshal(a); err != nil {
 		return err
 	}
@@ -173,7 +178,7 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 	for _, r := range p.Box.Rules {
 		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
 	}
-	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true), w)
+	seccomp.Describe(p.Seccomp, a.seccompGroups(p.Network.Mode), w)
 }
 
 // assessmentOf is AssessmentOf, without decoding when p's detail is the

@@ -109,6 +109,9 @@ func newRuleset(a Assessment, pins *supervise.Pins) (fd int, flags uint32, err e
 			lrules = append(lrules, ll.ConnectTCP(uint16(port)))
 		}
 	}
+	for _, port := range a.BindPorts {
+		lrules = append(lrules, ll.BindTCP(uint16(port)))
+	}
 	if a.BlockUDP {
 		cfg.HandledAccessNet |= ll.AccessNetSet(accessNetBindUDP | accessNetConnectSendUDP)
 	}

@@ -95,12 +95,30 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	env := p.BoxEnviron()
 	args := []string{"agentbox", ChildCommand}
 	proxyPort := 0
+	if len(a.Relays) > 0 {
+		pubs, err := startRelays(a.Relays)
+		if err != nil {
+			return 0, err
+		}
+		defer func() {
+			for _, pb := range pubs {
+				pb.Close()
+			}
+		}()
+	}
 	if a.Proxy {
 		px, err := startProxy(p, c)
 		if err != nil {
 			return 0, err
 		}
 		defer px.stop()
+		if a.CABundle != "" {
+			remove, err := writeBundle(a.CABundle, p.Network.CABase, px.ca)
+			if err != nil {
+				return 0, err
+			}
+			defer remove()
+		}
 		env = withVars(env, px.env)
 		args = append(args, strconv.Itoa(px.port))
 		proxyPort = px.port
@@ -127,7 +145,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		}
 		rs := os.NewFile(uintptr(ruleset), "landlock-ruleset")
 		defer rs.Close()
-		filter, err := seccomp.Build(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true)...)
+		filter, err := seccomp.Build(p.Seccomp, a.seccompGroups(p.Network.Mode)...)
 		if err != nil {
 			return 0, err
 		}
@@ -285,7 +303,7 @@ func ChildMain() int {
 	// Under network "none" and with the allowlist's proxy, Landlock checks
 	// connect(2) only: refuse the ways around it, and the socket families
 	// that leave the host.
-	filter, err := seccomp.Build(in.Seccomp, seccomp.ForNetwork(in.Network, true)...)
+	filter, err := seccomp.Build(in.Seccomp, a.seccompGroups(in.Network)...)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -23,8 +23,9 @@ const (
 	seccompFD = 6 // the seccomp program (a sealed memfd), for --add-seccomp-fd
 	argsFD    = 7 // the arguments below, NUL-separated (a sealed memfd), for --args
 	checkFD   = 8 // what the init checks before CMD starts (a sealed memfd; see Check)
-	firstFD   = 9 // then, in network mode allowlist, the box's end of the
-	// proxy's socket pair (so fd 9; the init's --net-fd), and then, in
+	firstFD   = 9 // then, in network mode allowlist or with published
+	// ports, the box's end of the proxy's socket pair (so fd 9; the init's
+	// --net-fd), and then, in
 	// mount order, one descriptor per mount that takes one: the host path
 	// of a bind (--bind-fd, --ro-bind-fd) or /dev/null for a hidden file
 	// (--ro-bind-data)
@@ -141,7 +142,8 @@ type Argv struct {
 	SeccompAllow []string
 	SeccompExtra []string
 	// NetFD is the fd that must hold the box's end of the proxy's socket
-	// pair (netproxy.Pair), or 0 when the network mode is not allowlist.
+	// pair (netproxy.Pair), or 0 when the network mode is not allowlist
+	// and no port is published.
 	NetFD int
 	// LogFD is the fd that must hold the box's end of the filesystem
 	// log's socket, or 0 when the plan does not record refusals this way.
@@ -149,6 +151,9 @@ type Argv struct {
 	// Allow and Deny are the proxy's rules, and Forward the targets of the
 	// box's port forwards in the order of the init's --forward arguments.
 	Allow, Deny, Forward []string
+	// CAFDs are the fds that must hold the box's certificate bundle, one
+	// per path of plan.Network.CABundles.
+	CAFDs []int
 }
 
 // Render turns the plan into bwrap's argument list (without argv[0]).
@@ -175,6 +180,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		if nr, err = renderNet(p); err != nil {
 			return Argv{}, err
 		}
+	}
+	if p.Network.Mode == plan.NetAllowlist || p.Network.Mode == plan.NetNone && len(p.Network.Publish) > 0 {
+		// The socket pair: the proxy's connections, and the sockets
+		// that reach the box's servers on published ports.
 		nr.fd = next
 		next++
 	}
@@ -251,6 +260,20 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			}
 		}
 	}
+	// The box's certificate bundle (the system's trust and the run's own
+	// authority) over the system's, when the proxy terminates TLS for
+	// some hosts: bwrap copies each descriptor's content (a sealed memory
+	// file per path, as bwrap reads each to its end) into a read-only
+	// file of its own. They lie outside every writable root (resolution
+	// checks), where no box can swap them, so the init need not check.
+	var caFDs []int
+	if p.Network.Mode == plan.NetAllowlist && len(p.Network.Intercept) > 0 {
+		for _, b := range p.Network.CABundles {
+			add("--ro-bind-data", strconv.Itoa(next), b)
+			caFDs = append(caFDs, next)
+			next++
+		}
+	}
 	var extra []string
 	if o.Seccomp {
 		// The syscall filter (package seccomp): no TIOCSTI keystroke
@@ -299,9 +322,15 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		}
 	}
 	if nr.fd > 0 {
-		add("--net-fd", strconv.Itoa(nr.fd), "--net-port", strconv.Itoa(plan.ProxyPort))
+		add("--net-fd", strconv.Itoa(nr.fd))
+		if p.Network.Mode == plan.NetAllowlist {
+			add("--net-port", strconv.Itoa(plan.ProxyPort))
+		}
 		for _, f := range nr.forward {
 			add("--forward", f)
+		}
+		for _, pub := range p.Network.Publish {
+			add("--publish", strconv.Itoa(pub.BoxPort))
 		}
 	}
 	for _, r := range supervise.RlimitArgs(p.Limits) {
@@ -313,7 +342,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		return Argv{}, fmt.Errorf("the plan needs %d bwrap arguments (%d mounts); bubblewrap accepts at most %d", len(a), len(p.Mounts), MaxArgs)
 	}
 	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
-		NetFD: nr.fd, LogFD: logFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward}, nil
+		NetFD: nr.fd, LogFD: logFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward, CAFDs: caFDs}, nil
 }
 
 // netRender is what network mode allowlist adds to the box.
@@ -381,6 +410,9 @@ func Shell(self string, d Detail) string {
 		// A shell cannot make the socket pair or run the proxy: without
 		// them the init refuses to start the command.
 		words = append(words, fmt.Sprintf("# fd %d: the proxy's socket pair, which only agentbox run provides", d.NetFD))
+	}
+	for _, fd := range d.CAFDs {
+		words = append(words, fmt.Sprintf("# fd %d: the box's certificate bundle with the run's own authority, which only agentbox run makes", fd))
 	}
 	return strings.Join(words, " ")
 }

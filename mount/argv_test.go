@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,9 +82,10 @@ func normalize(root, s string) string {
 // testdata/<case>.bwrap.golden, one argument per line.
 func TestGoldenArgv(t *testing.T) {
 	tests := []struct {
-		name string
-		root bool // run as uid 0
-		opts Options
+		name    string
+		root    bool // run as uid 0
+		opts    Options
+		environ []string // added to the world's
 	}{
 		{name: "defaults"},
 		{name: "root", root: true},
@@ -94,6 +96,8 @@ func TestGoldenArgv(t *testing.T) {
 		{name: "tmp-host"},
 		{name: "limits"},
 		{name: "env", opts: Options{Seccomp: true}},
+		{name: "network-publish"},
+		{name: "network-secret", environ: []string{"API_KEY=sk-golden-0123456789"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,6 +105,7 @@ func TestGoldenArgv(t *testing.T) {
 			if tc.root {
 				env.UID, env.GID = 0, 0
 			}
+			env.Environ = append(env.Environ, tc.environ...)
 			data, err := os.ReadFile(filepath.Join("testdata", tc.name+".toml"))
 			if err != nil {
 				t.Fatal(err)
@@ -169,8 +174,22 @@ func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	if got, want := strings.Contains(joined, "\x00--cap-drop\x00ALL\x00"), p.Identity.UID == 0; got != want {
 		t.Errorf("--cap-drop ALL present: %v, want %v (uid %d)", got, want, p.Identity.UID)
 	}
-	if got, want := strings.Contains(joined, "\x00--unshare-net\x00"), p.Network.Mode == plan.NetNone; got != want {
+	if got, want := strings.Contains(joined, "\x00--unshare-net\x00"), p.Network.Mode == plan.NetNone || p.Network.Mode == plan.NetAllowlist; got != want {
 		t.Errorf("--unshare-net present: %v, want %v (network %s)", got, want, p.Network.Mode)
+	}
+	// The box's certificate bundle over each system bundle, each from a
+	// descriptor of its own, when the proxy terminates TLS.
+	if len(p.Network.Intercept) > 0 {
+		if len(av.CAFDs) != len(p.Network.CABundles) || len(av.CAFDs) == 0 {
+			t.Errorf("%d bundle fds for bundles %q", len(av.CAFDs), p.Network.CABundles)
+		}
+		for i, fd := range av.CAFDs {
+			if want := "\x00--ro-bind-data\x00" + strconv.Itoa(fd) + "\x00" + p.Network.CABundles[i] + "\x00"; !strings.Contains(joined, want) {
+				t.Errorf("no %q", strings.ReplaceAll(want, "\x00", " "))
+			}
+		}
+	} else if len(av.CAFDs) > 0 {
+		t.Errorf("bundle fds %v with nothing intercepted", av.CAFDs)
 	}
 	if diff := cmp.Diff(p.Command, args[len(args)-len(p.Command):]); diff != "" {
 		t.Errorf("command at the end (-want +got):\n%s", diff)

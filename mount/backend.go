@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/plan"
@@ -63,6 +64,9 @@ type Detail struct {
 	Allow   []string `json:"allow,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
 	Forward []string `json:"forward,omitempty"`
+	// CAFDs are the descriptors of the box's certificate bundle, one per
+	// system bundle it covers.
+	CAFDs []int `json:"ca_fds,omitempty"`
 }
 
 // Complete fills p.Box: every rule is enforced as the contract says (a
@@ -89,6 +93,14 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 			return err
 		}
 		box.Env = nr.env
+		if len(p.Network.Intercept) > 0 && len(p.Network.CABundles) > 0 {
+			for _, v := range plan.CAVars {
+				box.Env = append(box.Env, v+"="+p.Network.CABundles[0])
+			}
+			box.Rules = append(box.Rules, plan.RuleStatus{Rule: "ca", Path: strings.Join(p.Network.CABundles, ", "), Level: plan.Enforced,
+				How: "the box's certificate bundle (the system's trust and this run's own authority) is bound read-only over the system's, and " +
+					strings.Join(plan.CAVars, ", ") + " name it; the authority's key stays in agentbox"})
+		}
 	}
 	// bwrap sets PWD to the working folder itself once it has changed to
 	// it, whatever the environment says (agentbox verify found it).
@@ -103,7 +115,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		return err
 	}
 	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
-		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward}
+		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}
@@ -146,6 +158,9 @@ func networkRule(p *plan.Plan) plan.RuleStatus {
 	case plan.NetAllowlist:
 		r.How = fmt.Sprintf("own network namespace, loopback only; HTTP and SOCKS5 proxy at 127.0.0.1:%d in the box", plan.ProxyPort)
 	}
+	if len(p.Network.Publish) > 0 && p.Network.Mode != plan.NetOpen {
+		r.How += "; published ports are served by agentbox on the host and reach the box's loopback through the init, which opens no way out"
+	}
 	return r
 }
 
@@ -153,7 +168,11 @@ func networkRule(p *plan.Plan) plan.RuleStatus {
 // mounts are the plan's own table.
 func (b *Bwrap) Describe(p *plan.Plan, w io.Writer) {
 	if p.Network.Mode == plan.NetAllowlist {
-		fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
+		if p.Network.Upstream != nil {
+			fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy checks every host as written and reaches the allowed ones through the upstream")
+		} else {
+			fmt.Fprintln(w, "  how:     the box's init hands each connection to agentbox's proxy on the host over an inherited socket pair; the proxy resolves names and checks every host and address")
+		}
 	}
 	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, false), w)
 }

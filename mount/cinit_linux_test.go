@@ -3,6 +3,7 @@ package mount
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -438,6 +440,56 @@ func TestCInitLogWithoutFilter(t *testing.T) {
 			n, err := host.Read(buf)
 			if err != nil || string(buf[:n]) != "Ethe log's filter did not come from agentbox" {
 				t.Fatalf("the init said %q (%v)", buf[:n], err)
+			}
+		})
+	}
+}
+
+// With --publish the C init answers agentbox's questions for sockets
+// (netproxy.DialBox): agentbox connects each to the box's server.
+func TestCInitAnswersSockets(t *testing.T) {
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			host, box, err := netproxy.Pair()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rules, _ := netproxy.Compile(nil, nil)
+			p, err := netproxy.New(rules, netproxy.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() { served <- p.Serve(host) }()
+			defer func() { p.Close(); <-served }()
+			ln, err := net.Listen("tcp4", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					c.Write([]byte("from the server\n"))
+					c.Close()
+				}
+			}()
+			c := a.command(t, "--net-fd", "3", "--publish", "1", "--", "sleep", "20")
+			c.ExtraFiles = []*os.File{box}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			box.Close()
+			defer func() { c.Process.Kill(); c.Wait() }()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			conn, err := p.DialBox(ctx, ln.Addr().(*net.TCPAddr).Port)
+			if err != nil {
+				t.Fatalf("DialBox: %v", err)
+			}
+			defer conn.Close()
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			if line != "from the server\n" {
+				t.Fatalf("read %q, %v", line, err)
 			}
 		})
 	}

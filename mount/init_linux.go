@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -24,7 +25,7 @@ import (
 // Init is pid 1 inside the box:
 //
 //	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--log-fd N [--log-reads]] [--rlimit NAME=VALUE]...
-//	    [--net-fd N --net-port PORT [--forward HOST:PORT]...] -- CMD ARGS...
+//	    [--net-fd N [--net-port PORT] [--forward HOST:PORT]... [--publish PORT]...] -- CMD ARGS...
 //
 // It first checks that the box's mounts are what agentbox asked for (the
 // records on --check-fd, see Check): a path swapped while bwrap set the
@@ -35,11 +36,13 @@ import (
 // signal N killed it. A pid 1 cannot die of a signal it has no handler for,
 // which is why the init reports 128+N instead of re-raising.
 //
-// With --net-fd (network mode allowlist) it first listens on
-// 127.0.0.1:PORT, and on 127.0.0.1:P for each --forward target with port P,
-// and hands every connection to the proxy on the host over fd N (see
-// netproxy.Relay); CMD starts only once these listen, so its first
-// connection finds them.
+// With --net-fd (network mode allowlist, or published ports) it first
+// listens on 127.0.0.1:PORT (--net-port, allowlist only), and on
+// 127.0.0.1:P for each --forward target with port P, and hands every
+// connection to the proxy on the host over fd N (see netproxy.Relay); CMD
+// starts only once these listen, so its first connection finds them. With
+// --publish it also answers agentbox's requests for sockets to reach the
+// box's servers on the published ports (netproxy.AnswerSockets).
 func Init(args []string) int {
 	// First of all: the init holds no limits and the box's descriptors;
 	// no process of the box may open its memory (/proc/1/mem) or its
@@ -53,7 +56,7 @@ func Init(args []string) int {
 	readyFD, checkFD, foreground, logFD := -1, -1, false, -1
 	logReads := false
 	netFD, netPort := -1, 0
-	var forwards, limits []string
+	var forwards, publish, limits []string
 	i := 0
 	for ; i < len(args) && args[i] != "--"; i++ {
 		switch args[i] {
@@ -76,13 +79,15 @@ func Init(args []string) int {
 				logFD, _ = strconv.Atoi(args[i+1])
 				i++
 			}
-		case "--net-fd", "--net-port", "--forward":
+		case "--net-fd", "--net-port", "--forward", "--publish":
 			if i+1 < len(args) {
 				switch args[i] {
 				case "--net-fd":
 					netFD, _ = strconv.Atoi(args[i+1])
 				case "--net-port":
 					netPort, _ = strconv.Atoi(args[i+1])
+				case "--publish":
+					publish = append(publish, args[i+1])
 				default:
 					forwards = append(forwards, args[i+1])
 				}
@@ -122,7 +127,7 @@ func Init(args []string) int {
 	if netFD >= 0 {
 		// Before the ready byte: a box whose network cannot be set up
 		// fails to start, as one whose mounts cannot.
-		if err := relayNet(netFD, netPort, forwards); err != nil {
+		if err := relayNet(netFD, netPort, forwards, len(publish) > 0); err != nil {
 			fmt.Fprintf(os.Stderr, "agentbox: error: init: network: %v\n", err)
 			return 125
 		}
@@ -230,7 +235,7 @@ func Init(args []string) int {
 // relayNet listens on the proxy port and the forwards' ports on the box's
 // loopback and relays their connections to the proxy over fd netFD. The
 // relays run until the init exits; the kernel then closes everything.
-func relayNet(netFD, port int, forwards []string) error {
+func relayNet(netFD, port int, forwards []string, publish bool) error {
 	f := os.NewFile(uintptr(netFD), "proxy")
 	if f == nil {
 		return fmt.Errorf("bad --net-fd %d", netFD)
@@ -244,7 +249,10 @@ func relayNet(netFD, port int, forwards []string) error {
 		addr string
 		tag  byte
 	}
-	ls := []listener{{addr: "127.0.0.1:" + strconv.Itoa(port)}}
+	var ls []listener
+	if port > 0 {
+		ls = append(ls, listener{addr: "127.0.0.1:" + strconv.Itoa(port)})
+	}
 	for i, fw := range forwards {
 		_, p, err := net.SplitHostPort(fw)
 		if err != nil || i+1 > 255 {
@@ -253,7 +261,7 @@ func relayNet(netFD, port int, forwards []string) error {
 		ls = append(ls, listener{addr: "127.0.0.1:" + p, tag: byte(i + 1)})
 	}
 	for _, l := range ls {
-		ln, err := net.Listen("tcp", l.addr)
+		ln, err := listenLoopback(ch, l.addr)
 		if err != nil {
 			return fmt.Errorf("listening in the box: %w", err)
 		}
@@ -261,10 +269,44 @@ func relayNet(netFD, port int, forwards []string) error {
 		if l.tag > 0 {
 			// localhost is also ::1, which programs may try first; the
 			// box's loopback may have no IPv6, so this one is optional.
-			if ln6, err := net.Listen("tcp", "[::1]"+strings.TrimPrefix(l.addr, "127.0.0.1")); err == nil {
+			if ln6, err := listenLoopback(ch, "[::1]"+strings.TrimPrefix(l.addr, "127.0.0.1")); err == nil {
 				go netproxy.Relay(ln6, ch, l.tag)
 			}
 		}
 	}
+	if publish {
+		// A published port's connections reach the box's servers on
+		// sockets the proxy asks for (netproxy.DialBox).
+		go netproxy.AnswerSockets(ch)
+	}
 	return nil
+}
+
+// listenLoopback listens on addr, a loopback address and port in the
+// box. A port below the namespace's ip_unprivileged_port_start needs a
+// capability the init does not have, as root neither (bwrap drops them
+// all): agentbox binds that socket from the host (netproxy.HostBind).
+func listenLoopback(ch *net.UnixConn, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if !errors.Is(err, syscall.EACCES) {
+		return ln, err
+	}
+	ap, perr := netip.ParseAddrPort(addr)
+	if perr != nil {
+		return nil, err
+	}
+	family := unix.AF_INET
+	if ap.Addr().Is6() {
+		family = unix.AF_INET6
+	}
+	fd, serr := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if serr != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	if err := netproxy.HostBind(ch, fd, int(ap.Port())); err != nil {
+		return nil, err
+	}
+	return net.FileListener(f)
 }

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,7 +207,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if nw != nil {
 		// Only after bwrap has its copy of the box's end and ours is closed:
 		// once the box's last process ends, Serve sees the end of the pair.
-		go nw.serve()
+		nw.serve(p)
 	}
 
 	// Signals go to the init once it has written the ready byte, not as
@@ -255,6 +256,9 @@ func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog *os.File) ([]*
 	if d.NetFD > 0 {
 		last = max(last, d.NetFD)
 	}
+	for _, fd := range d.CAFDs {
+		last = max(last, fd)
+	}
 	if d.LogFD > 0 {
 		last = max(last, d.LogFD)
 	}
@@ -271,6 +275,23 @@ func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog *os.File) ([]*
 		// Closed here with the other slots once bwrap has its copy: once
 		// the box's last process ends, the proxy sees the end of the pair.
 		slots[d.NetFD-firstFD] = nw.box
+	}
+	if len(d.CAFDs) > 0 {
+		if nw == nil || nw.ca == nil {
+			return nil, &BoxError{Op: "making the box's certificate bundle", Err: errors.New("the run has no certificate authority")}
+		}
+		bundle, err := netproxy.Bundle(nw.caBase, nw.ca)
+		if err != nil {
+			return nil, &BoxError{Op: "making the box's certificate bundle", Err: err}
+		}
+		for _, fd := range d.CAFDs {
+			f, err := supervise.SealedFile("agentbox-ca-bundle", bundle)
+			if err != nil {
+				closeAll(slots)
+				return nil, &BoxError{Op: "making the box's certificate bundle", Err: err}
+			}
+			slots[fd-firstFD] = f
+		}
 	}
 	for _, fd := range d.NullFDs {
 		f, err := os.Open(os.DevNull)
@@ -350,16 +371,21 @@ func (b *Bwrap) diagnose(bwrap string) error {
 	return err
 }
 
-// netRun is the host side of network mode allowlist: the proxy, the host's
-// end of its socket pair and the log.
+// netRun is the host side of network mode allowlist and of published
+// ports: the proxy, the host's end of its socket pair, the published
+// ports' listeners and the log.
 type netRun struct {
-	proxy  *netproxy.Proxy
-	host   *net.UnixConn
-	box    *os.File // the box's end, passed to bwrap and closed here
-	log    *os.File
-	path   string // the log's path as given
-	served chan error
-	once   sync.Once
+	proxy   *netproxy.Proxy
+	host    *net.UnixConn
+	box     *os.File // the box's end, passed to bwrap and closed here
+	log     *os.File
+	path    string // the log's path as given
+	served  chan error
+	publish []net.Listener // the host's ends of the published ports
+	pubs    []*netproxy.Publisher
+	ca      *netproxy.Authority // the run's own, when the proxy terminates TLS
+	caBase  []string            // what the box's bundle starts with
+	once    sync.Once
 }
 
 // startNet creates the proxy for av's rules and its socket pair, and opens
@@ -371,9 +397,15 @@ func startNet(d Detail, p *plan.Plan, c *backend.Context) (*netRun, error) {
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	nw := &netRun{path: c.NetLog, served: make(chan error, 1)}
-	popts := netproxy.Options{Forward: d.Forward, Decided: func(dec netproxy.Decided) {
+	popts, err := netproxy.OptionsFor(p.Network)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	popts.Forward = d.Forward
+	nw.ca, nw.caBase = popts.Authority, p.Network.CABase
+	popts.Decided = func(dec netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
-	}}
+	}
 	if c.NetLog != "" {
 		// A file agentbox writes on the host: never one the box can
 		// replace with a link to ~/.bashrc, never through a link.
@@ -391,16 +423,43 @@ func startNet(d Detail, p *plan.Plan, c *backend.Context) (*netRun, error) {
 		nw.stop()
 		return nil, &BoxError{Op: "network", Err: err}
 	}
+	// The published ports listen before the box starts: a port that is
+	// taken fails the run here, not its first connection.
+	for _, pub := range p.Network.Publish {
+		addr := net.JoinHostPort(pub.Addr, strconv.Itoa(pub.Port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			nw.stop()
+			return nil, &BoxError{Op: "publishing port " + strconv.Itoa(pub.BoxPort) + " of the box", Err: err}
+		}
+		nw.publish = append(nw.publish, ln)
+	}
 	return nw, nil
 }
 
-// serve runs the proxy until the box ends or stop.
-func (nw *netRun) serve() { nw.served <- nw.proxy.Serve(nw.host) }
+// serve runs the proxy until the box ends or stop, and the published
+// ports: each connection reaches the box's loopback port on a socket the
+// init makes in the box's network namespace (netproxy.DialBox).
+func (nw *netRun) serve(p *plan.Plan) {
+	for i, ln := range nw.publish {
+		port := p.Network.Publish[i].BoxPort
+		nw.pubs = append(nw.pubs, netproxy.Publish(ln, func(ctx context.Context) (net.Conn, error) {
+			return nw.proxy.DialBox(ctx, port)
+		}))
+	}
+	go func() { nw.served <- nw.proxy.Serve(nw.host) }()
+}
 
 // stop ends the proxy (every connection still open, every goroutine) and
 // closes the log. It is safe to call more than once, and before serve.
 func (nw *netRun) stop() {
 	nw.once.Do(func() {
+		for _, pb := range nw.pubs {
+			pb.Close()
+		}
+		for _, ln := range nw.publish {
+			ln.Close()
+		}
 		if nw.proxy != nil {
 			nw.proxy.Close() // returns once every goroutine it started has ended
 		}

@@ -1,9 +1,14 @@
 package netproxy
 
 import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"testing"
 )
@@ -109,4 +114,82 @@ func BenchmarkConnect(b *testing.B) {
 			c.Close()
 		}
 	})
+}
+
+// BenchmarkTLS compares a TLS connection to a host the proxy tunnels with
+// one it intercepts (a secret goes to it): the transfer of benchSize bytes
+// in one answer (MB/s), and one connection with one small request and
+// answer. Both use the same origin and the same client.
+func BenchmarkTLS(b *testing.B) {
+	roots, cert := originCA(b, "api.test", "example.test")
+	block := make([]byte, 256<<10)
+	srv := serveTCP(b, "tcp4", "127.0.0.1:0", func(c *net.TCPConn) {
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}})
+		defer tc.Close()
+		br := bufio.NewReader(tc)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			if req.URL.Path != "/big" {
+				io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				continue
+			}
+			fmt.Fprintf(tc, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", benchSize)
+			for left := benchSize; left > 0; left -= len(block) {
+				if _, err := tc.Write(block[:min(left, len(block))]); err != nil {
+					return
+				}
+			}
+		}
+	})
+	port := strconv.Itoa(srv.port())
+	ca, err := NewAuthority([]string{"api.test"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	box := startBox(b, []string{"api.test", "example.test"}, nil, boxOptions{ca: ca, roots: roots,
+		secrets: []Secret{{Name: "K", Value: testKey, Placeholder: testPlaceholder, Hosts: []string{"api.test"}}}})
+	dial := func(b *testing.B, host string, pool *x509.CertPool) (*tls.Conn, *bufio.Reader) {
+		c, br, resp := connectVia(b, box.addr, host+":"+port)
+		if resp.StatusCode != 200 {
+			b.Fatalf("CONNECT %s: %s", host, resp.Status)
+		}
+		tc := tls.Client(&bufferedConn{Conn: c, r: br}, &tls.Config{ServerName: host, RootCAs: pool})
+		return tc, bufio.NewReaderSize(tc, 256<<10)
+	}
+	get := func(b *testing.B, tc *tls.Conn, br *bufio.Reader, path string) int64 {
+		fmt.Fprintf(tc, "GET %s HTTP/1.1\r\nHost: x\r\nX-Api-Key: %s\r\n\r\n", path, testPlaceholder)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return n
+	}
+	for _, tc := range []struct {
+		name, host string
+		pool       *x509.CertPool
+	}{{"tunnelled", "example.test", roots}, {"intercepted", "api.test", ca.Pool()}} {
+		b.Run("throughput/"+tc.name, func(b *testing.B) {
+			b.SetBytes(benchSize)
+			for b.Loop() {
+				c, br := dial(b, tc.host, tc.pool)
+				if n := get(b, c, br, "/big"); n != benchSize {
+					b.Fatalf("got %d bytes", n)
+				}
+				c.Close()
+			}
+		})
+		b.Run("connection/"+tc.name, func(b *testing.B) {
+			for b.Loop() {
+				c, br := dial(b, tc.host, tc.pool)
+				get(b, c, br, "/small")
+				c.Close()
+			}
+		})
+	}
 }

@@ -34,7 +34,25 @@
 // explicitly ("localhost:3000", issue 5 item 5) the init also listens on
 // 127.0.0.1:3000 in the box and relays those connections with a tag that
 // names the forward (Options.Forward); the proxy connects them to the target,
-// checked by the rules like any other request.
+// checked by the rules like any other request. A forward's port below 1024
+// the init may not bind itself (it has no capability in the box, as root
+// neither): it hands the unbound socket to agentbox, which binds it
+// (HostBind; the messages are in pair_linux.go).
+//
+// Beyond the allowlist (each in its own file):
+//
+//   - upstream.go: behind a corporate proxy (Options.Upstream) the proxy
+//     decides as always and then reaches allowed hosts through the
+//     upstream with CONNECT, which resolves the names.
+//   - pair_linux.go, publish.go: a published port's connections reach the
+//     box's own loopback on sockets the init makes when asked and agentbox
+//     connects (Proxy.DialBox); the init opens nothing.
+//   - secret.go, intercept.go, body.go, ca.go: for the hosts a secret goes to
+//     or request rules cover, the proxy terminates TLS with the run's own
+//     Authority and reads requests one by one: placeholders become values
+//     (and back in answers), requests are checked by method and path, and a
+//     placeholder on its way anywhere else is refused. Every other
+//     connection is tunnelled unread.
 //
 // Wiring, for the caller:
 //

@@ -1,6 +1,7 @@
 package netproxy
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -108,19 +109,28 @@ func send(c *net.UnixConn, conn net.Conn, tag byte) error {
 // anyway could send nothing worse than a connection to 127.0.0.1:PORT, which
 // it may open anyway: every descriptor must be a connected TCP socket, or it
 // is closed unread (a pipe or a FUSE file could otherwise stall the proxy's
-// goroutines forever), and every request is checked by the rules.
+// goroutines forever), and every request is checked by the rules. The other
+// messages on the pair (pair_linux.go) bind only a forward's port on the
+// box's own loopback, and hand agentbox sockets it connects itself.
 func (p *Proxy) Serve(c *net.UnixConn) error {
 	if !p.track(c) {
 		c.Close()
 		return nil
 	}
 	defer p.untrack(c)
-	var tag [1]byte
-	// Room for more descriptors than a well-formed message has, so that a
-	// malformed one is seen whole and every descriptor in it is closed.
+	p.mu.Lock()
+	if p.ch == nil {
+		p.ch = c
+		close(p.chReady)
+	}
+	p.mu.Unlock()
+	// Room for more than a well-formed message has, bytes and descriptors,
+	// so that a malformed one is seen whole and every descriptor in it is
+	// closed.
+	var msg [8]byte
 	oob := make([]byte, unix.CmsgSpace(4*8))
 	for {
-		n, oobn, flags, _, err := c.ReadMsgUnix(tag[:], oob)
+		n, oobn, flags, _, err := c.ReadMsgUnix(msg[:], oob)
 		if err != nil {
 			if p.isClosed() || errors.Is(err, io.EOF) {
 				return nil
@@ -134,14 +144,20 @@ func (p *Proxy) Serve(c *net.UnixConn) error {
 		if n == 0 && len(fds) == 0 {
 			return nil // the box's end is closed: the box has ended
 		}
-		if n != 1 || len(fds) != 1 || flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0 {
+		truncated := flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0
+		switch {
+		case !truncated && n == 1 && len(fds) == 1:
+			p.accept(fds[0], msg[0])
+		case !truncated && n == 3 && msg[0] == msgBind && len(fds) == 1:
+			p.bindForBox(c, fds[0], int(binary.BigEndian.Uint16(msg[1:3])))
+		case !truncated && n == 2 && msg[0] == msgSocket && len(fds) <= 1 && (msg[1] == 0) == (len(fds) == 1):
+			p.minted(fds, syscall.Errno(msg[1]))
+		default:
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
 			p.record("box", "", Decision{Reason: "malformed message from the box"}, nil)
-			continue
 		}
-		p.accept(fds[0], tag[0])
 	}
 }
 

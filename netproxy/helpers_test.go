@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -41,6 +42,8 @@ var testResolver = fakeResolver{
 	"a.wild.test":   {"127.0.0.1"},             // rebinding attempt through a wildcard
 	"pub.wild.test": {publicTestAddr.String()}, // a public host under a wildcard
 	"localhost":     {"127.0.0.1", "::1"},
+	"api.test":      {"127.0.0.1"}, // a secret's host
+	"gh.test":       {"127.0.0.1"}, // request rules
 }
 
 // syncBuffer is a log that tests read while the proxy writes.
@@ -80,6 +83,10 @@ type boxOptions struct {
 	forward []string
 	// publicTo is where the test dialler sends publicTestAddr.
 	publicTo string
+	upstream *Upstream
+	secrets  []Secret
+	ca       *Authority
+	roots    *x509.CertPool
 }
 
 // startBox starts a proxy and its relays; Cleanup closes them.
@@ -90,7 +97,8 @@ func startBox(tb testing.TB, allow, deny []string, o boxOptions) *box {
 		tb.Fatal(err)
 	}
 	log := &syncBuffer{}
-	p, err := New(rules, Options{Log: log, Resolver: testResolver, Forward: o.forward})
+	p, err := New(rules, Options{Log: log, Resolver: testResolver, Forward: o.forward, Upstream: o.upstream,
+		Secrets: o.secrets, Authority: o.ca, RootCAs: o.roots})
 	if err != nil {
 		tb.Fatal(err)
 	}

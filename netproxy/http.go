@@ -86,6 +86,19 @@ func (p *Proxy) serveHTTP(c net.Conn, br *bufio.Reader) {
 	}
 	c.SetReadDeadline(time.Time{}) // the body may take its time
 	if req.method == "CONNECT" {
+		// The request is to the proxy itself: no placeholder has any
+		// business in it.
+		if sec, where := p.headPlaceholder(req.target, req.header, nil); sec != nil {
+			if where == "the request's URL" {
+				where = "the host name" // a CONNECT's target is host:port
+			} else {
+				where += " of a CONNECT request"
+			}
+			d := exfiltration(sec, where, req.target)
+			p.record("connect", req.target, d, nil)
+			writeText(c, 403, denial(req.target, d))
+			return
+		}
 		p.serveCONNECT(c, br, req.target)
 		return
 	}
@@ -112,10 +125,23 @@ func (p *Proxy) serveCONNECT(c net.Conn, br *bufio.Reader, target string) {
 		writeText(c, 502, fmt.Sprintf("agentbox: %s: %v\n", checked, err))
 		return
 	}
-	defer p.dropUpstream(up)
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		p.dropUpstream(up)
 		return
 	}
+	p.pass(c, br, h, port, up)
+}
+
+// pass carries a connection whose handshake is done to up: read request
+// by request when the proxy must (Proxy.inspects), else a tunnel. It drops
+// up when done.
+func (p *Proxy) pass(c net.Conn, br *bufio.Reader, raw string, port int, up net.Conn) {
+	if h, err := parseHost(raw); err == nil && p.inspects(h, port) {
+		c.SetReadDeadline(time.Time{})
+		p.intercept(c, br, h, port, up)
+		return
+	}
+	defer p.dropUpstream(up)
 	tunnel(c, br, up)
 }
 
@@ -146,6 +172,10 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req request) {
 		writeText(c, 400, "agentbox: "+reason+"\n")
 		return
 	}
+	if d, target, ok := p.checkPlain(req, h, port, path); !ok {
+		writeText(c, 403, denial(target, d))
+		return
+	}
 	up, target, d, err := p.open("http", h, port)
 	switch {
 	case !d.Allowed:
@@ -174,10 +204,20 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req request) {
 	}
 	req.header["Host"] = []string{hostField}
 	req.header["Connection"] = []string{"close"}
+	line := req.method + " " + path + " " + req.version
+	if hp, _ := parseHost(h); p.viaUpstream(hp, port) {
+		// To the upstream proxy: the absolute URI of the host checked,
+		// and the upstream's own credentials (the client's were
+		// removed with the hop-by-hop fields).
+		line = req.method + " http://" + hostField + path + " " + req.version
+		if a := p.opts.Upstream.authorization(); a != "" {
+			req.header["Proxy-Authorization"] = []string{a}
+		}
+	}
 	// Expect: 100-continue is passed on: the origin's 100 comes back
 	// through answer, or its final answer without the body being sent
 	// (RFC 9110 section 10.1.1).
-	head := writeHead(req.method+" "+path+" "+req.version, req.header)
+	head := writeHead(line, req.header)
 	if _, err := up.Write(head); err != nil {
 		writeText(c, 502, fmt.Sprintf("agentbox: %s: sending request: %v\n", target, err))
 		return
@@ -188,6 +228,11 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req request) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if len(p.secrets) > 0 {
+			// Read for placeholders on their way out; no splice then.
+			p.scanCopy(up, c, br, target)
+			return
+		}
 		if err := flush(up, br); err != nil {
 			c.Close()
 			up.Close()
@@ -197,6 +242,61 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req request) {
 	}()
 	answer(c, up, req.version, target)
 	<-done
+}
+
+// checkPlain checks a plain HTTP request, which the proxy reads anyway:
+// the request rules of its host, and placeholders (a secret goes only
+// over TLS). It logs a refusal.
+func (p *Proxy) checkPlain(req request, raw string, port int, path string) (Decision, string, bool) {
+	h, err := parseHost(raw)
+	if err != nil {
+		return Decision{}, "", true // open refuses it, with the reason
+	}
+	target := hostPort(h, port)
+	bare, _, _ := strings.Cut(path, "?")
+	bare, _, _ = strings.Cut(bare, "#")
+	if bare == "" {
+		bare = "/"
+	}
+	what := req.method + " " + bare
+	if sec, where := p.headPlaceholder(req.target, req.header, nil); sec != nil {
+		d := exfiltration(sec, where, target)
+		p.recordRequest("http", target, what, d)
+		return d, target, false
+	}
+	if !p.rules.intercepts(h, port) {
+		return Decision{Allowed: true}, target, true
+	}
+	d := p.rules.checkRequest(h, port, req.method, bare)
+	if why := unsafePath(bare); why != "" {
+		d = Decision{Reason: what + ": " + why}
+	}
+	if !d.Allowed {
+		p.recordRequest("http", target, what, d)
+	}
+	return d, target, d.Allowed
+}
+
+// scanCopy copies the client's bytes after the head to up, reading them
+// for any secret's placeholder: one ends both connections before it is
+// whole upstream, and is logged.
+func (p *Proxy) scanCopy(up, c net.Conn, br *bufio.Reader, target string) {
+	var needles [][]byte
+	for _, s := range p.secrets {
+		needles = append(needles, []byte(s.Placeholder))
+	}
+	scan := newDetector(up, needles, func(i int) error {
+		p.recordRequest("http", target, "", exfiltration(&p.secrets[i], "the body", target))
+		return errExfiltration
+	})
+	if _, err := io.Copy(scan, br); err != nil {
+		c.Close()
+		up.Close()
+		return
+	}
+	if cw, ok := up.(closeWriter); ok {
+		cw.CloseWrite()
+	}
 }
 
 // answer passes the origin's response to the client: the head with the

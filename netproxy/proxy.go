@@ -3,6 +3,7 @@ package netproxy
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -43,23 +44,37 @@ type Options struct {
 	// Decided, when set, is called with every decision (from the
 	// proxy's goroutines; it must be safe for concurrent use).
 	Decided func(Decided)
+	// Upstream, when set, is the proxy allowed hosts are reached through.
+	Upstream *Upstream
+	// Secrets are the credentials the box holds only as placeholders.
+	Secrets []Secret
+	// Authority is the run's certificate authority, for the hosts whose
+	// requests the proxy reads (secrets, request rules); nil when none.
+	Authority *Authority
+	// RootCAs are the roots the hosts' own certificates are verified
+	// against when their TLS is terminated; nil for the system's.
+	RootCAs *x509.CertPool
 }
 
 // Decided is one decision of the proxy, as Options.Decided gets it.
 type Decided struct {
 	Allowed bool
-	Proto   string // "http", "connect", "socks5", "forward"
+	Proto   string // "http", "connect", "socks5", "forward", "https" (a request the proxy read)
 	Target  string // host:port as the box asked for it; "-" when unknown
 	Rule    string // the rule that decided
 	Reason  string
+	// Request is "METHOD /path" (no query) of a request the proxy read
+	// one by one; "" for a connection.
+	Request string
 }
 
 // Proxy is the allowlist proxy: HTTP (absolute-URI requests and CONNECT) and
 // SOCKS5 on the same connections, told apart by the first byte. It gets its
 // connections from the box as file descriptors (see Serve).
 type Proxy struct {
-	rules *Rules
-	opts  Options
+	rules   *Rules
+	opts    Options
+	secrets []Secret // opts.Secrets, compiled
 
 	// dial connects upstream; tests replace it to reach a local server
 	// where a public address was resolved.
@@ -73,11 +88,26 @@ type Proxy struct {
 	ctx    context.Context // cancelled by Close, so no lookup or dial outlives it
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[io.Closer]struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	mu      sync.Mutex
+	closed  bool
+	conns   map[io.Closer]struct{}
+	ch      *net.UnixConn // the host's end of the pair, once Serve has it
+	chReady chan struct{} // closed when ch is set
+	wg      sync.WaitGroup
+	once    sync.Once
+
+	// forwardPort are the ports of the forwards (what the init listens
+	// on in the box); askMu and sockets serve DialBox (pair_linux.go).
+	forwardPort map[int]bool
+	askMu       sync.Mutex
+	sockets     chan boxSocket
+}
+
+// boxSocket is the init's answer when DialBox asks for a socket: the
+// socket, or why there is none.
+type boxSocket struct {
+	fd  int // -1 with err
+	err error
 }
 
 // New returns a proxy that decides by rules. It holds no file descriptor
@@ -97,7 +127,12 @@ func New(rules *Rules, opts Options) (*Proxy, error) {
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
-	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{}}
+	secrets, err := compileSecrets(opts.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{}, secrets: secrets,
+		forwardPort: forwardPorts(opts.Forward), sockets: make(chan boxSocket, 4), chReady: make(chan struct{})}
 	p.dial = (&net.Dialer{}).DialContext
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
@@ -218,11 +253,16 @@ func (p *Proxy) serveConn(c net.Conn) {
 }
 
 // serveForward connects c to a fixed target, checked like any request: on a
-// denial or a failed connect the client's connection is simply closed.
+// denial or a failed connect the client's connection is simply closed. A
+// target whose requests the proxy reads is read here too (Proxy.pass).
 func (p *Proxy) serveForward(c net.Conn, target string) {
 	h, port, _ := splitHostPort(target, 0) // checked by New
 	up, _, d, err := p.open("forward", h, port)
 	if !d.Allowed || err != nil {
+		return
+	}
+	if hp, err := parseHost(h); err == nil && p.inspects(hp, port) {
+		p.pass(c, bufio.NewReader(c), h, port, up)
 		return
 	}
 	defer p.dropUpstream(up)
@@ -241,11 +281,31 @@ func (p *Proxy) open(proto, raw string, port int) (conn net.Conn, target string,
 	defer func() { p.record(proto, target, d, err) }()
 
 	d, by := p.rules.check(raw, port)
+	if sec := p.placeholderIn(raw, nil); sec != nil {
+		// In a host name, a placeholder is on its way to whoever runs
+		// that name's DNS.
+		d = exfiltration(sec, "the host name", target)
+	}
 	if !d.Allowed {
 		return nil, target, d, nil
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, dialTimeout)
 	defer cancel()
+	if p.viaUpstream(h, port) {
+		// The upstream resolves and connects; plain HTTP is sent to it
+		// as a request for the absolute URI (forward), the rest through
+		// a CONNECT tunnel.
+		if proto == "http" {
+			conn, err = p.dialUpstream(ctx)
+		} else {
+			conn, err = p.connectUpstream(ctx, target)
+		}
+		if err == nil && !p.addUpstream(conn) {
+			conn.Close()
+			return nil, target, d, errors.New("proxy closed")
+		}
+		return conn, target, d, err
+	}
 	addrs := []netip.Addr{h.addr}
 	if h.name != "" {
 		// The proxy resolves: inside the box there is no DNS, and resolving
@@ -271,10 +331,30 @@ func (p *Proxy) open(proto, raw string, port int) (conn net.Conn, target string,
 	return nil, target, d, err
 }
 
-// record counts a decision and writes its log line.
+// viaUpstream reports whether h:port is reached through the upstream.
+func (p *Proxy) viaUpstream(h host, port int) bool {
+	return p.opts.Upstream != nil && !p.opts.Upstream.direct(h, port)
+}
+
+// record counts a decision on a connection and writes its log line.
 func (p *Proxy) record(proto, target string, d Decision, err error) {
+	p.recordFull(proto, target, "", d, err)
+}
+
+// recordRequest counts a decision on a request the proxy read, and writes
+// its log line.
+func (p *Proxy) recordRequest(proto, target, request string, d Decision) {
+	p.recordFull(proto, target, request, d, nil)
+}
+
+func (p *Proxy) recordFull(proto, target, request string, d Decision, err error) {
 	if target == "" {
 		target = "-"
+	}
+	if len(p.secrets) > 0 {
+		// The log and the audit log name a secret, never its value or
+		// the run's placeholder (a host name may carry one).
+		target, request, d.Reason = p.redact(target), p.redact(request), p.redact(d.Reason)
 	}
 	verdict := "deny"
 	if d.Allowed {
@@ -286,13 +366,16 @@ func (p *Proxy) record(proto, target string, d Decision, err error) {
 		p.logMu.Unlock()
 	}
 	if p.opts.Decided != nil {
-		p.opts.Decided(Decided{Allowed: d.Allowed, Proto: proto, Target: target, Rule: d.Rule, Reason: d.Reason})
+		p.opts.Decided(Decided{Allowed: d.Allowed, Proto: proto, Target: target, Rule: d.Rule, Reason: d.Reason, Request: request})
 	}
 	if p.opts.Log == nil {
 		return
 	}
 	line := fmt.Sprintf("%s %s %s %s rule=%s reason=%s", time.Now().Format(time.RFC3339Nano), verdict, proto,
 		logField(target), logQuote(d.Rule), logQuote(d.Reason))
+	if request != "" {
+		line += " request=" + logQuote(request)
+	}
 	if err != nil {
 		line += " error=" + logQuote(err.Error())
 	}
@@ -387,4 +470,16 @@ var shellInert = strings.NewReplacer("$", `\x24`, "`", `\x60`)
 // render it.
 func logQuote(s string) string {
 	return shellInert.Replace(strconv.Quote(s))
+}
+
+// forwardPorts are the ports of the forward targets: what the init listens
+// on in the box, and may ask agentbox to bind (pair_linux.go).
+func forwardPorts(targets []string) map[int]bool {
+	out := map[int]bool{}
+	for _, t := range targets {
+		if _, p, err := splitHostPort(t, 0); err == nil {
+			out[p] = true
+		}
+	}
+	return out
 }

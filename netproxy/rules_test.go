@@ -114,7 +114,17 @@ func TestCompileErrors(t *testing.T) {
 		{name: "wildcard address", allow: []string{"*.127.0.0.1"}, err: "a wildcard needs a domain name"},
 		{name: "userinfo", allow: []string{"user@example.test"}, err: "character '@'"},
 		{name: "url", allow: []string{"https://example.test"}, err: `allow entry "https://example.test": want a host, not a URL`},
-		{name: "path", allow: []string{"example.test/x"}, err: "character '/'"},
+		{name: "request rules", allow: []string{"GET example.test", "example.test/x", "POST example.test:8443/org/*", "GET [::1]:80/a/b", "PUT *.wild.test/v1/*", "GET example.test/"}},
+		{name: "lower-case method", allow: []string{"get example.test"}, err: `"get" is not a method`},
+		{name: "method alone", allow: []string{"GET /x"}, err: "needs a host"},
+		{name: "dot segment", allow: []string{"example.test/org/../x"}, err: "no . or .. segments"},
+		{name: "dot segment last", allow: []string{"example.test/org/."}, err: "no . or .. segments"},
+		{name: "escape", allow: []string{"example.test/org%2F"}, err: "character '%'"},
+		{name: "query", allow: []string{"example.test/x?y"}, err: "character '?'"},
+		{name: "star inside path", allow: []string{"example.test/a/*/b"}, err: "only as the last segment"},
+		{name: "star in a segment", allow: []string{"example.test/org*"}, err: "only as the last segment"},
+		{name: "space in path", allow: []string{"GET example.test/a b"}, err: "character ' '"},
+		{name: "path with URL", allow: []string{"GET https://example.test/x"}, err: "want a host, not a URL"},
 		{name: "zone", allow: []string{"[fe80::1%lo]:80"}, err: "character '%'"},
 		{name: "unclosed bracket", allow: []string{"[::1:80"}, err: "want host:port"},
 		{name: "bad deny names deny", deny: []string{"bad host"}, err: `deny entry "bad host"`},
@@ -293,5 +303,68 @@ func TestVet(t *testing.T) {
 				t.Errorf("vet(%s, %v) (-want +got):\n%s", tc.host, tc.addrs, diff)
 			}
 		})
+	}
+}
+
+func TestCheckRequest(t *testing.T) {
+	rules, err := Compile(
+		[]string{"GET gh.test/org/*", "POST gh.test/org/repo/issues", "api.test", "*.wild.test/v1/*", "PUT put.test"},
+		[]string{"DELETE api.test", "api.test/admin/*"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		host, method, path string
+		allowed            bool
+		reason             string
+	}{
+		{"gh.test", "GET", "/org/repo", true, `GET /org/repo matches allow rule "GET gh.test/org/*"`},
+		{"gh.test", "GET", "/org/a/b/c", true, ""},
+		{"gh.test", "GET", "/org/", false, "no allow rule matches GET /org/"},
+		{"gh.test", "GET", "/org", false, ""},
+		{"gh.test", "GET", "/organisation", false, ""},
+		{"gh.test", "POST", "/org/repo", false, "no allow rule matches POST /org/repo"},
+		{"gh.test", "POST", "/org/repo/issues", true, ""},
+		{"gh.test", "POST", "/org/repo/issues/1", false, ""},
+		{"gh.test", "get", "/org/repo", false, ""},
+		{"api.test", "GET", "/anything", true, `GET /anything matches allow rule "api.test"`},
+		{"api.test", "DELETE", "/x", false, `DELETE /x matches deny rule "DELETE api.test"`},
+		{"api.test", "GET", "/admin/users", false, `GET /admin/users matches deny rule "api.test/admin/*"`},
+		{"a.wild.test", "PATCH", "/v1/x", true, ""},
+		{"wild.test", "GET", "/v1/x", false, ""},
+		{"put.test", "PUT", "/", true, ""},
+		{"put.test", "POST", "/", false, ""},
+	}
+	for _, tc := range tests {
+		h, _ := parseHost(tc.host)
+		d := rules.checkRequest(h, 443, tc.method, tc.path)
+		if d.Allowed != tc.allowed || tc.reason != "" && d.Reason != tc.reason {
+			t.Errorf("%s %s%s: %+v, want allowed %v %q", tc.method, tc.host, tc.path, d, tc.allowed, tc.reason)
+		}
+	}
+	// The connection: a request rule allows it, a deny request rule does
+	// not deny it (each request is checked instead).
+	for _, tc := range []struct {
+		host       string
+		allowed    bool
+		intercepts bool
+	}{
+		{"gh.test", true, true},
+		{"api.test", true, true}, // a deny request rule is checked on each request
+		{"a.wild.test", true, true},
+		{"put.test", true, true},
+		{"other.test", false, false},
+	} {
+		if d := rules.Check(tc.host, 443); d.Allowed != tc.allowed {
+			t.Errorf("Check(%s) = %+v, want allowed %v", tc.host, d, tc.allowed)
+		}
+		if got := rules.Intercepts(tc.host, 443); got != tc.intercepts {
+			t.Errorf("Intercepts(%s) = %v, want %v", tc.host, got, tc.intercepts)
+		}
+	}
+	plain, _ := Compile([]string{"gh.test", "GET gh.test/org/*"}, nil)
+	if plain.Intercepts("gh.test", 443) {
+		t.Errorf("a plain allow rule allows every request: nothing to intercept")
 	}
 }

@@ -86,11 +86,11 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 		socksReply(c, code, nil)
 		return
 	}
-	defer p.dropUpstream(up)
 	if err := socksReply(c, socksOK, up.LocalAddr()); err != nil {
+		p.dropUpstream(up)
 		return
 	}
-	tunnel(c, br, up)
+	p.pass(c, br, raw, port, up)
 }
 
 // readSOCKSAddr reads a request's address as a host string for parseHost;

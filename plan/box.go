@@ -110,6 +110,13 @@ func (p *Plan) Clone() *Plan {
 		panic("plan: cloning: " + err.Error())
 	}
 	q.Environ = append([]string(nil), p.Environ...)
+	// What JSON leaves out: the network's credentials.
+	if p.Network.Upstream != nil {
+		q.Network.Upstream.Credentials = p.Network.Upstream.Credentials
+	}
+	for i, s := range p.Network.Secrets {
+		q.Network.Secrets[i].Value, q.Network.Secrets[i].Placeholder = s.Value, s.Placeholder
+	}
 	q.HostExec.Trees = p.HostExec.Trees // read-only once resolved
 	return q
 }

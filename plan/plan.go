@@ -173,6 +173,93 @@ type Network struct {
 	// Implied says why the mode is allowlist when no layer chose a mode:
 	// an allow entry turns it on.
 	Implied string `json:"implied,omitempty"`
+	// Upstream is the proxy the allowlist proxy reaches allowed hosts
+	// through (a corporate proxy), nil when it connects by itself.
+	Upstream *Upstream `json:"upstream,omitempty"`
+	// Publish are the box's loopback ports the host can open.
+	Publish []Publish `json:"publish,omitempty"`
+	// Secrets are the credentials the box holds only as placeholders.
+	Secrets []Secret `json:"secrets,omitempty"`
+	// Intercept are the allow and secret entries whose hosts' TLS the
+	// proxy terminates, to swap placeholders or check methods and paths;
+	// every other connection is tunnelled unread.
+	Intercept []string `json:"intercept,omitempty"`
+	// CABundles are the system's certificate bundles the box finds the
+	// run's authority in (a backend that can bind files puts the box's
+	// bundle over them), the first named in SSL_CERT_FILE and the like;
+	// CABase are the files the box's bundle starts with (the trust it
+	// had: the system's bundle, and the files SSL_CERT_FILE and
+	// NODE_EXTRA_CA_CERTS name in agentbox's environment).
+	CABundles []string `json:"ca_bundles,omitempty"`
+	CABase    []string `json:"ca_base,omitempty"`
+}
+
+// CAVars are the variables that name the box's certificate bundle, for the
+// programs that read a bundle of their own choosing: OpenSSL and Go
+// (SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS), Python requests
+// (REQUESTS_CA_BUNDLE), curl (CURL_CA_BUNDLE) and git (GIT_SSL_CAINFO).
+var CAVars = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"}
+
+// Upstream is the proxy that network mode allowlist reaches allowed hosts
+// through. It never holds the credentials in a form that is printed.
+type Upstream struct {
+	// URL is http://host:port, without credentials.
+	URL string `json:"url"`
+	// Auth says where the credentials come from, never what they are:
+	// "" for none.
+	Auth   string `json:"auth,omitempty"`
+	Origin Origin `json:"origin"`
+	// NoProxy are the hosts connected to directly (NO_PROXY).
+	NoProxy []string `json:"no_proxy,omitempty"`
+	// Credentials are "user:password" for the proxy's basic
+	// authentication: for the run only, never in plan output or JSON.
+	Credentials string `json:"-"`
+	// Vars are the variables the credentials came from, taken out of the
+	// box's environment.
+	Vars []string `json:"vars,omitempty"`
+}
+
+// Publish is one published port: the host's Addr:Port reaches the box's
+// 127.0.0.1:BoxPort.
+type Publish struct {
+	Addr    string `json:"addr"`
+	Port    int    `json:"port"`
+	BoxPort int    `json:"box_port"`
+	Origin  Origin `json:"origin"`
+}
+
+// String is "ADDR:PORT -> BOXPORT".
+func (p Publish) String() string {
+	return fmt.Sprintf("%s:%d -> %d", p.host(), p.Port, p.BoxPort)
+}
+
+// Spec is "ADDR:PORT:BOXPORT", as --publish takes it.
+func (p Publish) Spec() string {
+	return fmt.Sprintf("%s:%d:%d", p.host(), p.Port, p.BoxPort)
+}
+
+func (p Publish) host() string {
+	if strings.Contains(p.Addr, ":") {
+		return "[" + p.Addr + "]"
+	}
+	return p.Addr
+}
+
+// Secret is a credential the box sees only as a placeholder: the proxy
+// puts the real value in its place in the request headers of TLS
+// connections to Hosts, and refuses it on the way anywhere else.
+type Secret struct {
+	// Env is the variable the box finds the placeholder in.
+	Env string `json:"env"`
+	// File is where the real value comes from; "" for agentbox's own
+	// environment.
+	File   string   `json:"file,omitempty"`
+	Hosts  []string `json:"hosts"`
+	Origin Origin   `json:"origin"`
+	// Value is the real value and Placeholder what the box holds instead,
+	// as long as it: for the run only, never in plan output or JSON.
+	Value       string `json:"-"`
+	Placeholder string `json:"-"`
 }
 
 // Env is the environment CMD receives.

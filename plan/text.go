@@ -117,6 +117,7 @@ func (p *Plan) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  forward: 127.0.0.1:%s in the box -> %s on the host\n", port, f)
 		}
 	}
+	p.Network.writeText(w)
 	fmt.Fprintf(w, "env:       %s", p.Env.Mode)
 	if len(p.Env.Kept) > 0 {
 		fmt.Fprintf(w, "; kept (the provider's own key): %s", strings.Join(p.Env.Kept, ", "))
@@ -163,6 +164,40 @@ func (p *Plan) WriteText(w io.Writer) {
 	}
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(w, "WARNING:   %s\n", warn)
+	}
+}
+
+// writeText prints the upstream proxy, the published ports, the secrets
+// and the intercepted hosts: never a password, a value or a placeholder.
+func (n Network) writeText(w io.Writer) {
+	if u := n.Upstream; u != nil {
+		auth := "no authentication"
+		if u.Auth != "" {
+			auth = u.Auth
+		}
+		fmt.Fprintf(w, "  upstream: %s (%s; %s): allowed hosts are reached through it, and it resolves their names\n", u.URL, auth, u.Origin)
+		if len(u.NoProxy) > 0 {
+			fmt.Fprintf(w, "    direct: %s (NO_PROXY)\n", strings.Join(u.NoProxy, ", "))
+		}
+	}
+	for _, pub := range n.Publish {
+		host := pub.Addr
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		fmt.Fprintf(w, "  publish: %s:%d on the host -> 127.0.0.1:%d in the box (%s)\n", host, pub.Port, pub.BoxPort, pub.Origin)
+	}
+	for _, s := range n.Secrets {
+		from := "agentbox's environment"
+		if s.File != "" {
+			from = s.File + ", hidden in the box"
+		}
+		fmt.Fprintf(w, "  secret:  %s holds a placeholder in the box; the proxy puts the real value (from %s) in on TLS to %s only (%s)\n",
+			s.Env, from, strings.Join(s.Hosts, ", "), s.Origin)
+	}
+	if len(n.Intercept) > 0 {
+		fmt.Fprintf(w, "  intercepted: %s: TLS terminated with this run's own certificate authority, which only the box trusts; every other host is tunnelled unread\n",
+			strings.Join(n.Intercept, ", "))
 	}
 }
 

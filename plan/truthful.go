@@ -15,10 +15,11 @@ const (
 	VarNetwork  = "AGENTBOX_NETWORK"  // the network mode
 	VarDegraded = "AGENTBOX_DEGRADED" // set instead, when CMD runs unconfined
 	VarDepth    = "AGENTBOX_DEPTH"    // how many boxes CMD runs in
+	VarPublish  = "AGENTBOX_PUBLISH"  // the published ports, ADDR:PORT:BOXPORT
 )
 
 // TruthfulVars are the names of the variables only agentbox sets.
-var TruthfulVars = []string{VarActive, VarBackend, VarWritable, VarDeny, VarNetwork, VarDegraded, VarDepth}
+var TruthfulVars = []string{VarActive, VarBackend, VarWritable, VarDeny, VarNetwork, VarDegraded, VarDepth, VarPublish}
 
 // ListSeparator is the separator of the lists in AGENTBOX_WRITABLE and
 // AGENTBOX_DENY: ";" on Windows (paths hold no ";" there as a rule, and
@@ -56,6 +57,13 @@ func (p *Plan) Truthful() []string {
 	}
 	if p.Depth > 0 {
 		out = append(out, VarDepth+"="+strconv.Itoa(p.Depth))
+	}
+	if len(p.Network.Publish) > 0 {
+		var pubs []string
+		for _, pub := range p.Network.Publish {
+			pubs = append(pubs, pub.Spec())
+		}
+		out = append(out, VarPublish+"="+strings.Join(pubs, ","))
 	}
 	if p.Box.Tmpdir != "" {
 		out = append(out, "TMPDIR="+p.Box.Tmpdir)

@@ -85,6 +85,10 @@ func Classify(l *Layer, env Env) []Grant {
 	}{
 		{"network.allow", "loosens the network", true},
 		{"network.deny", tightens, false},
+		// The box's server becomes reachable from the host: any local
+		// user or page can open it, and on localhost a page it serves
+		// shares cookies with the host's other local services.
+		{"network.publish", "opens a way in (the host's port reaches the box's server)", true},
 		{"env.pass", "loosens the environment (passes these variables into the box)", true},
 		{"env.deny", tightens, false},
 		{"seccomp.allow", "loosens seccomp", true},
@@ -101,6 +105,9 @@ func Classify(l *Layer, env Env) []Grant {
 	for _, k := range keys {
 		v := l.Scalars[k].Value
 		danger, category, why := classifyScalar(k, v)
+		if k == "network.upstream" {
+			v = redact(v) // a password written in the URL is not shown
+		}
 		text := fmt.Sprintf("%s = %s", k, printable(v))
 		if why != "" {
 			text += ": " + why
@@ -109,6 +116,20 @@ func Classify(l *Layer, env Env) []Grant {
 	}
 	for _, k := range sortedKeys(l.EnvSet) {
 		add(false, sets, fmt.Sprintf("env.set.%s = (a value)", printable(k)))
+	}
+	for _, d := range l.Secrets {
+		// The proxy sends the real value where the policy says, the
+		// value of a file the box cannot read included: a policy that
+		// names the hosts decides who gets the secret.
+		from := "agentbox's environment"
+		if d.File.Value != "" {
+			from = printable(d.File.Value)
+		}
+		var hosts []string
+		for _, h := range d.Hosts {
+			hosts = append(hosts, printable(h.Value))
+		}
+		add(true, "sends a secret", fmt.Sprintf("network.secret %s (from %s) to %s", printable(d.Env), from, strings.Join(hosts, ", ")))
 	}
 	for _, p := range l.Providers {
 		var cmds []string
@@ -178,6 +199,14 @@ func classifyScalar(k, v string) (bool, string, string) {
 			return true, "loosens the network", "the host's network"
 		}
 		return false, tightens, ""
+	case "network.upstream":
+		if v == "" || v == "none" {
+			return false, sets, ""
+		}
+		// Every allowed connection goes through it: it sees each host
+		// name and all plain HTTP, and gets the proxy password, which
+		// "${NAME}" takes from any variable of agentbox's environment.
+		return true, "loosens the network", "allowed hosts are reached through this proxy, which sees every host and all plain HTTP, and gets its password"
 	case "tmp.mode":
 		if v == plan.TmpHost {
 			return true, "loosens /tmp", "the host's /tmp, shared with every program"

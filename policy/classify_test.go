@@ -68,6 +68,25 @@ processes = 0
 			"! loosens enforcement: sandbox.enforce = best-effort: runs the command unconfined when no backend can confine it",
 			"! loosens /tmp: tmp.mode = host: the host's /tmp, shared with every program",
 		}},
+		{"what the network gains", `[network]
+upstream = "http://alice:s3cret@proxy.corp:3128"
+publish = ["3000", "8080:80"]
+allow = ["GET gh.test/org/*"]
+[[network.secret]]
+env = "API_KEY"
+hosts = ["api.test"]
+[[network.secret]]
+env = "TOKEN"
+file = "~/.token"
+hosts = ["x.test", "*.x.test"]
+`, []string{
+			"! loosens the network: network.allow = GET gh.test/org/*",
+			"! opens a way in (the host's port reaches the box's server): network.publish = 3000, 8080:80",
+			"! loosens the network: network.upstream = http://alice:***@proxy.corp:3128: allowed hosts are reached through this proxy, which sees every host and all plain HTTP, and gets its password",
+			"! sends a secret: network.secret API_KEY (from agentbox's environment) to api.test",
+			"! sends a secret: network.secret TOKEN (from ~/.token) to x.test, *.x.test",
+		}},
+		{"an upstream of none", "[network]\nupstream = \"none\"\n", []string{"  sets: network.upstream = none"}},
 		{"names are escaped", "[filesystem]\nwritable = [\"a\\u202eb\"]\n[env.set]\nX = \"\\u001b[2J\"\n", []string{
 			`  inside the project: filesystem.writable = "a\u202eb" ("/home/u/proj/a\u202eb")`,
 			"  sets: env.set.X = (a value)",

@@ -34,6 +34,14 @@ type ProviderDecl struct {
 	Origin   plan.Origin
 }
 
+// SecretDecl is a [[network.secret]] table.
+type SecretDecl struct {
+	Env    string
+	File   Entry // Value "" for agentbox's own environment
+	Hosts  []Entry
+	Origin plan.Origin
+}
+
 // Layer is one source of policy: built-in defaults, a policy file, the
 // environment or the command line. Later layers win for single values; lists
 // are unioned.
@@ -49,6 +57,7 @@ type Layer struct {
 	Lists     map[string][]Entry
 	EnvSet    map[string]Entry
 	Providers []ProviderDecl
+	Secrets   []SecretDecl
 }
 
 func newLayer(name, file, status string) *Layer {
@@ -59,7 +68,7 @@ func newLayer(name, file, status string) *Layer {
 // listKeys are the list keys of the schema, as they appear in TOML.
 var listKeys = []string{
 	"filesystem.writable", "filesystem.read_only", "filesystem.deny",
-	"network.allow", "network.deny", "env.pass", "env.deny", "seccomp.allow",
+	"network.allow", "network.deny", "network.publish", "env.pass", "env.deny", "seccomp.allow",
 }
 
 // choices lists the values a scalar key accepts, where the set is closed.
@@ -181,6 +190,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	scalar("workspace.task", s.Workspace.Task)
 	scalar("tmp.mode", s.Tmp.Mode)
 	scalar("network.mode", s.Network.Mode)
+	scalar("network.upstream", s.Network.Upstream)
 	scalar("env.mode", s.Env.Mode)
 	scalar("limits.processes", strconv.FormatInt(s.Limits.Processes, 10))
 	scalar("limits.open_files", strconv.FormatInt(s.Limits.OpenFiles, 10))
@@ -196,6 +206,16 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	list("filesystem.deny", s.Filesystem.Deny)
 	list("network.allow", s.Network.Allow)
 	list("network.deny", s.Network.Deny)
+	list("network.publish", s.Network.Publish)
+	for i, sec := range s.Network.Secret {
+		key := fmt.Sprintf("network.secret[%d]", i)
+		d := SecretDecl{Env: sec.Env, Origin: origin(key),
+			File: Entry{Value: sec.File, Origin: origin(key + ".file"), Base: base}}
+		for j, h := range sec.Hosts {
+			d.Hosts = append(d.Hosts, Entry{Value: h, Origin: origin(fmt.Sprintf("%s.hosts[%d]", key, j))})
+		}
+		l.Secrets = append(l.Secrets, d)
+	}
 	list("env.pass", s.Env.Pass)
 	list("env.deny", s.Env.Deny)
 	list("seccomp.allow", s.Seccomp.Allow)
@@ -317,6 +337,16 @@ func (l *Layer) check() error {
 	for k, e := range l.EnvSet {
 		if !validEnvName(k) {
 			return originError(e.Origin, fmt.Sprintf("%q is not a valid variable name", k))
+		}
+	}
+	for _, e := range l.Lists["network.publish"] {
+		if _, err := ParsePublish(e.Value); err != nil {
+			return originError(e.Origin, err.Error())
+		}
+	}
+	for _, d := range l.Secrets {
+		if err := d.check(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ type Flags struct {
 	Deny          []string
 	Network       string
 	Allow         []string
+	Publish       []string
 	Workspace     string
 	WorkspaceRoot string
 	Task          string
@@ -313,6 +314,7 @@ func flagLayer(f Flags) (*Layer, error) {
 	list("read-only", "filesystem.read_only", f.ReadOnly)
 	list("deny", "filesystem.deny", f.Deny)
 	list("allow", "network.allow", f.Allow)
+	list("publish", "network.publish", f.Publish)
 	list("pass-env", "env.pass", f.PassEnv)
 	list("deny-env", "env.deny", f.DenyEnv)
 	return l, l.check()

@@ -28,6 +28,8 @@ func (k keyLines) line(key string) int {
 func positions(data []byte) keyLines {
 	out := keyLines{}
 	table := ""
+	plain := ""                // table without an array-of-tables index
+	arrays := map[string]int{} // how many [[name]] tables so far
 	lines := strings.Split(string(data), "\n")
 	multi := "" // the delimiter of a multi-line string being skipped
 	for i := 0; i < len(lines); i++ {
@@ -45,11 +47,19 @@ func positions(data []byte) keyLines {
 		case line == "":
 			continue
 		case strings.HasPrefix(line, "[["):
-			table = unquoteKey(strings.TrimSuffix(strings.TrimPrefix(line, "[["), "]]"))
+			// An array of tables: [[network.secret]] is network.secret[0],
+			// then network.secret[1], ...
+			plain = unquoteKey(strings.TrimSuffix(strings.TrimPrefix(line, "[["), "]]"))
+			table = fmt.Sprintf("%s[%d]", plain, arrays[plain])
+			arrays[plain]++
+			if _, ok := out[plain]; !ok {
+				out[plain] = i + 1
+			}
 			out[table] = i + 1
 			continue
 		case strings.HasPrefix(line, "["):
 			table = unquoteKey(strings.TrimSuffix(strings.TrimPrefix(line, "["), "]"))
+			plain = table
 			out[table] = i + 1
 			continue
 		}
@@ -58,6 +68,13 @@ func positions(data []byte) keyLines {
 			continue
 		}
 		key := unquoteKey(line[:eq])
+		if plain != table {
+			// The decoder names a key in an array of tables without
+			// the index: the first such line stands for it.
+			if k := plain + "." + key; out[k] == 0 {
+				out[k] = i + 1
+			}
+		}
 		if table != "" {
 			key = table + "." + key
 		}

@@ -58,8 +58,8 @@ func TestPositions(t *testing.T) {
 			keyLines{"sandbox": 1, "sandbox.enforce": 2}},
 		{"inline table", "[env]\nset = { A = \"1\", B = \"2\" }\nmode = \"clean\"\n",
 			keyLines{"env": 1, "env.set": 2, "env.mode": 3}},
-		{"array of tables", "[[x]]\na = 1\n",
-			keyLines{"x": 1, "x.a": 2}},
+		{"array of tables", "[[x]]\na = 1\n[[x]]\nb = 2\na = 3\n",
+			keyLines{"x": 1, "x.a": 2, "x.b": 4, "x[0]": 1, "x[0].a": 2, "x[1]": 3, "x[1].b": 4, "x[1].a": 5}},
 		{"windows line endings", "[sandbox]\r\nenforce = \"require\"\r\n",
 			keyLines{"sandbox": 1, "sandbox.enforce": 2}},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 
 	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,9 @@ import (
 type Options struct {
 	// AllowBroad permits a writable root that is / or holds the home folder.
 	AllowBroad bool
+	// Rand is where the secrets' placeholders are drawn from;
+	// crypto/rand when nil. Tests give a fixed one.
+	Rand io.Reader
 }
 
 // merged is the union of all layers: the last layer wins for a single
@@ -32,6 +36,7 @@ type merged struct {
 	lists     map[string][]Entry
 	envSet    map[string]Entry
 	providers []ProviderDecl
+	secrets   []SecretDecl
 }
 
 func merge(layers []*Layer) merged {
@@ -48,6 +53,7 @@ func merge(layers []*Layer) merged {
 		}
 		m.providers = append(m.providers, l.Providers...)
 	}
+	m.secrets = mergeSecrets(layers)
 	return m
 }
 
@@ -86,7 +92,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
-		r.environment, r.limits, r.confinedCommand, r.auditLog,
+		r.secretHosts, r.caBundles, r.environment, r.limits, r.confinedCommand, r.auditLog,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -119,6 +125,9 @@ func (r *resolver) modes() error {
 		}
 	}
 	if err := r.allowMode(); err != nil {
+		return err
+	}
+	if err := r.network(); err != nil {
 		return err
 	}
 	for _, f := range r.p.Network.Forwards() {
@@ -1034,6 +1043,15 @@ func (r *resolver) denyStage() error {
 			return err
 		}
 	}
+	// A secret's file is hidden: the box holds the placeholder, never the
+	// value.
+	for _, s := range r.p.Network.Secrets {
+		if s.File != "" {
+			if err := add(s.File, s.Origin, true); err != nil {
+				return err
+			}
+		}
+	}
 	sort.SliceStable(list, func(i, j int) bool {
 		return strings.Count(list[i].path, "/") < strings.Count(list[j].path, "/")
 	})
@@ -1202,6 +1220,29 @@ func (r *resolver) environment() error {
 				r.p.Provider.ConfinedEnv = append(r.p.Provider.ConfinedEnv, kv)
 			}
 		}
+	}
+	// The box holds each secret's placeholder, never its value, and
+	// none of the variables the upstream proxy's password came from.
+	if u := r.p.Network.Upstream; u != nil {
+		kept := out[:0]
+		for _, kv := range out {
+			name, _, _ := strings.Cut(kv, "=")
+			if is(u.Vars, name) {
+				e.Removed = appendNew(e.Removed, name)
+				continue
+			}
+			kept = append(kept, kv)
+		}
+		out = kept
+	}
+	for _, s := range r.p.Network.Secrets {
+		kept := out[:0]
+		for _, kv := range out {
+			if name, _, _ := strings.Cut(kv, "="); name != s.Env {
+				kept = append(kept, kv)
+			}
+		}
+		out = append(kept, s.Env+"="+s.Placeholder)
 	}
 	sort.Strings(e.Removed)
 	r.p.Environ = out

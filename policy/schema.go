@@ -62,6 +62,23 @@ type NetworkSchema struct {
 	Mode  string   `toml:"mode"`
 	Allow []string `toml:"allow"`
 	Deny  []string `toml:"deny"`
+	// Upstream is "http://[user:pass@]host:port": the proxy allowed
+	// hosts are reached through; "none" to connect directly whatever
+	// HTTPS_PROXY says.
+	Upstream string `toml:"upstream"`
+	// Publish are "PORT", "PORT:BOXPORT" or "ADDR:PORT:BOXPORT".
+	Publish []string `toml:"publish"`
+	// Secret are the [[network.secret]] tables.
+	Secret []SecretSchema `toml:"secret"`
+}
+
+// SecretSchema is one [[network.secret]] table: the box sees a per-run
+// placeholder in Env, and the proxy puts the real value (from agentbox's
+// own environment, or File) in its place on TLS connections to Hosts.
+type SecretSchema struct {
+	Env   string   `toml:"env"`
+	File  string   `toml:"file"`
+	Hosts []string `toml:"hosts"`
 }
 
 // EnvSchema is the [env] table.

@@ -17,7 +17,15 @@ deny = ["~/.ssh"]          # hidden: an empty folder or file in its place
 mode = "workspace"         # /tmp shared by this workspace; "private" for a fresh one per run
 
 [network]
-mode = "open"              # "none" cuts the network (loopback only)
+mode = "open"              # "none" cuts the network (loopback only); "allowlist" lets through only allow
+# allow = ["api.anthropic.com", "GET github.com/org/*"]  # allowlist: hosts, and requests by method and path
+# publish = ["3000"]       # the host's 127.0.0.1:3000 reaches a server on the box's port 3000
+# upstream = "http://proxy.corp:3128"  # allowlist behind a corporate proxy (default: HTTPS_PROXY)
+
+# The box holds a placeholder; the proxy puts the real key in, on TLS to these hosts only (allowlist).
+# [[network.secret]]
+# env   = "ANTHROPIC_API_KEY"
+# hosts = ["api.anthropic.com"]
 
 [env]
 mode = "inherit"

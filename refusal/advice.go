@@ -188,9 +188,32 @@ func AdviseNet(pl *plan.Plan, target, reason string) Fix {
 	if strings.HasPrefix(reason, "matches deny rule") {
 		return Fix{Risky: true, Why: "it " + reason + ", and a deny rule wins over every allow; only taking it out of network.deny allows it"}
 	}
+	if strings.HasPrefix(reason, "TLS handshake with the box's client failed") {
+		return Fix{Why: "no policy change: the client in the box does not trust the run's certificate authority; it must read the box's bundle (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, the system's) and not pin the host's certificate"}
+	}
+	if strings.HasPrefix(reason, "exfiltration attempt") {
+		// The box sent a secret's placeholder where the secret may not
+		// go: nothing should allow that.
+		return Fix{Risky: true, Why: "no policy change should allow it: the box sent a secret's placeholder where the secret may not go; network.secret says which hosts get it"}
+	}
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		host, port = target, ""
+	}
+	// A request a request rule did not allow: "no allow rule matches
+	// POST /path" or "POST /path matches deny rule ...".
+	if what, ok := strings.CutPrefix(reason, "no allow rule matches "); ok && strings.Contains(what, " /") {
+		method, path, _ := strings.Cut(what, " ")
+		value := method + " " + host
+		if n, _ := strconv.Atoi(port); port != "" && n != 80 && n != 443 {
+			value = method + " " + net.JoinHostPort(host, port)
+		}
+		value += path
+		return Fix{Key: "network.allow", Value: value, Flag: "--allow '" + value + "'", Risky: true,
+			Why: "the box could send " + method + " requests to " + host + path}
+	}
+	if strings.Contains(reason, " matches deny rule ") {
+		return Fix{Risky: true, Why: "the request " + reason + ", and a deny rule wins over every allow; only taking it out of network.deny allows it"}
 	}
 	value := host
 	if n, _ := strconv.Atoi(port); port != "" && n != 80 && n != 443 {

@@ -97,6 +97,30 @@ var NoNetBypass = Group{
 	},
 }
 
+// NoNetBypassListening is NoNetBypass for a Landlock box with published
+// ports: listen(2) is let through, since the box's server must listen on
+// its published port. Landlock still allows bind(2) on that port only; but
+// listen(2) on a socket that was never bound takes a port of its own on
+// every address, which no rule checks (the plan says so).
+var NoNetBypassListening = Group{
+	Name:  "no-net-bypass-listening",
+	Why:   "TCP Fast Open and MPTCP, SCTP and SMC sockets connect without connect(2), which is all Landlock checks; ICMP sockets are not checked at all",
+	Rules: NoNetBypass.Rules[:len(NoNetBypass.Rules)-1],
+}
+
+// Listening returns groups with NoNetBypass in place of NoNetBypassListening:
+// a Landlock box whose published ports need listen(2).
+func Listening(groups []Group) []Group {
+	out := make([]Group, len(groups))
+	for i, g := range groups {
+		out[i] = g
+		if g.Name == NoNetBypass.Name {
+			out[i] = NoNetBypassListening
+		}
+	}
+	return out
+}
+
 // SocketFamilies is an extra group for a box whose network is cut
 // ("none") or goes through the proxy ("allowlist"): the box may open the
 // socket families it needs for loopback, the proxy and local tools (unix,
@@ -141,7 +165,7 @@ func ForNetwork(mode string, landlock bool) []Group {
 }
 
 // extraGroups are the groups a backend adds (never reopened by a policy).
-var extraGroups = []Group{NoNetBypass, SocketFamilies}
+var extraGroups = []Group{NoNetBypass, NoNetBypassListening, SocketFamilies}
 
 // Extra returns the extra group named name.
 func Extra(name string) (Group, bool) {

@@ -1,6 +1,10 @@
 package seccomp
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 // TestCheck runs on every OS: policies are validated the same way wherever
 // they are loaded.
@@ -29,5 +33,24 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check(%q) = %q, want %q", tc.allow, got, tc.wantErr)
 			}
 		})
+	}
+}
+
+// NoNetBypassListening is NoNetBypass but for listen(2), and Listening
+// swaps one for the other and nothing else.
+func TestListening(t *testing.T) {
+	want := NoNetBypass.Rules
+	if last := want[len(want)-1]; last.Syscall != "listen" {
+		t.Fatalf("NoNetBypass's last rule is %s, not listen", last.Syscall)
+	}
+	if diff := cmp.Diff(want[:len(want)-1], NoNetBypassListening.Rules); diff != "" {
+		t.Errorf("NoNetBypassListening (-want +got):\n%s", diff)
+	}
+	got := Listening(ForNetwork("allowlist", true))
+	if len(got) != 2 || got[0].Name != NoNetBypassListening.Name || got[1].Name != SocketFamilies.Name {
+		t.Errorf("Listening = %v", got)
+	}
+	if g := Listening(ForNetwork("allowlist", false)); len(g) != 1 || g[0].Name != SocketFamilies.Name {
+		t.Errorf("Listening without Landlock = %v", g)
 	}
 }

@@ -538,9 +538,13 @@ func startProxy(p *plan.Plan, ln net.Listener, job windows.Handle, c *backend.Co
 		ln.Close()
 		return nil, fmt.Errorf("network: %w", err)
 	}
-	popts := netproxy.Options{Decided: func(dec netproxy.Decided) {
+	popts, err := netproxy.OptionsFor(p.Network)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	popts.Decided = func(dec netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
-	}}
+	}
 	var logf *os.File
 	if c.NetLog != "" {
 		if logf, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {

@@ -445,6 +445,13 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		if f := p.Network.Forwards(); len(f) > 0 {
 			note("port forwards (%s) are not available on Windows: the offline user reaches no loopback port but the proxy's", strings.Join(f, ", "))
 		}
+		if len(p.Network.Intercept) > 0 {
+			note("the box is not given the run's certificate authority on Windows: TLS to the hosts the proxy reads (%s: secrets, request rules) fails in the box", strings.Join(p.Network.Intercept, ", "))
+		}
+	}
+	for _, pub := range p.Network.Publish {
+		s.Rules = append(s.Rules, plan.RuleStatus{Rule: "publish", Path: pub.String(), Origin: pub.Origin.String(), Level: plan.NotEnforced,
+			How: "published ports are not available on Windows: nothing listens on the host's port"})
 	}
 	s.Rules = append(s.Rules, limitRules(p)...)
 
@@ -587,6 +594,7 @@ func safeDirectories(p *plan.Plan, writable []pathRule) []string {
 func spawnEnv(p *plan.Plan, s *Spec) []string {
 	q := *p
 	q.Box = boxOf(p, s)
+	q.Network.Publish = nil // nothing is published on Windows: status must not say so
 	return sortEnv(q.BoxEnviron())
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -581,5 +582,47 @@ func TestKeepAfterRun(t *testing.T) {
 	}
 	if before[1].Keep != plan.KeepNone {
 		t.Error("Complete changed the guards' list in place (backend selection could not undo it)")
+	}
+}
+
+// TestPublishNotOnWindows: the Windows backend publishes nothing, so a
+// published port is a rule it does not enforce, and the box's status is
+// not told of one.
+func TestPublishNotOnWindows(t *testing.T) {
+	p := base()
+	p.Network.Mode = plan.NetNone
+	p.Network.Publish = []plan.Publish{{Addr: "127.0.0.1", Port: 3000, BoxPort: 3000, Origin: origin("flag --publish")}}
+	s, err := Build(p, Options{Exists: exists})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []plan.RuleStatus
+	for _, r := range s.Rules {
+		if r.Rule == "publish" {
+			got = append(got, r)
+		}
+	}
+	want := []plan.RuleStatus{{Rule: "publish", Path: "127.0.0.1:3000 -> 3000", Origin: "flag --publish", Level: plan.NotEnforced,
+		How: "published ports are not available on Windows: nothing listens on the host's port"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("publish rules (-want +got):\n%s", diff)
+	}
+	if v := envGet(s.Spawn.Env, plan.VarPublish); v != "" {
+		t.Errorf("%s = %q in the box, which has no published port", plan.VarPublish, v)
+	}
+}
+
+// TestInterceptNotOnWindows: the box on Windows does not trust the run's
+// authority, so the plan says the intercepted hosts fail there.
+func TestInterceptNotOnWindows(t *testing.T) {
+	p := base()
+	p.Network = plan.Network{Mode: plan.NetAllowlist, Allow: []string{"api.anthropic.com"}, Intercept: []string{"api.anthropic.com"}}
+	s, err := Build(p, Options{Exists: exists, ProxyPorts: PortRange{First: 3128, Count: 1}, ProxyPort: 3128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "the box is not given the run's certificate authority on Windows: TLS to the hosts the proxy reads (api.anthropic.com: secrets, request rules) fails in the box"
+	if !slices.Contains(s.Notes, want) {
+		t.Errorf("notes %q, want %q", s.Notes, want)
 	}
 }

@@ -22,7 +22,7 @@ _agentbox() {
         word=${COMP_WORDS[i]}
         case $word in
         --) first=$((i + 1)); break ;;
-        --policy|--writable|--read-only|--deny|--network|--allow|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log|--output|--project|--run|-n)
+        --policy|--writable|--read-only|--deny|--network|--allow|--publish|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log|--output|--project|--run|-n)
             ((i++))
             [[ ${COMP_WORDS[i]} == = ]] && ((i++)) ;;
         -* | =) ;;
@@ -37,6 +37,7 @@ _agentbox() {
         --deny) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --network) COMPREPLY=($(compgen -W "open none allowlist" -- "$cur")); return ;;
         --allow) COMPREPLY=(); return ;;
+        --publish) COMPREPLY=(); return ;;
         --workspace) COMPREPLY=(); return ;;
         --workspace-root) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --task) COMPREPLY=(); return ;;
@@ -54,16 +55,16 @@ _agentbox() {
         esac
         if [[ $cur == -* ]]; then
             case $cmd in
-            run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --net-log --verify --help" -- "$cur")) ;;
-            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --argv --help" -- "$cur")) ;;
-            learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --output --help" -- "$cur")) ;;
-            verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --help" -- "$cur")) ;;
+            run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --net-log --verify --help" -- "$cur")) ;;
+            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --argv --help" -- "$cur")) ;;
+            learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --output --help" -- "$cur")) ;;
+            verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --help" -- "$cur")) ;;
             log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --help" -- "$cur")) ;;
             init) COMPREPLY=($(compgen -W "--force --help" -- "$cur")) ;;
             doctor) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             trust) COMPREPLY=($(compgen -W "--revoke --help" -- "$cur")) ;;
-            status) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --prompt --help" -- "$cur")) ;;
-            caches) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --clear --all --json --help" -- "$cur")) ;;
+            status) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --prompt --help" -- "$cur")) ;;
+            caches) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --clear --all --json --help" -- "$cur")) ;;
             providers) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             shell-init) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             completion) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;

@@ -2,11 +2,12 @@
  * a second Go runtime. It does exactly what the Go init (mount.Init) does:
  *
  *   INIT __init --ready-fd N [--check-fd N] [--foreground] [--rlimit NAME=VALUE]...
- *        [--net-fd N --net-port PORT [--forward HOST:PORT]...] -- CMD ARGS...
+ *        [--net-fd N [--net-port PORT] [--forward HOST:PORT]... [--publish PORT]...] -- CMD ARGS...
  *
  * It makes itself non-dumpable, blocks the signals it forwards (so none is
  * lost before CMD exists), checks that the box's mounts are what agentbox
- * asked for, sets up the allowlist relay, writes the ready byte,
+ * asked for, sets up the allowlist relay (and answers agentbox's questions
+ * for sockets to published ports), writes the ready byte,
  * closes every descriptor it inherited, starts CMD in its own process group
  * (with the terminal's foreground when told, and the rlimits set in the child
  * only), forwards INT TERM HUP QUIT WINCH USR1 USR2 to CMD, continues a
@@ -272,9 +273,68 @@ static int rlimit(const char *spec)
 
 /* ---- network mode allowlist: the relay (see netproxy.Relay) ---- */
 
-static struct pollfd_ pfd[1 + MAXLISTEN]; /* the signalfd, then the listeners */
-static u8 tags[1 + MAXLISTEN];
+static struct pollfd_ pfd[2 + MAXLISTEN]; /* the signalfd, the listeners, the pair's questions */
+static u8 tags[2 + MAXLISTEN];
 static int npfd;
+
+/* sendfd sends one message of n bytes with fd attached (none when fd < 0) */
+static long sendfd(int ch, const void *b, size_t n, int fd, int flags)
+{
+	struct iovec_ iov = {(void *)b, n};
+	struct cmsg_fd c = {.len = sizeof(size_t) + 2 * sizeof(int) + sizeof(int), .level = SOL_SOCKET, .type = SCM_RIGHTS, .fd = fd};
+	struct msghdr_ m = {.iov = &iov, .iovlen = 1, .control = fd >= 0 ? &c : 0, .controllen = fd >= 0 ? sizeof c : 0};
+	long r;
+	while ((r = sys3(NR_sendmsg, ch, &m, MSG_NOSIGNAL | flags)) == -EINTR) {}
+	return r;
+}
+
+/* mint answers agentbox's 'S' (netproxy.AnswerSockets): a fresh TCP/IPv4
+ * socket, which agentbox connects to a published port in the box, or 'S'
+ * and the errno. Never blocks: an answer that does not fit is dropped, and
+ * agentbox's wait for it times out. */
+static void mint(int ch)
+{
+	int s = (int)sys3(NR_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	u8 a[2] = {'S', 0};
+	if (s < 0) {
+		a[1] = (u8)(-s > 255 ? EIO : -s);
+		sendfd(ch, a, 2, -1, MSG_DONTWAIT);
+		return;
+	}
+	sendfd(ch, a, 2, s, MSG_DONTWAIT);
+	sys1(NR_close, s);
+}
+
+/* hostbind is the box's side of 'B' (netproxy.HostBind): the init may not
+ * bind a port below the namespace's ip_unprivileged_port_start (it holds no
+ * capability, as root neither), so agentbox binds s, unbound, to loopback
+ * and port from the host, and listens. The answer comes within ten
+ * seconds; questions for sockets that come first are answered meanwhile. */
+static long hostbind(int ch, int s, int port)
+{
+	u8 q[3] = {'B', (u8)(port >> 8), (u8)port};
+	long r = sendfd(ch, q, 3, s, 0);
+	if (r < 0) return r;
+	for (;;) {
+		struct pollfd_ w = {ch, POLLIN, 0};
+		struct { long s, ns; } ts = {10, 0};
+		r = sys5(NR_ppoll, &w, 1, &ts, 0, 8);
+		if (r == -EINTR) continue;
+		if (r <= 0) return r == 0 ? -ETIMEDOUT : r;
+		u8 a[8];
+		long n = sys4(NR_recvfrom, ch, a, sizeof a, MSG_DONTWAIT);
+		if (n == -EINTR || n == -EAGAIN) continue;
+		if (n <= 0) return n == 0 ? -ECONNRESET : n;
+		if (n == 1 && a[0] == 'S') {
+			mint(ch);
+			continue;
+		}
+		if (n != 2 || a[0] != 'B') return -EIO;
+		return a[1] ? -(long)a[1] : 0;
+	}
+}
+
+static int netfd_ = -1; /* the pair, for listen_on's hostbind */
 
 static int listen_on(int family, int port, u8 tag, int optional)
 {
@@ -292,7 +352,11 @@ static int listen_on(int family, int port, u8 tag, int optional)
 		a.addr[15] = 1;
 		r = sys3(NR_bind, s, &a, sizeof a);
 	}
-	if (r == 0) r = sys2(NR_listen, s, 4096);
+	if (r == 0) {
+		r = sys2(NR_listen, s, 4096);
+	} else if (r == -EACCES) {
+		r = hostbind(netfd_, s, port);
+	}
 	if (r < 0) {
 		sys1(NR_close, s);
 		return optional ? 0 : (int)r;
@@ -311,11 +375,7 @@ static int listen_on(int family, int port, u8 tag, int optional)
  * a gone proxy closes the connection unanswered (fails closed). */
 static long handoff(int ch, int conn, u8 tag)
 {
-	struct iovec_ iov = {&tag, 1};
-	struct cmsg_fd c = {.len = sizeof(size_t) + 2 * sizeof(int) + sizeof(int), .level = SOL_SOCKET, .type = SCM_RIGHTS, .fd = conn};
-	struct msghdr_ m = {.iov = &iov, .iovlen = 1, .control = &c, .controllen = sizeof c};
-	long r;
-	while ((r = sys3(NR_sendmsg, ch, &m, MSG_NOSIGNAL | MSG_DONTWAIT)) == -EINTR) {}
+	long r = sendfd(ch, &tag, 1, conn, MSG_DONTWAIT);
 	if (r == -EAGAIN) return r;
 	sys1(NR_close, conn);
 	return 0;
@@ -726,7 +786,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1);
 	char **envp = argv + argc + 1;
-	int readyfd = -1, checkfd = -1, logfd = -1, fg = 0, netfd = -1, netport = 0, i = 1;
+	int readyfd = -1, checkfd = -1, logfd = -1, fg = 0, netfd = -1, netport = 0, npub = 0, i = 1;
 	const char *fwd[MAXFORWARD];
 	int nfwd = 0;
 	char eb[32];
@@ -769,6 +829,11 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			i++;
 		} else if (v && seq(a, "--net-port")) {
 			netport = parseu(v, 65535, &n) < 0 ? 0 : (int)n;
+			i++;
+		} else if (v && seq(a, "--publish")) {
+			/* the ports are agentbox's to connect to; the init only
+			 * answers its questions for sockets when there are any */
+			npub++;
 			i++;
 		} else if (v && seq(a, "--forward")) {
 			if (nfwd == MAXFORWARD) {
@@ -826,7 +891,8 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			sys3(NR_write, 2, m.b, m.n);
 			quit(EXIT_FAILURE_);
 		}
-		long r = listen_on(AF_INET, netport, 0, 0);
+		netfd_ = netfd;
+		long r = netport ? listen_on(AF_INET, netport, 0, 0) : 0;
 		for (int k = 0; r == 0 && k < nfwd; k++) {
 			int p = portof(fwd[k]);
 			if (p < 0) {
@@ -842,6 +908,13 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			say("init: network: listening in the box: ", errtext(-r, eb), 0, 0);
 			quit(EXIT_FAILURE_);
 		}
+	}
+	/* agentbox's questions for sockets (published ports) come on the pair */
+	int qidx = -1;
+	if (netfd >= 0 && npub > 0) {
+		qidx = npfd++;
+		pfd[qidx].fd = netfd;
+		pfd[qidx].events = POLLIN;
 	}
 	if (readyfd >= 0) {
 		sys3(NR_write, readyfd, "R", 1);
@@ -945,8 +1018,17 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			if (out[1].revents && handoff(netfd, pending, ptag) == 0) pending = -1;
 			continue;
 		}
+		if (qidx > 0 && pfd[qidx].revents) {
+			u8 q[8];
+			long n = sys4(NR_recvfrom, netfd, q, sizeof q, MSG_DONTWAIT);
+			if (n == 1 && q[0] == 'S') {
+				mint(netfd);
+			} else if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR)) {
+				pfd[qidx].fd = -1; /* agentbox is gone: no more questions */
+			}
+		}
 		for (int k = 1; k < npfd && pending < 0; k++) {
-			if (!pfd[k].revents) continue;
+			if (k == qidx || !pfd[k].revents) continue;
 			for (;;) {
 				long c = sys4(NR_accept4, pfd[k].fd, 0, 0, SOCK_CLOEXEC);
 				if (c >= 0) {
