@@ -83,6 +83,23 @@ type Context struct {
 	// backend passes to the box's first process when the plan records
 	// filesystem refusals (the supervisor sets it).
 	FSLog *os.File
+	// CgroupFD is the run's own cgroup (a descriptor of its folder), into
+	// which a backend that is Tracked clones the box's first process
+	// (CLONE_INTO_CGROUP); 0 when there is none.
+	CgroupFD int
+}
+
+// Tracked is implemented by a backend whose box has no PID namespace of its
+// own (Landlock): nothing in the kernel ends the box's processes with the
+// run. The supervisor then makes the run a cgroup of its own where the
+// machine allows it (root, or a delegated cgroup v2) and passes it in
+// Context.CgroupFD; at the run's end, and in a later run after agentbox
+// was killed, every process in it is killed at once, whatever state it is
+// in and wherever it moved in the process tree.
+type Tracked interface {
+	// TrackedByCgroup reports whether the backend clones the box's first
+	// process into Context.CgroupFD.
+	TrackedByCgroup() bool
 }
 
 // Emit sends e to c.Events, if any.

@@ -100,6 +100,65 @@ func TestRunLeavesNoSurvivor(t *testing.T) {
 	}
 }
 
+// After a kill -9 of agentbox, the next run ends what is left of the
+// killed run before it does anything else, a zombie leader with a live
+// thread included. Under Landlock (bwrap's PID namespace ends with
+// agentbox): through the run's cgroup where agentbox could make one (as
+// root here), else through the box's process group, which a process that
+// started a new session has left (that case needs the cgroup: root only).
+func TestKill9SurvivorEndedByNextRun(t *testing.T) {
+	needLandlock(t)
+	for _, mode := range []string{"zombie", "daemon"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "daemon" {
+				rootOnly(t, "a process in a new session is found after a kill -9 of agentbox only through the run's cgroup, which an unprivileged user without a delegated cgroup v2 does not get")
+			}
+			w := newWorld(t)
+			os.Chmod(w.base, 0o755)
+			prog := buildC(t, w.base, "testdata/survivor.c")
+			t.Cleanup(func() { killByPath(prog) })
+			gitRepo(t, w.project)
+			hook := filepath.Join(w.project, ".git", "hooks", "pre-commit")
+			mark := filepath.Join(w.project, "SURVIVED")
+			c := w.cmd("run", "--backend", "landlock", "--", "sh", "-c", prog+" "+mode+" 4000 "+hook+" "+mark+"; echo ready; sleep 60")
+			out, err := c.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+			br := bufio.NewReader(out)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("the box never got ready: %v", err)
+				}
+				if line == "ready\n" {
+					break
+				}
+			}
+			c.Process.Signal(syscall.SIGKILL)
+			c.Wait()
+			killed := time.Now()
+			r := w.run("run", "--backend", "landlock", "--", "true")
+			expectCode(t, r, 0)
+			if n := liveProcs(prog); n > 0 {
+				t.Errorf("%d processes of the killed run are alive after the next run", n)
+			}
+			time.Sleep(time.Until(killed.Add(5 * time.Second)))
+			if exists(mark) {
+				t.Errorf("a process of the killed run wrote %s", mark)
+			}
+			hostCommit(t, w.project)
+			if exists(mark + ".hook") {
+				t.Fatalf("host git ran a hook a process of the killed run planted")
+			}
+		})
+	}
+}
+
 // runBounded is run for a command whose leftovers may hold its output
 // open: agentbox's return is what counts, so the output is read until
 // then and a little after, not until every holder has closed it.

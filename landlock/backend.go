@@ -191,3 +191,8 @@ func AssessmentOf(p *plan.Plan) (Assessment, error) {
 	err := json.Unmarshal(p.Box.Detail, &a)
 	return a, err
 }
+
+// TrackedByCgroup is true: a Landlock box has no PID namespace, so the
+// supervisor puts the run in a cgroup of its own where it can (see
+// backend.Tracked), and Run clones the box's first process into it.
+func (l *Landlock) TrackedByCgroup() bool { return true }

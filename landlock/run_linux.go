@@ -202,6 +202,10 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		// leaves in the background can outlive it (plan says so).
 		Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: fg, Pdeathsig: syscall.SIGKILL},
 	}
+	if c.CgroupFD > 0 {
+		// The run's own cgroup, which agentbox kills at the end.
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, c.CgroupFD
+	}
 	watch := supervise.Watch(fg)
 	defer watch.Stop()
 	// Pdeathsig follows the thread that forked, so keep it alive. The
@@ -212,7 +216,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil && fg {
 		// The terminal may refuse (stdin is not its controlling terminal
 		// after all): run without handing it over.
-		attr.Sys = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		attr.Sys.Foreground = false
 		pid, err = syscall.ForkExec(argv0, args, attr)
 	}
 	if c.Started != nil {
