@@ -754,5 +754,22 @@ func TestDeviceNodesUnchanged(t *testing.T) {
 					saved[n].Mode, saved[n].Mtim, saved[n].Ctim)
 			}
 		}
+		// With a terminal on stdout bwrap binds it at /dev/console: the
+		// user's terminal's node stays as it was too.
+		_, slave := openPty(t)
+		var before unix.Stat_t
+		unix.Fstat(int(slave.Fd()), &before)
+		time.Sleep(20 * time.Millisecond)
+		c := w.cmd(args([]string{"run"}, be, []string{"--", "sh", "-c", "chmod 600 /dev/console $(tty </dev/stdout 2>/dev/null); touch -d 2001-01-01 /dev/console; true"})...)
+		c.Stdout, c.Stderr = slave, slave
+		if err := c.Run(); err != nil {
+			t.Fatalf("agentbox: %v", err)
+		}
+		var after unix.Stat_t
+		unix.Fstat(int(slave.Fd()), &after)
+		if after.Mode != before.Mode || after.Mtim != before.Mtim || after.Ctim != before.Ctim {
+			t.Errorf("the terminal on stdout changed: mode %o mtime %v ctime %v, before %o %v %v", after.Mode, after.Mtim, after.Ctim,
+				before.Mode, before.Mtim, before.Ctim)
+		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/seccomp"
 )
 
 // Level and RuleStatus are the plan's vocabulary for how a backend
@@ -82,6 +83,11 @@ type Assessment struct {
 	// starts to the kernel's audit (ABI 7's LOG_NEW_EXEC_ON): the run's
 	// filesystem log reads them there (package fslog).
 	Audit bool `json:"audit,omitempty"`
+	// Seccomp are the extra seccomp groups (package seccomp) the box's
+	// filter refuses besides the plan's: what closes the ways around
+	// Landlock's network rules, the socket families that leave the host,
+	// UDP before ABI 10, and unix sockets.
+	Seccomp []string `json:"seccomp,omitempty"`
 	// Env are variables CMD must get on top of the plan's environment.
 	Env map[string]string `json:"env,omitempty"`
 	// Rules are the status of every mount and rule of the plan.
@@ -193,11 +199,21 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	a.DropCaps = p.Identity.Root()
 	a.Audit = p.Log.Filesystem == fslog.Audit && abi >= 7
 	a.ScopeSignal = abi >= 6
+	// Abstract unix sockets outside the box are refused in every network
+	// mode: a host service behind one (an X server, a D-Bus daemon,
+	// containerd's shims) is no more the box's than one on the filesystem.
+	a.ScopeAbstractUnix = abi >= 6
 	if p.Network.Mode == plan.NetNone || (p.Network.Mode == plan.NetAllowlist && abi >= 4) {
 		a.BlockTCP = abi >= 4
 		a.BlockUDP = abi >= 10
-		a.ScopeAbstractUnix = abi >= 6
 	}
+	for _, g := range seccomp.ForNetwork(p.Network.Mode, true) {
+		a.Seccomp = append(a.Seccomp, g.Name)
+	}
+	if (p.Network.Mode == plan.NetNone || p.Network.Mode == plan.NetAllowlist) && !a.BlockUDP {
+		a.Seccomp = append(a.Seccomp, seccomp.NoUDP.Name)
+	}
+	a.Seccomp = append(a.Seccomp, seccomp.NoUnixSockets.Name)
 	if p.Network.Mode == plan.NetAllowlist && abi >= 4 {
 		a.Proxy = true
 		a.ConnectPorts = forwardPorts(p.Network)
@@ -540,12 +556,9 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	case plan.NetNone:
 		switch {
 		case a.ABI >= 10:
-			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused, and abstract UNIX sockets outside the sandbox; TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap")
+			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused; TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap")
 		case a.ABI >= 4:
-			how := "none: TCP connect and bind are refused (ABI 4); UDP is not blocked before ABI 10 (DNS still works and can carry data); TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap; unix sockets on the filesystem are not covered"
-			if a.ScopeAbstractUnix {
-				how += "; abstract UNIX sockets outside the sandbox are refused (ABI 6)"
-			}
+			how := "none: TCP connect and bind are refused (ABI 4); Landlock has no UDP rule before ABI 10, so the seccomp filter refuses every IPv4 and IPv6 datagram socket (no DNS, and no UDP on loopback either); TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind): a server in the box cannot listen, as it could on a private loopback under bwrap"
 			add("network", Weaker, how)
 		default:
 			add("network", NotEnforced, fmt.Sprintf("none: Landlock ABI %d has no network rules (TCP needs ABI 4)", a.ABI))
@@ -565,12 +578,18 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 		if a.BlockUDP {
 			how += "; UDP is refused"
 		} else {
-			how += "; UDP is not blocked before ABI 10 (DNS still works and can carry data)"
+			how += "; Landlock has no UDP rule before ABI 10, so the seccomp filter refuses every IPv4 and IPv6 datagram socket (the proxy resolves names)"
 		}
 		add("network", Weaker, how)
 	default:
 		add("network", NotEnforced, "unknown network mode "+p.Network.Mode)
 	}
+	unixHow := "no unix socket can be created in the box, inside the writable roots too (seccomp refuses socket(AF_UNIX); socketpair works): Landlock does not restrict connecting to a socket on the filesystem, so this is what keeps every host service behind one (a session bus, docker.sock, ssh-agent) from answering the box. " +
+		"What it costs: a program that talks to a local daemon or serves one over a unix socket (ssh-add, gpg, a database or language server on a socket, syslog) fails in the box; glibc's lookups through nscd or systemd fall back to the files"
+	if a.ScopeAbstractUnix {
+		unixHow += "; abstract unix sockets outside the box are refused too (ABI 6)"
+	}
+	add("unix-sockets", Enforced, unixHow)
 	if a.ABI < 2 {
 		add("landlock-abi", Weaker, "ABI 1: files cannot be moved or linked between folders at all (EXDEV)")
 	}

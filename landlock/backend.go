@@ -170,7 +170,18 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 	for _, r := range p.Box.Rules {
 		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
 	}
-	seccomp.Describe(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true), w)
+	seccomp.Describe(p.Seccomp, a.extraSeccomp(), w)
+}
+
+// extraSeccomp returns the extra seccomp groups the assessment names.
+func (a Assessment) extraSeccomp() []seccomp.Group {
+	var out []seccomp.Group
+	for _, name := range a.Seccomp {
+		if g, ok := seccomp.Extra(name); ok {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // assessmentOf is AssessmentOf, without decoding when p's detail is the

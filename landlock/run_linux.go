@@ -127,7 +127,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		}
 		rs := os.NewFile(uintptr(ruleset), "landlock-ruleset")
 		defer rs.Close()
-		filter, err := seccomp.Build(p.Seccomp, seccomp.ForNetwork(p.Network.Mode, true)...)
+		filter, err := seccomp.Build(p.Seccomp, a.extraSeccomp()...)
 		if err != nil {
 			return 0, err
 		}
@@ -289,7 +289,7 @@ func ChildMain() int {
 	// Under network "none" and with the allowlist's proxy, Landlock checks
 	// connect(2) only: refuse the ways around it, and the socket families
 	// that leave the host.
-	filter, err := seccomp.Build(in.Seccomp, seccomp.ForNetwork(in.Network, true)...)
+	filter, err := seccomp.Build(in.Seccomp, a.extraSeccomp()...)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -2,6 +2,8 @@ package mount
 
 import (
 	"fmt"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -121,6 +123,19 @@ type Options struct {
 	NetLog string
 }
 
+// devNodes are the device nodes bwrap's --dev binds from the host's /dev
+// (bubblewrap's bwrap.c, devnodes).
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// DevDir is where a root run's own device nodes are made (see Render):
+// <state>/dev/<run>, in agentbox's state folder, which no box can write.
+func DevDir(p *plan.Plan) string {
+	if p.HostExec.State == "" {
+		return ""
+	}
+	return filepath.Join(p.HostExec.State, "dev", p.RunID)
+}
+
 // Argv is a rendered bwrap command: the arguments and the file descriptors
 // it expects to inherit.
 type Argv struct {
@@ -198,6 +213,26 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			add("--bind-fd", bindFD(i, m.Path, true), m.Path)
 		case op == plan.Dev:
 			add("--dev", m.Path)
+			if p.Identity.Root() {
+				// bwrap binds the host's own device nodes into the fresh
+				// /dev, and a root box owns them: without a capability it
+				// could still chmod or touch them, on the host (chmod 000
+				// /dev/null breaks every other user's programs). A
+				// read-only bind would not do: bwrap remounts it nodev,
+				// and no device could be opened. So the box gets nodes of
+				// its own, the same devices, made for this run in
+				// agentbox's state folder (DevDir) and bound over bwrap's;
+				// what it changes on them is gone with the run. (The
+				// terminal bwrap binds at /dev/console when its stdout is
+				// one is added at run time: withConsole.)
+				dir := DevDir(p)
+				if dir == "" {
+					return Argv{}, fmt.Errorf("run as root, the box needs device nodes of its own, and there is no state folder to make them in")
+				}
+				for _, n := range devNodes {
+					add("--dev-bind", filepath.Join(dir, n), path.Join(m.Path, n))
+				}
+			}
 		case op == plan.Proc:
 			add("--proc", m.Path)
 		case op == plan.Tmpfs:
