@@ -478,6 +478,7 @@ func sanitize(s string) string {
 func (r *resolver) workspaceStage() error {
 	ws := r.p.Workspace
 	if ws.Root == "" {
+		r.maskCaches()
 		return nil
 	}
 	id := r.m.scalars["workspace.id"].Origin
