@@ -536,9 +536,9 @@ func startDaemon(t *testing.T, path string, env []string, name string, argv ...s
 }
 
 // By default the box reaches no host service behind a unix socket, in any
-// network mode, under either backend: a stand-in docker.sock, a session
-// bus (a real dbus-daemon), an ssh-agent, a socket in the user's runtime
-// folder and an abstract socket. A socket inside a writable root works
+// network mode, under either backend: a stand-in docker.sock (where
+// DOCKER_HOST says), a socket in /run (as root) and in the user's runtime
+// folder, and an abstract socket. A socket inside a writable root works
 // under bubblewrap; socketpair works everywhere.
 func TestHostUnixSocketsUnreachable(t *testing.T) {
 	for _, mode := range [][]string{{"--network", "open"}, {"--network", "none"}, {"--network", "allowlist", "--allow", "example.test"}} {
@@ -550,9 +550,11 @@ func TestHostUnixSocketsUnreachable(t *testing.T) {
 				runtime := filepath.Join(w.base, "runtime")
 				os.Mkdir(runtime, 0o700)
 				w.env = append(w.env, "XDG_RUNTIME_DIR="+runtime)
+				docker := filepath.Join(w.base, "services", "docker.sock")
+				w.env = append(w.env, "DOCKER_HOST=unix://"+docker)
 				targets := map[string]string{
 					"runtime":  filepath.Join(runtime, "service.sock"),
-					"outside":  filepath.Join(w.base, "services", "docker.sock"),
+					"docker":   docker,
 					"project":  filepath.Join(w.project, "inside.sock"),
 					"abstract": fmt.Sprintf("@agentbox-test-%d-%d", os.Getpid(), time.Now().UnixNano()),
 				}

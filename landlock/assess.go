@@ -213,7 +213,9 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	if (p.Network.Mode == plan.NetNone || p.Network.Mode == plan.NetAllowlist) && !a.BlockUDP {
 		a.Seccomp = append(a.Seccomp, seccomp.NoUDP.Name)
 	}
-	a.Seccomp = append(a.Seccomp, seccomp.NoUnixSockets.Name)
+	if len(p.Network.UnixSockets) == 0 {
+		a.Seccomp = append(a.Seccomp, seccomp.NoUnixSockets.Name)
+	}
 	if p.Network.Mode == plan.NetAllowlist && abi >= 4 {
 		a.Proxy = true
 		a.ConnectPorts = forwardPorts(p.Network)
@@ -257,6 +259,13 @@ func layers(p *plan.Plan, handled Rights, o Options, guards map[string]bool) []l
 	}
 	for i, m := range p.Mounts {
 		if (o.KeepRootsWritable || guards[m.Path]) && keptWritable(ls, m) {
+			continue
+		}
+		if m.Sockets {
+			// Hiding a runtime folder or a socket would leave the
+			// folders above it unlistable (/ itself for /run); the
+			// seccomp filter refuses unix sockets instead (see
+			// unix-sockets in classifyRest).
 			continue
 		}
 		switch m.Op {
@@ -411,6 +420,10 @@ func classify(p *plan.Plan, a Assessment, ls []layer, o Options, guards map[stri
 	}
 	for i, m := range p.Mounts {
 		switch {
+		case m.Sockets && len(p.Network.UnixSockets) > 0:
+			add(m, m.Stage.String(), Weaker, "not hidden: Landlock cannot hide it without making the folders above it unlistable (see unix-sockets)")
+		case m.Sockets:
+			add(m, m.Stage.String(), Enforced, "not hidden (Landlock cannot hide a folder without making the folders above it unlistable): the seccomp filter refuses every unix socket instead (see unix-sockets)")
 		case guards[m.Path] && keptWritable(ls[:layerCount(ls, i)], m):
 			add(m, m.Stage.String(), Weaker, guardHow)
 		case m.Op == plan.Pin && !carvedBelow(a, m.Path):
@@ -589,7 +602,13 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	if a.ScopeAbstractUnix {
 		unixHow += "; abstract unix sockets outside the box are refused too (ABI 6)"
 	}
-	add("unix-sockets", Enforced, unixHow)
+	if len(p.Network.UnixSockets) > 0 {
+		add("unix-sockets", NotEnforced, "network.unix_sockets names "+strings.Join(p.Network.UnixSockets, ", ")+
+			": Landlock cannot restrict connecting to a socket on the filesystem, so letting the box reach these means letting it create unix sockets, "+
+			"and then every host service behind one (a session bus, docker.sock) answers it too; use bubblewrap, which binds only the sockets named")
+	} else {
+		add("unix-sockets", Enforced, unixHow)
+	}
 	if a.ABI < 2 {
 		add("landlock-abi", Weaker, "ABI 1: files cannot be moved or linked between folders at all (EXDEV)")
 	}

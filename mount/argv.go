@@ -121,6 +121,10 @@ type Options struct {
 	// NetLog is the file the allowlist proxy logs every allowed and denied
 	// connection to (--net-log); "" for none.
 	NetLog string
+	// ScopeAbstract has the init keep the host's abstract unix sockets
+	// from CMD (Landlock's scope, ABI 6): for network mode open, where the
+	// box shares the host's network namespace and so its abstract sockets.
+	ScopeAbstract bool
 }
 
 // devNodes are the device nodes bwrap's --dev binds from the host's /dev
@@ -324,6 +328,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	add("--", "/proc/self/fd/"+strconv.Itoa(selfFD), InitCommand, "--ready-fd", strconv.Itoa(readyFD), "--check-fd", strconv.Itoa(checkFD))
 	if o.Foreground {
 		add("--foreground")
+	}
+	if o.ScopeAbstract {
+		add("--scope-abstract-unix")
 	}
 	if logFD > 0 {
 		// The init arms the filesystem log right before it starts CMD

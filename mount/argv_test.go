@@ -234,7 +234,7 @@ func testBackend() *Bwrap {
 	return &Bwrap{Path: "/usr/bin/bwrap", Cgroups: func() cgroup.Availability {
 		no := cgroup.Controller{Reason: "not in this test"}
 		return cgroup.Availability{Pids: no, Memory: no}
-	}}
+	}, LandlockABI: func() int { return 6 }}
 }
 
 func testPlan() *plan.Plan {

@@ -84,6 +84,7 @@ func Classify(l *Layer, env Env) []Grant {
 		danger        bool
 	}{
 		{"network.allow", "loosens the network", true},
+		{"network.unix_sockets", "loosens the network (host services behind these unix sockets answer the box)", true},
 		{"network.deny", tightens, false},
 		{"env.pass", "loosens the environment (passes these variables into the box)", true},
 		{"env.deny", tightens, false},

@@ -59,9 +59,10 @@ type TmpSchema struct {
 
 // NetworkSchema is the [network] table.
 type NetworkSchema struct {
-	Mode  string   `toml:"mode"`
-	Allow []string `toml:"allow"`
-	Deny  []string `toml:"deny"`
+	Mode        string   `toml:"mode"`
+	Allow       []string `toml:"allow"`
+	Deny        []string `toml:"deny"`
+	UnixSockets []string `toml:"unix_sockets"`
 }
 
 // EnvSchema is the [env] table.
