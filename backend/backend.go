@@ -89,6 +89,17 @@ type Context struct {
 	CgroupFD int
 }
 
+// Brokered is implemented by a backend that leaves some calls of the box to
+// the supervisor to decide (Landlock: the metadata calls it has no right
+// for). Broker starts the broker for p's run, given the folders the
+// supervisor prepared; the supervisor hands it the box's notification
+// listener (fslog.Start) and stops it with stop after the run. A broker
+// that cannot start fails the run: the calls it decides would fail in the
+// box.
+type Brokered interface {
+	Broker(p *plan.Plan, prepared map[string]*os.File) (b fslog.Broker, stop func(), err error)
+}
+
 // Tracked is implemented by a backend whose box has no PID namespace of its
 // own (Landlock): nothing in the kernel ends the box's processes with the
 // run. The supervisor then makes the run a cgroup of its own where the

@@ -216,6 +216,9 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	if len(p.Network.UnixSockets) == 0 {
 		a.Seccomp = append(a.Seccomp, seccomp.NoUnixSockets.Name)
 	}
+	// Landlock has no right for a file's metadata: the supervisor decides
+	// those calls (package broker).
+	a.Seccomp = append(a.Seccomp, seccomp.Metadata.Name)
 	if p.Network.Mode == plan.NetAllowlist && abi >= 4 {
 		a.Proxy = true
 		a.ConnectPorts = forwardPorts(p.Network)
@@ -555,11 +558,12 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 		"before its after-run check and before it returns, so none can change a file after the check or take the terminal; "+
 		"if agentbox itself is killed (kill -9), CMD gets SIGKILL (PR_SET_PDEATHSIG) and the next run ends what is left in the box's process group (or cgroup) first; "+
 		"a process the box has a service outside it start (systemd --user, at) is not the box's")
-	// Landlock has no right for changing a file's metadata: chmod, chown
-	// (within what the user may do anyway), utimes and extended attributes
-	// reach every file the user owns, inside the writable roots or not.
-	add("metadata", Weaker, "chmod, chown, utime and extended attributes are not restricted by Landlock: CMD can change the mode and times of any file you own "+
-		"(it cannot change their contents); agentbox takes group and other permissions off its own log files again after the run")
+	// Landlock has no right for changing a file's metadata: the seccomp
+	// filter hands those calls to the supervisor (package broker).
+	add("metadata", Enforced, "chmod, chown, utimes, extended attributes (ACLs) and chattr's flags: Landlock has no right for them, so the seccomp filter hands each such call to agentbox, "+
+		"which resolves what it names once, to a descriptor, and performs it itself (with the box's credentials) when that lies in the writable roots, "+
+		"or refuses it (EACCES); a setuid or setgid bit is refused everywhere. What it costs: a round trip to agentbox per such call (tar, npm and git make one per file they unpack or check out); "+
+		"a process that made itself non-dumpable cannot be read, so its calls are refused")
 	if a.DropCaps {
 		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,15 +53,23 @@ type childInput struct {
 	Pins []string `json:"pins,omitempty"`
 }
 
-// armLog arms the filesystem log from the child, on the thread that execs
-// CMD: the notification filter (its listener goes to the supervisor), or,
-// for Landlock's own audit records, the word that this process makes the
-// run's domain. A log that cannot start is the supervisor's warning.
-func armLog(mode string, reads bool) error {
-	switch mode {
-	case fslog.Notify:
-		return fslog.Arm(logFD, reads)
-	case fslog.Audit:
+// armLog arms the filesystem log and the broker from the child, on the
+// thread that execs CMD: the notification filter (its listener goes to the
+// supervisor), and, for Landlock's own audit records, the word that this
+// process makes the run's domain. A log that cannot start is the
+// supervisor's warning; the broker's calls then fail (the main filter
+// answers them ENOSYS).
+func armLog(mode string, reads, broker bool) error {
+	switch {
+	case broker && mode == fslog.Audit:
+		if err := fslog.ArmWith(logFD, false, false, true, true); err != nil {
+			unix.Close(logFD)
+			return err
+		}
+		return fslog.Announce(logFD)
+	case broker || mode == fslog.Notify:
+		return fslog.ArmWith(logFD, mode == fslog.Notify, reads, broker, false)
+	case mode == fslog.Audit:
 		return fslog.Announce(logFD)
 	}
 	return nil
@@ -302,7 +311,7 @@ func ChildMain() int {
 	if err := installSeccomp(filter.Bytes()); err != nil {
 		return fail("installing the seccomp filter: %v", err)
 	}
-	if err := armLog(in.LogFS, in.LogRead); errors.Is(err, fslog.ErrOrphan) {
+	if err := armLog(in.LogFS, in.LogRead, slices.Contains(a.Seccomp, seccomp.Metadata.Name)); errors.Is(err, fslog.ErrOrphan) {
 		return fail("%v", err)
 	}
 	// Last, so this Go process does not have to live under a memory limit

@@ -18,6 +18,8 @@ mode = "workspace"         # /tmp shared by this workspace; "private" for a fres
 
 [network]
 mode = "open"              # "none" cuts the network (loopback only)
+# The host's unix sockets the box may use (none by default), e.g. your
+# ssh-agent for git over SSH: unix_sockets = ["$SSH_AUTH_SOCK"]
 
 [env]
 mode = "inherit"

@@ -198,6 +198,61 @@ var NoUnixSockets = Group{
 	},
 }
 
+// ioctl requests that change a file's attributes rather than its content
+// (linux/fs.h, linux/fscrypt.h, linux/fsverity.h; the same on amd64 and
+// arm64). The kernel reads the request as an unsigned int.
+const (
+	fsIocSetflags   = 0x40086602 // FS_IOC_SETFLAGS (chattr)
+	fsIoc32Setflags = 0x40046602 // FS_IOC32_SETFLAGS
+	fsIocFssetxattr = 0x401c5820 // FS_IOC_FSSETXATTR (extended flags, project id)
+	fsIocSetversion = 0x40087602 // FS_IOC_SETVERSION (the inode's generation)
+	fsIoc32Setvers  = 0x40047602 // FS_IOC32_SETVERSION
+	fsIocSetEncrypt = 0x800c6613 // FS_IOC_SET_ENCRYPTION_POLICY (an empty folder's)
+	fsIocEnVerity   = 0x40806685 // FS_IOC_ENABLE_VERITY (a file read-only for good)
+)
+
+// Metadata is an extra group for a Landlock box. Landlock has no right for
+// a file's metadata: chmod, chown, utimes, extended attributes (ACLs
+// among them) and the attribute flags of chattr reach every file the
+// caller owns, as root every file. These calls go to agentbox's
+// supervisor instead (NOTIFY): it looks at what the call names, performs
+// it itself when that lies in the box's write grant and refuses it
+// otherwise (package broker). When no supervisor listens (the listener
+// could not be handed over) they fail with ENOSYS: closed, not open. The
+// rarer attribute ioctls are refused outright.
+var Metadata = Group{
+	Name: "metadata",
+	Why:  "Landlock has no right for a file's mode, owner, times, extended attributes or attribute flags: the supervisor decides each such call",
+	Rules: []Rule{
+		{Syscall: "chmod", Errno: "NOTIFY"},
+		{Syscall: "fchmod", Errno: "NOTIFY"},
+		{Syscall: "fchmodat", Errno: "NOTIFY"},
+		{Syscall: "fchmodat2", Errno: "NOTIFY"},
+		{Syscall: "chown", Errno: "NOTIFY"},
+		{Syscall: "lchown", Errno: "NOTIFY"},
+		{Syscall: "fchown", Errno: "NOTIFY"},
+		{Syscall: "fchownat", Errno: "NOTIFY"},
+		{Syscall: "utime", Errno: "NOTIFY"},
+		{Syscall: "utimes", Errno: "NOTIFY"},
+		{Syscall: "futimesat", Errno: "NOTIFY"},
+		{Syscall: "utimensat", Errno: "NOTIFY"},
+		{Syscall: "setxattr", Errno: "NOTIFY"},
+		{Syscall: "lsetxattr", Errno: "NOTIFY"},
+		{Syscall: "fsetxattr", Errno: "NOTIFY"},
+		{Syscall: "removexattr", Errno: "NOTIFY"},
+		{Syscall: "lremovexattr", Errno: "NOTIFY"},
+		{Syscall: "fremovexattr", Errno: "NOTIFY"},
+		{Syscall: "setxattrat", Errno: "NOTIFY"},
+		{Syscall: "removexattrat", Errno: "NOTIFY"},
+		// file_setattr (Linux 6.17) sets the same flags as FS_IOC_FSSETXATTR, by path.
+		{Syscall: "file_setattr", Errno: "EPERM"},
+		{Syscall: "ioctl", When: "request is FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR (low 32 bits)", Arg: 1,
+			Equal: []uint32{fsIocSetflags, fsIoc32Setflags, fsIocFssetxattr}, Errno: "NOTIFY"},
+		{Syscall: "ioctl", When: "request is FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FS_IOC_SET_ENCRYPTION_POLICY or FS_IOC_ENABLE_VERITY (low 32 bits)", Arg: 1,
+			Equal: []uint32{fsIocSetversion, fsIoc32Setvers, fsIocSetEncrypt, fsIocEnVerity}, Errno: "EPERM"},
+	},
+}
+
 // ForNetwork returns the extra groups a box with network mode mode needs
 // ("open", "none" or "allowlist"): landlock says whether the box is a
 // Landlock one, which has no network namespace of its own.
@@ -221,7 +276,7 @@ func ForNetwork(mode string, landlock bool) []Group {
 }
 
 // extraGroups are the groups a backend adds (never reopened by a policy).
-var extraGroups = []Group{NoNetBypass, SocketFamilies, NoUDP, NoUnixSockets}
+var extraGroups = []Group{NoNetBypass, SocketFamilies, NoUDP, NoUnixSockets, Metadata}
 
 // Extra returns the extra group named name.
 func Extra(name string) (Group, bool) {

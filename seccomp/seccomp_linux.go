@@ -70,6 +70,21 @@ var syscalls = map[string]uint32{
 	"file_setattr":       unix.SYS_FILE_SETATTR,
 }
 
+// Numbers returns the syscall numbers of the rules of g on this
+// architecture, once each, in order (the calls a listener must take when g
+// notifies).
+func Numbers(g Group) []uint32 {
+	var out []uint32
+	seen := map[uint32]bool{}
+	for _, r := range g.Rules {
+		if nr, ok := syscalls[r.Syscall]; ok && !seen[nr] {
+			seen[nr] = true
+			out = append(out, nr)
+		}
+	}
+	return out
+}
+
 // legacy are the syscalls x86-64 has besides the *at ones and arm64 does
 // not (its table has only the *at forms): a rule for one of them is left
 // out of an arm64 filter, where nothing can make the call.

@@ -98,7 +98,15 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	// The filesystem log: it records what the box is refused until every
 	// process of the run has ended, and its last records come before the
 	// run's end.
-	fl := fslog.Start(p, c.Judge, c.Events)
+	var br fslog.Broker
+	if bb, ok := b.(backend.Brokered); ok {
+		var stop func()
+		if br, stop, err = bb.Broker(p, c.Prepared); err != nil {
+			return 0, fmt.Errorf("starting the broker of the box's metadata calls: %w", err)
+		}
+		defer stop()
+	}
+	fl := fslog.Start(p, c.Judge, c.Events, br)
 	defer fl.Stop()
 	c.FSLog = fl.Box()
 	c.Started = func(pid int) {
