@@ -562,7 +562,7 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	// filter hands those calls to the supervisor (package broker).
 	add("metadata", Enforced, "chmod, chown, utimes, extended attributes (ACLs) and chattr's flags: Landlock has no right for them, so the seccomp filter hands each such call to agentbox, "+
 		"which resolves what it names once, to a descriptor, and performs it itself (with the box's credentials) when that lies in the writable roots, "+
-		"or refuses it (EACCES); a setuid or setgid bit is refused everywhere. What it costs: a round trip to agentbox per such call (tar, npm and git make one per file they unpack or check out); "+
+		"or refuses it (EACCES); a setuid or setgid bit is refused everywhere. What it costs: a round trip to agentbox per such call (tar as root makes three per file it unpacks; builds, npm and git hardly any); "+
 		"a process that made itself non-dumpable cannot be read, so its calls are refused")
 	if a.DropCaps {
 		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
