@@ -20,6 +20,16 @@ import (
 // device and inode, whatever links or names lead there, and performed
 // only inside it.
 func TestAnswer(t *testing.T) {
+	for _, proc := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pidfd_getfd", true: "proc"}[proc], func(t *testing.T) {
+			viaProc = proc
+			defer func() { viaProc = false }()
+			testAnswer(t)
+		})
+	}
+}
+
+func testAnswer(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -719,6 +719,31 @@ func TestMetadataOutsideRootsUnchanged(t *testing.T) {
 	})
 }
 
+// A Landlock box inside a bubblewrap box: agentbox, as the inner box's
+// supervisor, cannot use process_vm_readv or pidfd_getfd there (the outer
+// box's seccomp ptrace group), and still decides the inner box's metadata
+// calls: allowed in its writable root, refused outside.
+func TestNestedLandlockMetadata(t *testing.T) {
+	needLandlock(t)
+	w := newWorld(t)
+	write(t, filepath.Join(w.project, "inside"), "x\n")
+	outside := filepath.Join(w.base, "outside")
+	write(t, outside, "x\n")
+	os.Chmod(w.base, 0o755)
+	before := stateOf(t, outside)
+	r := w.sh([]string{"--backend", "bwrap"}, bin+` run --backend landlock -- sh -c 'chmod 600 inside && echo inside-ok; chmod 600 `+outside+` || echo outside-refused'`)
+	expectContains(t, "nested box", r.stdout, "inside-ok")
+	expectContains(t, "nested box", r.stdout, "outside-refused")
+	var st unix.Stat_t
+	unix.Stat(filepath.Join(w.project, "inside"), &st)
+	if st.Mode&0o777 != 0o600 {
+		t.Errorf("inside has mode %o, want 600", st.Mode&0o777)
+	}
+	if after := stateOf(t, outside); after != before {
+		t.Errorf("the file outside changed: %+v -> %+v", before, after)
+	}
+}
+
 // Run as root, the box cannot change the host's device nodes that bwrap
 // binds into its /dev (or that Landlock lets it open): chmod 600 /dev/full
 // and touch in the box leave the host's nodes as they were.
