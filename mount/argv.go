@@ -401,7 +401,28 @@ func renderNet(p *plan.Plan) (netRender, error) {
 // opens the bound paths by name, following links, as agentbox itself
 // never does.
 func Shell(self string, d Detail) string {
-	words := []string{quote(d.Bwrap)}
+	var words []string
+	// Root's box binds device nodes of its own, which agentbox run makes
+	// for each run and removes once bwrap has bound them (Render): the
+	// shell copies them from the host's (cp -a makes a node, with its
+	// mode) and leaves them, for the next run as root to sweep. Unlike
+	// agentbox run, it does not put a node of the box's own over the
+	// terminal bwrap binds at /dev/console.
+	var nodes []string
+	for i, a := range d.Args {
+		if a == "--dev-bind" && i+2 < len(d.Args) && strings.HasPrefix(d.Args[i+2], "/dev/") {
+			nodes = append(nodes, d.Args[i+1])
+		}
+	}
+	if len(nodes) > 0 {
+		dir := path.Dir(nodes[0])
+		words = append(words, "mkdir", "-p", "-m", "700", quote(dir), "&&", "cp", "-a")
+		for _, n := range nodes {
+			words = append(words, quote("/dev/"+path.Base(n)))
+		}
+		words = append(words, quote(dir)+"/", "&&")
+	}
+	words = append(words, quote(d.Bwrap))
 	for _, s := range d.Args {
 		words = append(words, quote(s))
 	}

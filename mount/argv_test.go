@@ -447,6 +447,32 @@ func TestShell(t *testing.T) {
 	}
 }
 
+// TestShellDevNodes: root's box binds device nodes of its own, which the
+// printed command line makes first, from the host's.
+func TestShellDevNodes(t *testing.T) {
+	dir := "/root/.local/state/agentbox/dev/run 1"
+	d := Detail{
+		Bwrap: "/usr/bin/bwrap",
+		Args: []string{"--ro-bind", "/", "/", "--dev", "/dev",
+			"--dev-bind", dir + "/null", "/dev/null", "--dev-bind", dir + "/tty", "/dev/tty",
+			"--bind", "/dev/shm", "/dev/shm", "--", "true"},
+	}
+	want := `mkdir -p -m 700 '/root/.local/state/agentbox/dev/run 1' && cp -a /dev/null /dev/tty '/root/.local/state/agentbox/dev/run 1'/ && ` +
+		`/usr/bin/bwrap --ro-bind / / --dev /dev --dev-bind '/root/.local/state/agentbox/dev/run 1/null' /dev/null --dev-bind '/root/.local/state/agentbox/dev/run 1/tty' /dev/tty --bind /dev/shm /dev/shm -- true ` +
+		`3>/dev/null 4>/dev/null 5</usr/local/bin/agentbox 6< <(/usr/local/bin/agentbox __seccomp) 8</dev/null`
+	got := Shell("/usr/local/bin/agentbox", d)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Shell (-want +got):\n%s", diff)
+	}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		cmd := exec.Command(bash, "-n")
+		cmd.Stdin = strings.NewReader(got + "\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("bash -n: %v: %s", err, out)
+		}
+	}
+}
+
 // TestShellParses checks that bash accepts the command line Shell prints
 // (it uses process substitution, so it is bash, not sh).
 func TestShellParses(t *testing.T) {
