@@ -83,6 +83,34 @@ type Context struct {
 	// backend passes to the box's first process when the plan records
 	// filesystem refusals (the supervisor sets it).
 	FSLog *os.File
+	// CgroupFD is the run's own cgroup (a descriptor of its folder), into
+	// which a backend that is Tracked clones the box's first process
+	// (CLONE_INTO_CGROUP); 0 when there is none.
+	CgroupFD int
+}
+
+// Brokered is implemented by a backend that leaves some calls of the box to
+// the supervisor to decide (Landlock: the metadata calls it has no right
+// for). Broker starts the broker for p's run, given the folders the
+// supervisor prepared; the supervisor hands it the box's notification
+// listener (fslog.Start) and stops it with stop after the run. A broker
+// that cannot start fails the run: the calls it decides would fail in the
+// box.
+type Brokered interface {
+	Broker(p *plan.Plan, prepared map[string]*os.File) (b fslog.Broker, stop func(), err error)
+}
+
+// Tracked is implemented by a backend whose box has no PID namespace of its
+// own (Landlock): nothing in the kernel ends the box's processes with the
+// run. The supervisor then makes the run a cgroup of its own where the
+// machine allows it (root, or a delegated cgroup v2) and passes it in
+// Context.CgroupFD; at the run's end, and in a later run after agentbox
+// was killed, every process in it is killed at once, whatever state it is
+// in and wherever it moved in the process tree.
+type Tracked interface {
+	// TrackedByCgroup reports whether the backend clones the box's first
+	// process into Context.CgroupFD.
+	TrackedByCgroup() bool
 }
 
 // Emit sends e to c.Events, if any.

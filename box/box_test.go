@@ -69,7 +69,7 @@ func TestPlanJSONGolden(t *testing.T) {
 	}
 	p.RunID = "0123456789ab"
 	no := cgroup.Controller{Reason: "not in this test"}
-	bw := &mount.Bwrap{Path: "/usr/bin/bwrap", Cgroups: func() cgroup.Availability { return cgroup.Availability{Pids: no, Memory: no} }}
+	bw := &mount.Bwrap{Path: "/usr/bin/bwrap", LandlockABI: func() int { return 6 }, Cgroups: func() cgroup.Availability { return cgroup.Availability{Pids: no, Memory: no} }}
 	p.Box.Passed = nil
 	if err := bw.Complete(p); err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func TestExamples(t *testing.T) {
 			// The example file itself lives in this repository, not in the world.
 			repo := filepath.Dir(abs)
 			var b strings.Builder
-			bw := &mount.Bwrap{Path: "/usr/bin/bwrap", Cgroups: func() cgroup.Availability {
+			bw := &mount.Bwrap{Path: "/usr/bin/bwrap", LandlockABI: func() int { return 6 }, Cgroups: func() cgroup.Availability {
 				no := cgroup.Controller{Reason: "not in this test"}
 				return cgroup.Availability{Pids: no, Memory: no}
 			}}

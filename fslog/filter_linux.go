@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/seccomp"
 )
 
 const (
@@ -40,10 +42,53 @@ func nativeArch() uint32 {
 	return unix.AUDIT_ARCH_X86_64
 }
 
-// program is the log's filter. Calls in the table go to the supervisor;
-// a new seccomp filter with a notification listener is refused, because
-// its listener would receive the calls before the log's (the kernel hands
-// a notification to the newest filter that asks for one); everything else
+// spec says what a box's notification filter hands the supervisor: the
+// log's calls (reads: every open, not only those that may write), the
+// broker's (Broker), or both.
+type spec struct {
+	log, reads, broker bool
+}
+
+// brokered are the calls a broker decides (the NOTIFY rules of
+// seccomp.Metadata), by number, and the ioctl requests among them.
+var brokered, brokeredIoctls = func() (map[uint32]bool, []uint32) {
+	nrs := map[uint32]bool{}
+	var ioctls []uint32
+	one := seccomp.Group{Name: seccomp.Metadata.Name}
+	for _, r := range seccomp.Metadata.Rules {
+		if r.Errno != "NOTIFY" {
+			continue
+		}
+		if r.Syscall == "ioctl" {
+			ioctls = append(ioctls, r.Equal...)
+			continue
+		}
+		one.Rules = []seccomp.Rule{r}
+		for _, nr := range seccomp.Numbers(one) {
+			nrs[nr] = true
+		}
+	}
+	return nrs, ioctls
+}()
+
+// Brokered reports whether req is a call a broker decides.
+func Brokered(req Request) bool {
+	if req.Nr == unix.SYS_IOCTL {
+		for _, v := range brokeredIoctls {
+			if uint32(req.Args[1]) == v {
+				return true
+			}
+		}
+		return false
+	}
+	return brokered[req.Nr]
+}
+
+// program is a box's notification filter. The calls of the log's table
+// (with log) and the broker's (with broker) go to the supervisor; a new
+// seccomp filter with a notification listener is refused, because its
+// listener would receive the calls before this one's (the kernel hands a
+// notification to the newest filter that asks for one); everything else
 // is allowed, and left to the box's other filter and the kernel. Other
 // architectures are allowed here: the box's main filter kills them.
 //
@@ -52,14 +97,27 @@ func nativeArch() uint32 {
 // refused only by a hidden or denied path, and an open for reading is most
 // of what a build does, so watching them all costs a round trip to the
 // supervisor per file read. openat2(2) keeps its flags in memory the
-// filter cannot read: every one is watched.
+// filter cannot read: every one is watched. An ioctl goes to the
+// supervisor only for the broker's requests.
 //
 // Only the syscall number and architecture decide for every call but
-// seccomp(2) and (without reads) the two opens, so the kernel caches
+// seccomp(2), ioctl and (without reads) the two opens, so the kernel caches
 // "allowed" for every other syscall and runs no filter for them at all.
-func program(reads bool) []unix.SockFilter {
-	nrs := make([]uint32, 0, len(calls))
-	for nr := range calls {
+func program(sp spec) []unix.SockFilter {
+	set := map[uint32]bool{}
+	if sp.log {
+		for nr := range calls {
+			set[nr] = true
+		}
+	}
+	if sp.broker {
+		for nr := range brokered {
+			set[nr] = true
+		}
+		set[unix.SYS_IOCTL] = true
+	}
+	nrs := make([]uint32, 0, len(set))
+	for nr := range set {
 		nrs = append(nrs, nr)
 	}
 	sort.Slice(nrs, func(i, j int) bool { return nrs[i] < nrs[j] })
@@ -82,19 +140,30 @@ func program(reads bool) []unix.SockFilter {
 		stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)),
 	}
 	for _, nr := range nrs {
-		c := calls[nr]
-		if reads || c.op != "" || c.open < 0 {
+		c, logged := calls[nr]
+		logged = logged && sp.log
+		switch {
+		case nr == unix.SYS_IOCTL:
+			// The request is an unsigned int: the low 32 bits are
+			// all the kernel reads.
+			prog = append(prog, jump(jeq, nr, 0, uint8(len(brokeredIoctls)+3)), stmt(ldW, offArgs+8))
+			for i, v := range brokeredIoctls {
+				prog = append(prog, jump(jeq, v, uint8(len(brokeredIoctls)-i), 0))
+			}
+			prog = append(prog, allow, notify)
+		case sp.broker && brokered[nr], sp.reads || c.op != "" || c.open < 0:
 			prog = append(prog, jump(jeq, nr, 0, 1), notify)
-			continue
+		case logged:
+			// The open flags are an int: the low 32 bits are all the
+			// kernel reads. The number is loaded again for the next
+			// comparison.
+			prog = append(prog,
+				jump(jeq, nr, 0, 4),
+				stmt(ldW, offArgs+8*uint32(c.open)),
+				jump(jset, writeFlags, 0, 1),
+				notify,
+				allow)
 		}
-		// The open flags are an int: the low 32 bits are all the kernel
-		// reads. The number is loaded again for the next comparison.
-		prog = append(prog,
-			jump(jeq, nr, 0, 4),
-			stmt(ldW, offArgs+8*uint32(c.open)),
-			jump(jset, writeFlags, 0, 1),
-			notify,
-			allow)
 	}
 	return append(prog, allow)
 }
@@ -114,9 +183,9 @@ const (
 // build it, install it; the Go ones build the same program themselves.
 const msgProgram = 'P'
 
-// programBytes is program(reads) as the kernel's sock_filter array.
-func programBytes(reads bool) []byte {
-	prog := program(reads)
+// programBytes is program(sp) as the kernel's sock_filter array.
+func programBytes(sp spec) []byte {
+	prog := program(sp)
 	out := make([]byte, 0, 1+8*len(prog))
 	out = append(out, msgProgram)
 	for _, f := range prog {
@@ -140,8 +209,16 @@ func programBytes(reads bool) []byte {
 // When the listener cannot be handed over after the filter is in place
 // it returns ErrOrphan, and CMD must not start: with nobody to let them
 // continue, the watched calls would fail.
-func Arm(sock int, reads bool) error {
-	defer unix.Close(sock)
+func Arm(sock int, reads bool) error { return ArmWith(sock, true, reads, false, false) }
+
+// ArmWith is Arm for the calls of the log (log, reads) and of a broker
+// (broker); with more, sock stays open for Announce. A broker's calls are
+// refused by the box's main filter too (ENOSYS) when no listener takes
+// them, so a filter that cannot be installed leaves them closed, not open.
+func ArmWith(sock int, log, reads, broker, more bool) error {
+	if !more {
+		defer unix.Close(sock)
+	}
 	if t, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || t != unix.SOCK_SEQPACKET {
 		return fmt.Errorf("the log's socket (fd %d) is not there", sock)
 	}
@@ -151,7 +228,7 @@ func Arm(sock int, reads bool) error {
 	// This side builds the same program itself.
 	offered := make([]byte, 1+8*4096)
 	unix.Recvfrom(sock, offered, unix.MSG_DONTWAIT)
-	prog := program(reads)
+	prog := program(spec{log: log, reads: reads, broker: broker})
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	// WAIT_KILLABLE_RECV (5.19+): once the supervisor has the
 	// notification, only a fatal signal interrupts the caller's wait, so

@@ -51,7 +51,7 @@ func run(t *testing.T, prog []unix.SockFilter, nr int, arch uint32, args ...uint
 // Every watched call goes to the supervisor; a new filter with a listener
 // is refused; everything else, and every other architecture, is allowed.
 func TestProgram(t *testing.T) {
-	prog := program(true)
+	prog := program(spec{log: true, reads: true})
 	arch := nativeArch()
 	for nr, c := range calls {
 		if got := run(t, prog, int(nr), arch); got != unix.SECCOMP_RET_USER_NOTIF {
@@ -89,7 +89,7 @@ func TestProgram(t *testing.T) {
 // handle) does not; openat2, whose flags the filter cannot see, always
 // does; every other watched call still does.
 func TestProgramWithoutReads(t *testing.T) {
-	prog := program(false)
+	prog := program(spec{log: true})
 	arch := nativeArch()
 	notify, allow := uint32(unix.SECCOMP_RET_USER_NOTIF), uint32(unix.SECCOMP_RET_ALLOW)
 	high := uint64(0xffffffff) << 32 // flags are an int: the kernel ignores these
@@ -172,8 +172,8 @@ func TestCallsComplete(t *testing.T) {
 // byte for byte in the kernel's sock_filter layout.
 func TestProgramBytes(t *testing.T) {
 	for _, reads := range []bool{false, true} {
-		b := programBytes(reads)
-		prog := program(reads)
+		b := programBytes(spec{log: true, reads: reads})
+		prog := program(spec{log: true, reads: reads})
 		if len(b) != 1+8*len(prog) || b[0] != msgProgram {
 			t.Fatalf("reads=%v: %d bytes for %d instructions", reads, len(b), len(prog))
 		}
@@ -182,6 +182,55 @@ func TestProgramBytes(t *testing.T) {
 			got := unix.SockFilter{Code: uint16(r[0]) | uint16(r[1])<<8, Jt: r[2], Jf: r[3], K: uint32(r[4]) | uint32(r[5])<<8 | uint32(r[6])<<16 | uint32(r[7])<<24}
 			if got != f {
 				t.Fatalf("reads=%v: instruction %d is %+v, want %+v", reads, i, got, f)
+			}
+		}
+	}
+}
+
+// With a broker, its calls go to the supervisor too, every one of them
+// (fchmod, fsetxattr and the attribute ioctls on a descriptor as well as
+// the calls by path), and the log's own calls only when the log is on;
+// any other ioctl is allowed.
+func TestProgramWithBroker(t *testing.T) {
+	arch := nativeArch()
+	notify, allow := uint32(unix.SECCOMP_RET_USER_NOTIF), uint32(unix.SECCOMP_RET_ALLOW)
+	for _, sp := range []spec{{broker: true}, {log: true, broker: true}} {
+		prog := program(sp)
+		for nr := range brokered {
+			if got := run(t, prog, int(nr), arch); got != notify {
+				t.Errorf("%+v: syscall %d: %#x, want user notification", sp, nr, got)
+			}
+			if !Brokered(Request{Nr: nr}) {
+				t.Errorf("Brokered says no to syscall %d", nr)
+			}
+		}
+		for _, tc := range []struct {
+			req  uint64
+			want uint32
+		}{
+			{unix.FS_IOC_SETFLAGS, notify},
+			{1<<32 | unix.FS_IOC_SETFLAGS, notify},
+			{0x401c5820 /* FS_IOC_FSSETXATTR */, notify},
+			{unix.TCGETS, allow},
+			{unix.FS_IOC_GETFLAGS, allow},
+		} {
+			if got := run(t, prog, unix.SYS_IOCTL, arch, 3, tc.req); got != tc.want {
+				t.Errorf("%+v: ioctl %#x: %#x, want %#x", sp, tc.req, got, tc.want)
+			}
+			if Brokered(Request{Nr: unix.SYS_IOCTL, Args: [6]uint64{3, tc.req}}) != (tc.want == notify) {
+				t.Errorf("Brokered disagrees with the filter on ioctl %#x", tc.req)
+			}
+		}
+		want := allow
+		if sp.log {
+			want = notify
+		}
+		if got := run(t, prog, unix.SYS_UNLINKAT, arch); got != want {
+			t.Errorf("%+v: unlinkat: %#x, want %#x", sp, got, want)
+		}
+		for _, nr := range []int{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_FSTAT} {
+			if got := run(t, prog, nr, arch); got != allow {
+				t.Errorf("%+v: syscall %d: %#x, want allow", sp, nr, got)
 			}
 		}
 	}

@@ -15,12 +15,14 @@ import (
 	"github.com/agentbox/agentbox/plan"
 )
 
-// Log is one run's filesystem violation log, on the host.
+// Log is one run's filesystem violation log, on the host, and the channel
+// through which a broker decides the calls the box hands it.
 type Log struct {
-	mode  string
-	judge Judge
-	ev    event.Emitter
-	seen  *dedup
+	mode   string
+	judge  Judge
+	broker Broker
+	ev     event.Emitter
+	seen   *dedup
 	// host and box are the two ends of the socket the box's side arms
 	// the log through; the box's end goes to the box's first process.
 	host, box *os.File
@@ -33,14 +35,19 @@ type Log struct {
 
 // Start opens the log of a run of p: the socket the box's side arms it
 // through (Box) and what serves it. It returns nil when p records no
-// filesystem refusals. A log that cannot start is a warning on ev, not a
-// failed run.
-func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
+// filesystem refusals and there is no broker. A log that cannot start is a
+// warning on ev, not a failed run; with a broker, the calls it decides
+// then fail in the box (the box's main filter answers ENOSYS when no
+// listener takes them).
+func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 	mode := p.Log.Filesystem
-	if mode == "" || judge == nil {
+	if judge == nil {
+		mode = ""
+	}
+	if mode == "" && b == nil {
 		return nil
 	}
-	l := &Log{mode: mode, judge: judge, ev: ev, seen: newDedup(), done: make(chan struct{}), stopR: -1, stopW: -1}
+	l := &Log{mode: mode, judge: judge, broker: b, ev: ev, seen: newDedup(), done: make(chan struct{}), stopR: -1, stopW: -1}
 	// SOCK_SEQPACKET: one message is one send, with its descriptor.
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -48,9 +55,10 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
 		return nil
 	}
 	l.host, l.box = os.NewFile(uintptr(fds[0]), "fslog"), os.NewFile(uintptr(fds[1]), "fslog-box")
-	if mode == Notify {
+	if mode == Notify || b != nil {
 		// The filter, waiting for the box's side (msgProgram).
-		if err := unix.Sendmsg(fds[0], programBytes(p.Log.Reads), nil, nil, 0); err != nil {
+		sp := spec{log: mode == Notify, reads: mode == Notify && p.Log.Reads, broker: b != nil}
+		if err := unix.Sendmsg(fds[0], programBytes(sp), nil, nil, 0); err != nil {
 			l.host.Close()
 			l.box.Close()
 			l.warn(fmt.Errorf("offering its filter: %w", err))
@@ -118,7 +126,14 @@ func (l *Log) Stop() {
 }
 
 func (l *Log) warn(err error) {
-	l.ev.Emit(event.Event{Kind: event.Warning, Detail: "filesystem log: " + err.Error() + "; this run's refusals are not recorded"})
+	what := "this run's refusals are not recorded"
+	if l.broker != nil {
+		what = "the calls that change a file's mode, owner, times or attributes fail in the box (ENOSYS)"
+		if l.mode != "" {
+			what += ", and this run's refusals are not recorded"
+		}
+	}
+	l.ev.Emit(event.Event{Kind: event.Warning, Detail: "filesystem log: " + err.Error() + "; " + what})
 }
 
 // run waits for the box's side to arm the log, then serves it.
@@ -153,16 +168,38 @@ func (l *Log) run() {
 		// The supervisor runs right after the caller blocks: the call
 		// waits less.
 		unix.Syscall(unix.SYS_IOCTL, uintptr(lfd), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
-		nt := &notifier{lfd: lfd, root: -1, judge: l.judge, ev: l.ev, seen: l.seen}
+		judge := l.judge
+		if l.mode != Notify {
+			judge = nil // the broker's listener alone: the log is Landlock's audit, or off
+		}
+		if l.mode == Audit {
+			// The box's side announces its Landlock domain next
+			// (a broker's listener comes first).
+			audited := make(chan struct{})
+			defer func() { <-audited }()
+			go func() {
+				defer close(audited)
+				if n, _, _, _, err := unix.Recvmsg(int(l.host.Fd()), buf, nil, 0); err == nil && n > 0 && buf[0] == msgDomain {
+					l.domain(buf[:n])
+				}
+			}()
+		}
+		nt := &notifier{lfd: lfd, root: -1, judge: judge, broker: l.broker, ev: l.ev, seen: l.seen}
 		nt.serve(l.stopR)
 		if nt.root >= 0 {
 			unix.Close(nt.root)
 		}
 	case msgDomain:
-		if n < 9 || l.audit == nil {
-			return
-		}
-		pid := int(binary.LittleEndian.Uint64(buf[1:9]))
-		l.audit.serve(pid, l.judge, l.ev, l.seen, l.stopR)
+		l.domain(buf[:n])
 	}
+}
+
+// domain serves Landlock's audit records of the domain the box's side
+// announced (msgDomain and its pid).
+func (l *Log) domain(msg []byte) {
+	if len(msg) < 9 || l.audit == nil {
+		return
+	}
+	pid := int(binary.LittleEndian.Uint64(msg[1:9]))
+	l.audit.serve(pid, l.judge, l.ev, l.seen, l.stopR)
 }

@@ -37,11 +37,15 @@ type seccompResp struct {
 // notifier serves one run's notification listener.
 type notifier struct {
 	lfd   int
-	root  int // the box's root folder (O_PATH), from the first caller
-	judge Judge
-	ev    event.Emitter
-	seen  *dedup
-	buf   []byte
+	root  int   // the box's root folder (O_PATH), from the first caller
+	judge Judge // nil when only a broker listens
+	// broker decides the calls Brokered names; nil for none. prepared
+	// is what its Prepare answered on the serving goroutine.
+	broker   Broker
+	prepared error
+	ev       event.Emitter
+	seen     *dedup
+	buf      []byte
 	// denied is set when the last attempt could not be read because the
 	// kernel refused agentbox the caller's memory; blinded are the
 	// processes already reported so.
@@ -63,6 +67,12 @@ type caught struct {
 // is left under the filter. Each call is allowed to continue, unchanged:
 // what the supervisor reads and judges never decides anything.
 func (n *notifier) serve(stop int) {
+	if n.broker != nil {
+		n.prepared = n.broker.Prepare()
+		if n.prepared != nil {
+			n.ev.Emit(event.Event{Kind: event.Warning, Detail: "the broker of the box's metadata calls could not start (" + n.prepared.Error() + "): they are refused"})
+		}
+	}
 	fds := []unix.PollFd{{Fd: int32(n.lfd), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -106,7 +116,7 @@ func (n *notifier) one() {
 	}
 	var e event.Event
 	refused, blind := false, false
-	if c, known := calls[uint32(req.Nr)]; known {
+	if c, known := calls[uint32(req.Nr)]; known && n.judge != nil {
 		if got, ok := n.read(&req, c); ok {
 			a := got.a
 			for i := range a.Targets {
@@ -120,6 +130,20 @@ func (n *notifier) one() {
 		blind = n.denied
 	}
 	resp := seccompResp{ID: req.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	if r := (Request{Pid: int(req.Pid), Nr: uint32(req.Nr), Args: req.Args}); n.broker != nil && Brokered(r) {
+		// Decided here, never let go on: the broker performed the call
+		// or refused it, and says what the call returns.
+		id := req.ID
+		valid := func() bool {
+			_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id)))
+			return errno == 0
+		}
+		val, errno := int64(0), int(unix.EPERM)
+		if n.prepared == nil {
+			val, errno = n.broker.Answer(r, valid)
+		}
+		resp = seccompResp{ID: req.ID, Val: val, Error: -int32(errno)}
+	}
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
 	// Everything read above belongs to this call only if the caller was
 	// still waiting in it: the kernel takes the answer only then (a

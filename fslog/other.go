@@ -14,7 +14,7 @@ type Log struct{}
 
 // Start returns nil: the log needs Linux (seccomp user notification or
 // Landlock's audit records) on amd64 or arm64.
-func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log { return nil }
+func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log { return nil }
 
 // Box returns nil.
 func (l *Log) Box() *os.File { return nil }
@@ -30,6 +30,9 @@ var ErrOrphan = errUnsupported
 
 // Arm fails: the log's filter is Linux's.
 func Arm(sock int, reads bool) error { return errUnsupported }
+
+// ArmWith fails: the log's filter is Linux's.
+func ArmWith(sock int, reads, broker, more bool) error { return errUnsupported }
 
 // Announce fails: Landlock is Linux's.
 func Announce(sock int) error { return errUnsupported }

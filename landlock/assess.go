@@ -95,6 +95,11 @@ type Assessment struct {
 	// starts to the kernel's audit (ABI 7's LOG_NEW_EXEC_ON): the run's
 	// filesystem log reads them there (package fslog).
 	Audit bool `json:"audit,omitempty"`
+	// Seccomp are the extra seccomp groups (package seccomp) the box's
+	// filter refuses besides the plan's: what closes the ways around
+	// Landlock's network rules, the socket families that leave the host,
+	// UDP before ABI 10, and unix sockets.
+	Seccomp []string `json:"seccomp,omitempty"`
 	// Env are variables CMD must get on top of the plan's environment.
 	Env map[string]string `json:"env,omitempty"`
 	// Rules are the status of every mount and rule of the plan.
@@ -211,11 +216,26 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 	a.DropCaps = p.Identity.Root()
 	a.Audit = p.Log.Filesystem == fslog.Audit && abi >= 7
 	a.ScopeSignal = abi >= 6
+	// Abstract unix sockets outside the box are refused in every network
+	// mode: a host service behind one (an X server, a D-Bus daemon,
+	// containerd's shims) is no more the box's than one on the filesystem.
+	a.ScopeAbstractUnix = abi >= 6
 	if p.Network.Mode == plan.NetNone || (p.Network.Mode == plan.NetAllowlist && abi >= 4) {
 		a.BlockTCP = abi >= 4
 		a.BlockUDP = abi >= 10
-		a.ScopeAbstractUnix = abi >= 6
 	}
+	for _, g := range seccomp.ForNetwork(p.Network.Mode, true) {
+		a.Seccomp = append(a.Seccomp, g.Name)
+	}
+	if (p.Network.Mode == plan.NetNone || p.Network.Mode == plan.NetAllowlist) && !a.BlockUDP {
+		a.Seccomp = append(a.Seccomp, seccomp.NoUDP.Name)
+	}
+	if len(p.Network.UnixSockets) == 0 {
+		a.Seccomp = append(a.Seccomp, seccomp.NoUnixSockets.Name)
+	}
+	// Landlock has no right for a file's metadata: the supervisor decides
+	// those calls (package broker).
+	a.Seccomp = append(a.Seccomp, seccomp.Metadata.Name)
 	if p.Network.Mode == plan.NetAllowlist && abi >= 4 {
 		a.Proxy = true
 		a.ConnectPorts = forwardPorts(p.Network)
@@ -227,6 +247,14 @@ func AssessWith(p *plan.Plan, abi int, o Options) Assessment {
 			}
 			if pub.Addr != "127.0.0.1" || pub.Port != pub.BoxPort {
 				a.Relays = append(a.Relays, pub)
+			}
+		}
+	}
+	if len(a.BindPorts) > 0 {
+		// A published port's server needs listen(2).
+		for i, n := range a.Seccomp {
+			if n == seccomp.NoNetBypass.Name {
+				a.Seccomp[i] = seccomp.NoNetBypassListening.Name
 			}
 		}
 	}
@@ -281,6 +309,13 @@ func layers(p *plan.Plan, handled Rights, o Options, guards map[string]bool) []l
 	}
 	for i, m := range p.Mounts {
 		if (o.KeepRootsWritable || guards[m.Path]) && keptWritable(ls, m) {
+			continue
+		}
+		if m.Sockets {
+			// Hiding a runtime folder or a socket would leave the
+			// folders above it unlistable (/ itself for /run); the
+			// seccomp filter refuses unix sockets instead (see
+			// unix-sockets in classifyRest).
 			continue
 		}
 		switch m.Op {
@@ -435,6 +470,10 @@ func classify(p *plan.Plan, a Assessment, ls []layer, o Options, guards map[stri
 	}
 	for i, m := range p.Mounts {
 		switch {
+		case m.Sockets && len(p.Network.UnixSockets) > 0:
+			add(m, m.Stage.String(), Weaker, "not hidden: Landlock cannot hide it without making the folders above it unlistable (see unix-sockets)")
+		case m.Sockets:
+			add(m, m.Stage.String(), Enforced, "not hidden (Landlock cannot hide a folder without making the folders above it unlistable): the seccomp filter refuses every unix socket instead (see unix-sockets)")
 		case guards[m.Path] && keptWritable(ls[:layerCount(ls, i)], m):
 			add(m, m.Stage.String(), Weaker, guardHow)
 		case m.Op == plan.Pin && !carvedBelow(a, m.Path):
@@ -566,11 +605,12 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 		"before its after-run check and before it returns, so none can change a file after the check or take the terminal; "+
 		"if agentbox itself is killed (kill -9), CMD gets SIGKILL (PR_SET_PDEATHSIG) and the next run ends what is left in the box's process group (or cgroup) first; "+
 		"a process the box has a service outside it start (systemd --user, at) is not the box's")
-	// Landlock has no right for changing a file's metadata: chmod, chown
-	// (within what the user may do anyway), utimes and extended attributes
-	// reach every file the user owns, inside the writable roots or not.
-	add("metadata", Weaker, "chmod, chown, utime and extended attributes are not restricted by Landlock: CMD can change the mode and times of any file you own "+
-		"(it cannot change their contents); agentbox takes group and other permissions off its own log files again after the run")
+	// Landlock has no right for changing a file's metadata: the seccomp
+	// filter hands those calls to the supervisor (package broker).
+	add("metadata", Enforced, "chmod, chown, utimes, extended attributes (ACLs) and chattr's flags: Landlock has no right for them, so the seccomp filter hands each such call to agentbox, "+
+		"which resolves what it names once, to a descriptor, and performs it itself (with the box's credentials) when that lies in the writable roots, "+
+		"or refuses it (EACCES); a setuid or setgid bit is refused everywhere. What it costs: a round trip to agentbox per such call (tar as root makes three per file it unpacks; builds, npm and git hardly any); "+
+		"a process that made itself non-dumpable cannot be read, so its calls are refused")
 	if a.DropCaps {
 		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
 	}
@@ -580,12 +620,9 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 	case plan.NetNone:
 		switch {
 		case a.ABI >= 10:
-			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused, and abstract UNIX sockets outside the sandbox; TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap")
+			add("network", Weaker, "none: TCP and UDP connect, bind and send are refused; TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap")
 		case a.ABI >= 4:
-			how := "none: TCP connect and bind are refused (ABI 4); UDP is not blocked before ABI 10 (DNS still works and can carry data); TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind), unix sockets included: a server in the box cannot listen, as it could on a private loopback under bwrap; unix sockets on the filesystem are not covered"
-			if a.ScopeAbstractUnix {
-				how += "; abstract UNIX sockets outside the sandbox are refused (ABI 6)"
-			}
+			how := "none: TCP connect and bind are refused (ABI 4); Landlock has no UDP rule before ABI 10, so the seccomp filter refuses every IPv4 and IPv6 datagram socket (no DNS, and no UDP on loopback either); TCP Fast Open, MPTCP/SCTP and ICMP sockets, which get past Landlock's checks, are refused by the seccomp filter, and so is listen(2) on every socket (it takes a port without bind): a server in the box cannot listen, as it could on a private loopback under bwrap"
 			add("network", Weaker, how)
 		default:
 			add("network", NotEnforced, fmt.Sprintf("none: Landlock ABI %d has no network rules (TCP needs ABI 4)", a.ABI))
@@ -605,7 +642,7 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 		if a.BlockUDP {
 			how += "; UDP is refused"
 		} else {
-			how += "; UDP is not blocked before ABI 10 (DNS still works and can carry data)"
+			how += "; Landlock has no UDP rule before ABI 10, so the seccomp filter refuses every IPv4 and IPv6 datagram socket (the proxy resolves names)"
 		}
 		add("network", Weaker, how)
 	default:
@@ -634,6 +671,18 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 			}
 		}
 		out = append(out, rs)
+	}
+	unixHow := "no unix socket can be created in the box, inside the writable roots too (seccomp refuses socket(AF_UNIX); socketpair works): Landlock does not restrict connecting to a socket on the filesystem, so this is what keeps every host service behind one (a session bus, docker.sock, ssh-agent) from answering the box. " +
+		"What it costs: a program that talks to a local daemon or serves one over a unix socket (ssh-add, gpg, a database or language server on a socket, syslog) fails in the box; glibc's lookups through nscd or systemd fall back to the files"
+	if a.ScopeAbstractUnix {
+		unixHow += "; abstract unix sockets outside the box are refused too (ABI 6)"
+	}
+	if len(p.Network.UnixSockets) > 0 {
+		add("unix-sockets", NotEnforced, "network.unix_sockets names "+strings.Join(p.Network.UnixSockets, ", ")+
+			": Landlock cannot restrict connecting to a socket on the filesystem, so letting the box reach these means letting it create unix sockets, "+
+			"and then every host service behind one (a session bus, docker.sock) answers it too; use bubblewrap, which binds only the sockets named")
+	} else {
+		add("unix-sockets", Enforced, unixHow)
 	}
 	if a.ABI < 2 {
 		add("landlock-abi", Weaker, "ABI 1: files cannot be moved or linked between folders at all (EXDEV)")
@@ -665,16 +714,6 @@ func forwardPorts(n plan.Network) []int {
 		}
 	}
 	return out
-}
-
-// seccompGroups are the extra seccomp groups of a box in network mode
-// mode: with published ports, listen(2) is let through.
-func (a Assessment) seccompGroups(mode string) []seccomp.Group {
-	g := seccomp.ForNetwork(mode, true)
-	if len(a.BindPorts) > 0 {
-		g = seccomp.Listening(g)
-	}
-	return g
 }
 
 // caBundlePath is where a run's certificate bundle is: in its TMPDIR (or

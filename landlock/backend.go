@@ -178,7 +178,18 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 	for _, r := range p.Box.Rules {
 		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
 	}
-	seccomp.Describe(p.Seccomp, a.seccompGroups(p.Network.Mode), w)
+	seccomp.Describe(p.Seccomp, a.extraSeccomp(), w)
+}
+
+// extraSeccomp returns the extra seccomp groups the assessment names.
+func (a Assessment) extraSeccomp() []seccomp.Group {
+	var out []seccomp.Group
+	for _, name := range a.Seccomp {
+		if g, ok := seccomp.Extra(name); ok {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // assessmentOf is AssessmentOf, without decoding when p's detail is the
@@ -199,3 +210,8 @@ func AssessmentOf(p *plan.Plan) (Assessment, error) {
 	err := json.Unmarshal(p.Box.Detail, &a)
 	return a, err
 }
+
+// TrackedByCgroup is true: a Landlock box has no PID namespace, so the
+// supervisor puts the run in a cgroup of its own where it can (see
+// backend.Tracked), and Run clones the box's first process into it.
+func (l *Landlock) TrackedByCgroup() bool { return true }

@@ -4,8 +4,10 @@ package landlock
 
 import (
 	"errors"
+	"os"
 
 	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -26,3 +28,8 @@ func (l *Landlock) SelfCheck() (string, bool) { return errNotLinux.Error(), fals
 
 // ChildMain fails: there is no Landlock outside Linux.
 func ChildMain() int { return 125 }
+
+// Broker starts nothing: there is no Landlock outside Linux.
+func (l *Landlock) Broker(p *plan.Plan, prepared map[string]*os.File) (fslog.Broker, func(), error) {
+	return nil, nil, errNotLinux
+}

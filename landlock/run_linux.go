@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,15 +53,23 @@ type childInput struct {
 	Pins []string `json:"pins,omitempty"`
 }
 
-// armLog arms the filesystem log from the child, on the thread that execs
-// CMD: the notification filter (its listener goes to the supervisor), or,
-// for Landlock's own audit records, the word that this process makes the
-// run's domain. A log that cannot start is the supervisor's warning.
-func armLog(mode string, reads bool) error {
-	switch mode {
-	case fslog.Notify:
-		return fslog.Arm(logFD, reads)
-	case fslog.Audit:
+// armLog arms the filesystem log and the broker from the child, on the
+// thread that execs CMD: the notification filter (its listener goes to the
+// supervisor), and, for Landlock's own audit records, the word that this
+// process makes the run's domain. A log that cannot start is the
+// supervisor's warning; the broker's calls then fail (the main filter
+// answers them ENOSYS).
+func armLog(mode string, reads, broker bool) error {
+	switch {
+	case broker && mode == fslog.Audit:
+		if err := fslog.ArmWith(logFD, false, false, true, true); err != nil {
+			unix.Close(logFD)
+			return err
+		}
+		return fslog.Announce(logFD)
+	case broker || mode == fslog.Notify:
+		return fslog.ArmWith(logFD, mode == fslog.Notify, reads, broker, false)
+	case mode == fslog.Audit:
 		return fslog.Announce(logFD)
 	}
 	return nil
@@ -145,7 +154,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		}
 		rs := os.NewFile(uintptr(ruleset), "landlock-ruleset")
 		defer rs.Close()
-		filter, err := seccomp.Build(p.Seccomp, a.seccompGroups(p.Network.Mode)...)
+		filter, err := seccomp.Build(p.Seccomp, a.extraSeccomp()...)
 		if err != nil {
 			return 0, err
 		}
@@ -220,6 +229,10 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		// leaves in the background can outlive it (plan says so).
 		Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: fg, Pdeathsig: syscall.SIGKILL},
 	}
+	if c.CgroupFD > 0 {
+		// The run's own cgroup, which agentbox kills at the end.
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, c.CgroupFD
+	}
 	watch := supervise.Watch(fg)
 	defer watch.Stop()
 	// Pdeathsig follows the thread that forked, so keep it alive. The
@@ -230,7 +243,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil && fg {
 		// The terminal may refuse (stdin is not its controlling terminal
 		// after all): run without handing it over.
-		attr.Sys = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		attr.Sys.Foreground = false
 		pid, err = syscall.ForkExec(argv0, args, attr)
 	}
 	if c.Started != nil {
@@ -303,7 +316,7 @@ func ChildMain() int {
 	// Under network "none" and with the allowlist's proxy, Landlock checks
 	// connect(2) only: refuse the ways around it, and the socket families
 	// that leave the host.
-	filter, err := seccomp.Build(in.Seccomp, a.seccompGroups(in.Network)...)
+	filter, err := seccomp.Build(in.Seccomp, a.extraSeccomp()...)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -316,7 +329,7 @@ func ChildMain() int {
 	if err := installSeccomp(filter.Bytes()); err != nil {
 		return fail("installing the seccomp filter: %v", err)
 	}
-	if err := armLog(in.LogFS, in.LogRead); errors.Is(err, fslog.ErrOrphan) {
+	if err := armLog(in.LogFS, in.LogRead, slices.Contains(a.Seccomp, seccomp.Metadata.Name)); errors.Is(err, fslog.ErrOrphan) {
 		return fail("%v", err)
 	}
 	// Last, so this Go process does not have to live under a memory limit

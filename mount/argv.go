@@ -2,6 +2,8 @@ package mount
 
 import (
 	"fmt"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -120,6 +122,23 @@ type Options struct {
 	// NetLog is the file the allowlist proxy logs every allowed and denied
 	// connection to (--net-log); "" for none.
 	NetLog string
+	// ScopeAbstract has the init keep the host's abstract unix sockets
+	// from CMD (Landlock's scope, ABI 6): for network mode open, where the
+	// box shares the host's network namespace and so its abstract sockets.
+	ScopeAbstract bool
+}
+
+// devNodes are the device nodes bwrap's --dev binds from the host's /dev
+// (bubblewrap's bwrap.c, devnodes).
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// DevDir is where a root run's own device nodes are made (see Render):
+// <state>/dev/<run>, in agentbox's state folder, which no box can write.
+func DevDir(p *plan.Plan) string {
+	if p.HostExec.State == "" {
+		return ""
+	}
+	return filepath.Join(p.HostExec.State, "dev", p.RunID)
 }
 
 // Argv is a rendered bwrap command: the arguments and the file descriptors
@@ -207,6 +226,26 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			add("--bind-fd", bindFD(i, m.Path, true), m.Path)
 		case op == plan.Dev:
 			add("--dev", m.Path)
+			if p.Identity.Root() {
+				// bwrap binds the host's own device nodes into the fresh
+				// /dev, and a root box owns them: without a capability it
+				// could still chmod or touch them, on the host (chmod 000
+				// /dev/null breaks every other user's programs). A
+				// read-only bind would not do: bwrap remounts it nodev,
+				// and no device could be opened. So the box gets nodes of
+				// its own, the same devices, made for this run in
+				// agentbox's state folder (DevDir) and bound over bwrap's;
+				// what it changes on them is gone with the run. (The
+				// terminal bwrap binds at /dev/console when its stdout is
+				// one is added at run time: withConsole.)
+				dir := DevDir(p)
+				if dir == "" {
+					return Argv{}, fmt.Errorf("run as root, the box needs device nodes of its own, and there is no state folder to make them in")
+				}
+				for _, n := range devNodes {
+					add("--dev-bind", filepath.Join(dir, n), path.Join(m.Path, n))
+				}
+			}
 		case op == plan.Proc:
 			add("--proc", m.Path)
 		case op == plan.Tmpfs:
@@ -313,6 +352,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	if o.Foreground {
 		add("--foreground")
 	}
+	if o.ScopeAbstract {
+		add("--scope-abstract-unix")
+	}
 	if logFD > 0 {
 		// The init arms the filesystem log right before it starts CMD
 		// (package fslog).
@@ -388,7 +430,28 @@ func renderNet(p *plan.Plan) (netRender, error) {
 // opens the bound paths by name, following links, as agentbox itself
 // never does.
 func Shell(self string, d Detail) string {
-	words := []string{quote(d.Bwrap)}
+	var words []string
+	// Root's box binds device nodes of its own, which agentbox run makes
+	// for each run and removes once bwrap has bound them (Render): the
+	// shell copies them from the host's (cp -a makes a node, with its
+	// mode) and leaves them, for the next run as root to sweep. Unlike
+	// agentbox run, it does not put a node of the box's own over the
+	// terminal bwrap binds at /dev/console.
+	var nodes []string
+	for i, a := range d.Args {
+		if a == "--dev-bind" && i+2 < len(d.Args) && strings.HasPrefix(d.Args[i+2], "/dev/") {
+			nodes = append(nodes, d.Args[i+1])
+		}
+	}
+	if len(nodes) > 0 {
+		dir := path.Dir(nodes[0])
+		words = append(words, "mkdir", "-p", "-m", "700", quote(dir), "&&", "cp", "-a")
+		for _, n := range nodes {
+			words = append(words, quote("/dev/"+path.Base(n)))
+		}
+		words = append(words, quote(dir)+"/", "&&")
+	}
+	words = append(words, quote(d.Bwrap))
 	for _, s := range d.Args {
 		words = append(words, quote(s))
 	}

@@ -162,12 +162,20 @@ func TestGoldenArgv(t *testing.T) {
 func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	t.Helper()
 	args := av.Args
-	if diff := cmp.Diff([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	first := []string{"--ro-bind", "/", "/", "--dev", "/dev"}
+	if p.Identity.UID == 0 {
+		// Root's box gets device nodes of its own over bwrap's.
+		for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+			first = append(first, "--dev-bind", filepath.Join(DevDir(p), n), "/dev/"+n)
+		}
+	}
+	first = append(first, "--proc", "/proc",
 		"--ro-bind", "/proc/sys", "/proc/sys",
 		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--ro-bind-try", "/proc/irq", "/proc/irq",
 		"--ro-bind-try", "/proc/bus", "/proc/bus",
-		"--unshare-pid", "--die-with-parent"}, args[:21]); diff != "" {
+		"--unshare-pid", "--die-with-parent")
+	if diff := cmp.Diff(first, args[:len(first)]); diff != "" {
 		t.Errorf("first arguments (-want +got):\n%s", diff)
 	}
 	joined := "\x00" + strings.Join(args, "\x00") + "\x00"
@@ -245,7 +253,7 @@ func testBackend() *Bwrap {
 	return &Bwrap{Path: "/usr/bin/bwrap", Cgroups: func() cgroup.Availability {
 		no := cgroup.Controller{Reason: "not in this test"}
 		return cgroup.Availability{Pids: no, Memory: no}
-	}}
+	}, LandlockABI: func() int { return 6 }}
 }
 
 func testPlan() *plan.Plan {
@@ -455,6 +463,32 @@ func TestShell(t *testing.T) {
 	got := Shell("/opt/agent box/agentbox", d)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Shell (-want +got):\n%s", diff)
+	}
+}
+
+// TestShellDevNodes: root's box binds device nodes of its own, which the
+// printed command line makes first, from the host's.
+func TestShellDevNodes(t *testing.T) {
+	dir := "/root/.local/state/agentbox/dev/run 1"
+	d := Detail{
+		Bwrap: "/usr/bin/bwrap",
+		Args: []string{"--ro-bind", "/", "/", "--dev", "/dev",
+			"--dev-bind", dir + "/null", "/dev/null", "--dev-bind", dir + "/tty", "/dev/tty",
+			"--bind", "/dev/shm", "/dev/shm", "--", "true"},
+	}
+	want := `mkdir -p -m 700 '/root/.local/state/agentbox/dev/run 1' && cp -a /dev/null /dev/tty '/root/.local/state/agentbox/dev/run 1'/ && ` +
+		`/usr/bin/bwrap --ro-bind / / --dev /dev --dev-bind '/root/.local/state/agentbox/dev/run 1/null' /dev/null --dev-bind '/root/.local/state/agentbox/dev/run 1/tty' /dev/tty --bind /dev/shm /dev/shm -- true ` +
+		`3>/dev/null 4>/dev/null 5</usr/local/bin/agentbox 6< <(/usr/local/bin/agentbox __seccomp) 8</dev/null`
+	got := Shell("/usr/local/bin/agentbox", d)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Shell (-want +got):\n%s", diff)
+	}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		cmd := exec.Command(bash, "-n")
+		cmd.Stdin = strings.NewReader(got + "\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("bash -n: %v: %s", err, out)
+		}
 	}
 }
 

@@ -20,6 +20,9 @@ type Bwrap struct {
 	// Cgroups says what cgroups agentbox can make here; cgroup.Probe when
 	// nil. Tests give fixed answers.
 	Cgroups func() cgroup.Availability
+	// LandlockABI is the kernel's Landlock ABI (0: none); probed when
+	// nil. Tests give fixed answers.
+	LandlockABI func() int
 
 	// completed is the detail Complete made last, and its JSON form: Run
 	// takes it rather than decoding the plan's copy again when the plan's
@@ -87,6 +90,26 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 	}
 	box.Rules = append(box.Rules, supervise.AssessLimits(p, av)...)
 	box.Rules = append(box.Rules, networkRule(p))
+	abi := b.LandlockABI
+	if abi == nil {
+		abi = landlockABI
+	}
+	scope := false
+	sockets := plan.RuleStatus{Rule: "unix-sockets", Level: plan.Enforced}
+	sockets.How = "the host's runtime folders (/run, $XDG_RUNTIME_DIR) are empty folders of the box's own and every other host socket the plan finds is hidden (see the mounts); sockets in the writable roots work"
+	switch p.Network.Mode {
+	case plan.NetNone, plan.NetAllowlist:
+		sockets.How += "; abstract sockets: the box's own network namespace has none of the host's"
+	default:
+		// The host's network namespace, and its abstract sockets.
+		if scope = abi() >= 6; scope {
+			sockets.How += "; abstract sockets of the host are refused by Landlock's scope (ABI 6), which the init sets on CMD"
+		} else {
+			sockets.Level = plan.Weaker
+			sockets.How += "; abstract sockets of the host (an X server, a session bus, containerd's) stay reachable: the box shares the host's network namespace, and refusing them needs Landlock ABI 6"
+		}
+	}
+	box.Rules = append(box.Rules, sockets)
 	if p.Network.Mode == plan.NetAllowlist {
 		nr, err := renderNet(p)
 		if err != nil {
@@ -110,7 +133,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 	if path == "" {
 		path = "bwrap"
 	}
-	av2, err := Render(p, Options{Bwrap: path, Seccomp: true})
+	av2, err := Render(p, Options{Bwrap: path, Seccomp: true, ScopeAbstract: scope})
 	if err != nil {
 		return err
 	}
@@ -154,7 +177,7 @@ func networkRule(p *plan.Plan) plan.RuleStatus {
 	case plan.NetOpen:
 		r.How = "the box shares the host's network"
 	case plan.NetNone:
-		r.How = "own network namespace, loopback only; unix sockets on the filesystem stay reachable"
+		r.How = "own network namespace, loopback only"
 	case plan.NetAllowlist:
 		r.How = fmt.Sprintf("own network namespace, loopback only; HTTP and SOCKS5 proxy at 127.0.0.1:%d in the box", plan.ProxyPort)
 	}

@@ -24,7 +24,7 @@ import (
 
 // Init is pid 1 inside the box:
 //
-//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--log-fd N [--log-reads]] [--rlimit NAME=VALUE]...
+//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--scope-abstract-unix] [--log-fd N [--log-reads]] [--rlimit NAME=VALUE]...
 //	    [--net-fd N [--net-port PORT] [--forward HOST:PORT]... [--publish PORT]...] -- CMD ARGS...
 //
 // It first checks that the box's mounts are what agentbox asked for (the
@@ -53,7 +53,7 @@ func Init(args []string) int {
 	for _, fd := range []int{infoFD, selfFD, seccompFD} {
 		unix.Close(fd)
 	}
-	readyFD, checkFD, foreground, logFD := -1, -1, false, -1
+	readyFD, checkFD, foreground, logFD, scope := -1, -1, false, -1, false
 	logReads := false
 	netFD, netPort := -1, 0
 	var forwards, publish, limits []string
@@ -72,6 +72,8 @@ func Init(args []string) int {
 			}
 		case "--foreground":
 			foreground = true
+		case "--scope-abstract-unix":
+			scope = true
 		case "--log-reads":
 			logReads = true
 		case "--log-fd":
@@ -167,6 +169,17 @@ func Init(args []string) int {
 		// the terminal's foreground when agentbox had it (set in the child
 		// while signals are blocked, so no SIGTTOU stops it).
 		Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: foreground, Ctty: 0},
+	}
+	if scope {
+		// On this thread, which forks CMD: CMD and everything it starts
+		// may not connect to the host's abstract unix sockets (network
+		// mode open shares the host's network namespace, and with it
+		// them). The init's other threads need nothing of the kind.
+		runtime.LockOSThread()
+		if err := scopeAbstract(); err != nil {
+			fmt.Fprintf(os.Stderr, "agentbox: error: init: landlock: keeping the host's abstract unix sockets from the box: %v\n", err)
+			return 125
+		}
 	}
 	if logFD >= 0 {
 		// The filesystem log's filter goes on this thread, which forks

@@ -40,3 +40,6 @@ func (b *Bwrap) SelfCheck() (string, bool) { return errNotLinux.Reason, false }
 
 // Init always fails off Linux.
 func Init(args []string) int { return 125 }
+
+// landlockABI is 0: Landlock is Linux's.
+func landlockABI() int { return 0 }

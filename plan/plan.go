@@ -106,6 +106,12 @@ type Mount struct {
 	Access Access `json:"access"`
 	Origin Origin `json:"origin"`
 	Note   string `json:"note,omitempty"`
+	// Sockets marks a mount that keeps the host's unix sockets from the
+	// box (a runtime folder replaced, a socket hidden, what the box needs
+	// from them bound back). Landlock, which cannot hide a folder without
+	// making the folders above it unlistable, keeps them out another way
+	// and leaves these mounts out.
+	Sockets bool `json:"sockets,omitempty"`
 }
 
 // Src returns the host path a bind mount reads from.
@@ -173,6 +179,10 @@ type Network struct {
 	// Implied says why the mode is allowlist when no layer chose a mode:
 	// an allow entry turns it on.
 	Implied string `json:"implied,omitempty"`
+	// UnixSockets are the host's unix sockets the box may use
+	// (network.unix_sockets), resolved; every other one outside the
+	// writable roots is kept from it.
+	UnixSockets []string `json:"unix_sockets,omitempty"`
 	// Upstream is the proxy the allowlist proxy reaches allowed hosts
 	// through (a corporate proxy), nil when it connects by itself.
 	Upstream *Upstream `json:"upstream,omitempty"`

@@ -117,6 +117,16 @@ func (p *Plan) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  forward: 127.0.0.1:%s in the box -> %s on the host\n", port, f)
 		}
 	}
+	socks := "none of the host's outside the writable roots"
+	if len(p.Network.UnixSockets) > 0 {
+		socks = "only " + strings.Join(p.Network.UnixSockets, ", ") + " of the host's outside the writable roots"
+	}
+	for _, r := range p.Box.Rules {
+		if r.Rule == "unix-sockets" && r.How != "" {
+			socks += " (" + string(r.Level) + ": " + r.How + ")"
+		}
+	}
+	fmt.Fprintf(w, "  unix sockets: %s\n", socks)
 	p.Network.writeText(w)
 	fmt.Fprintf(w, "env:       %s", p.Env.Mode)
 	if len(p.Env.Kept) > 0 {

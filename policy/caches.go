@@ -110,11 +110,12 @@ func (r *resolver) caches(add func(p string, o plan.Origin, note string)) error 
 	return nil
 }
 
-// maskCaches hides every other workspace's private caches when the
-// workspace masking hides their folders, in the same way: the caches
-// folder is an empty read-only tmpfs but for this workspace's own caches,
-// bound back writable. A cache holds what a workspace's agent fetched and
-// built; another workspace's agent must not see it either.
+// maskCaches hides every other workspace's private caches, as the
+// workspace masking hides their folders, in every run (with --workspace
+// or not: the caches of another project are another workspace's too): the
+// caches folder is an empty read-only tmpfs but for this workspace's own
+// caches, bound back writable. A cache holds what a workspace's agent
+// fetched and built; another workspace's agent must not see it either.
 func (r *resolver) maskCaches() {
 	if r.env.GOOS == "windows" || r.opts.AllowBroad {
 		return
@@ -131,7 +132,7 @@ func (r *resolver) maskCaches() {
 	key := r.workspaceKey()
 	folder := r.realMaybe(cache.Folder(StateDir(r.env), key))
 	root := filepath.Dir(folder)
-	if plan.Within(root, r.p.Workspace.Root) || plan.Within(r.p.Workspace.Root, root) {
+	if ws := r.p.Workspace.Root; ws != "" && (plan.Within(root, ws) || plan.Within(ws, root)) {
 		return // a caches folder in (or around) the workspace root: the masking there decides
 	}
 	origin := plan.Origin{Key: "caches: private to workspace " + key}

@@ -84,6 +84,7 @@ func Classify(l *Layer, env Env) []Grant {
 		danger        bool
 	}{
 		{"network.allow", "loosens the network", true},
+		{"network.unix_sockets", "loosens the network (host services behind these unix sockets answer the box)", true},
 		{"network.deny", tightens, false},
 		// The box's server becomes reachable from the host: any local
 		// user or page can open it, and on localhost a page it serves

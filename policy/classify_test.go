@@ -46,6 +46,7 @@ allow = ["userns", "ptrace"]
 [network]
 mode = "open"
 allow = ["evil.test"]
+unix_sockets = ["$SSH_AUTH_SOCK", "/var/run/docker.sock"]
 [tmp]
 mode = "host"
 [env]
@@ -58,6 +59,7 @@ name = "claude"
 processes = 0
 `, []string{
 			"! loosens the network: network.allow = evil.test",
+			"! loosens the network (host services behind these unix sockets answer the box): network.unix_sockets = $SSH_AUTH_SOCK, /var/run/docker.sock",
 			"! loosens the environment (passes these variables into the box): env.pass = *",
 			"! loosens seccomp: seccomp.allow = userns, ptrace",
 			"! exposes your SSH private keys: filesystem.ssh_keys = visible: everything in the box can read and copy them",

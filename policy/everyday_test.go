@@ -241,7 +241,12 @@ func TestResolveCachesDefault(t *testing.T) {
 			t.Errorf("%s: host cache %s, want %s", c.Tool, w.norm(c.Dirs[0].Host), h)
 		}
 	}
-	if diff := cmp.Diff([]string{"writable bind " + dir + " (caches: private to workspace proj-HASH)"}, w.cacheMounts(p)); diff != "" {
+	// Every other workspace's caches are hidden, as with --workspace.
+	if diff := cmp.Diff([]string{
+		"workspace tmpfs $ROOT/state/agentbox/caches (caches: private to workspace proj-HASH)",
+		"workspace bind " + dir + " (caches: private to workspace proj-HASH)",
+		"workspace remount-ro $ROOT/state/agentbox/caches (caches: private to workspace proj-HASH)",
+	}, w.cacheMounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
 	var prep []string
@@ -319,8 +324,10 @@ PIP_CACHE_DIR = "/mine"
 		t.Errorf("caches (-want +got):\n%s", diff)
 	}
 	wantMounts := []string{
+		"workspace tmpfs $ROOT/state/agentbox/caches (caches: private to workspace proj-HASH)",
+		"workspace bind $ROOT/state/agentbox/caches/proj-HASH (caches: private to workspace proj-HASH)",
+		"workspace remount-ro $ROOT/state/agentbox/caches (caches: private to workspace proj-HASH)",
 		"writable bind $ROOT/home/u/.npm " + o(3, "npm"),
-		"writable bind $ROOT/state/agentbox/caches/proj-HASH (caches: private to workspace proj-HASH)",
 	}
 	if diff := cmp.Diff(wantMounts, w.cacheMounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)

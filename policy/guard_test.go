@@ -186,7 +186,7 @@ func TestTmpBase(t *testing.T) {
 	}
 	var tmp []string
 	for _, m := range p.Mounts {
-		if m.Stage == plan.StageTmp {
+		if m.Stage == plan.StageTmp && !m.Sockets {
 			tmp = append(tmp, string(m.Op)+" "+m.Src()+" "+m.Path)
 		}
 	}

@@ -68,7 +68,7 @@ func newLayer(name, file, status string) *Layer {
 // listKeys are the list keys of the schema, as they appear in TOML.
 var listKeys = []string{
 	"filesystem.writable", "filesystem.read_only", "filesystem.deny",
-	"network.allow", "network.deny", "network.publish", "env.pass", "env.deny", "seccomp.allow",
+	"network.allow", "network.deny", "network.publish", "network.unix_sockets", "env.pass", "env.deny", "seccomp.allow",
 }
 
 // choices lists the values a scalar key accepts, where the set is closed.
@@ -216,6 +216,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 		}
 		l.Secrets = append(l.Secrets, d)
 	}
+	list("network.unix_sockets", s.Network.UnixSockets)
 	list("env.pass", s.Env.Pass)
 	list("env.deny", s.Env.Deny)
 	list("seccomp.allow", s.Seccomp.Allow)

@@ -59,19 +59,21 @@ func merge(layers []*Layer) merged {
 
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
-	registry     *provider.Registry // when a provider is detected or chosen
-	all          *provider.Registry // every provider, declared ones included
-	providerHome string             // the provider's own folder, if any
-	homeVar      string             // a variable to set to homeVarValue inside the box
-	homeVarValue string
-	userHomeVar  bool               // the user set the provider's folder variable (CLAUDE_CONFIG_DIR)
-	declared     map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
-	cachesMasked bool               // the workspace stage bound the private caches already
-	env          Env
-	m            merged
-	opts         Options
-	p            *plan.Plan
-	defaults     []denied // defaultDenied, once worked out
+	registry      *provider.Registry // when a provider is detected or chosen
+	all           *provider.Registry // every provider, declared ones included
+	providerHome  string             // the provider's own folder, if any
+	homeVar       string             // a variable to set to homeVarValue inside the box
+	homeVarValue  string
+	userHomeVar   bool               // the user set the provider's folder variable (CLAUDE_CONFIG_DIR)
+	declared      map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
+	cachesMasked  bool               // the workspace stage bound the private caches already
+	socketOrigins []plan.Origin      // the rule of each of the plan's Network.UnixSockets
+	runtimeDirs   []string           // the runtime folders the box gets empty ones of its own for
+	env           Env
+	m             merged
+	opts          Options
+	p             *plan.Plan
+	defaults      []denied // defaultDenied, once worked out
 }
 
 // Resolve turns layers into a plan for command, in the world env.
@@ -90,8 +92,8 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 		r.p.Layers = append(r.p.Layers, plan.Layer{Name: l.Name, File: l.File, Status: l.Status, Note: l.Note})
 	}
 	steps := []func() error{
-		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
-		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
+		r.modes, r.allowedSockets, r.provider, r.workspace, r.cwd, r.rootStage, r.runtimeStage, r.tmpStage,
+		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage, r.socketStage,
 		r.secretHosts, r.caBundles, r.environment, r.limits, r.confinedCommand, r.auditLog,
 	}
 	for _, step := range steps {
@@ -488,6 +490,7 @@ func sanitize(s string) string {
 func (r *resolver) workspaceStage() error {
 	ws := r.p.Workspace
 	if ws.Root == "" {
+		r.maskCaches()
 		return nil
 	}
 	id := r.m.scalars["workspace.id"].Origin

@@ -254,7 +254,7 @@ func TestResolveWritable(t *testing.T) {
 	if diff := cmp.Diff(want, w.mounts(p)); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{w.path("data"), w.path("real/target"), w.path("data/file.txt"), w.path("home/u/proj"), w.path("data/a/b"), p.CacheDir}, p.Writable()); diff != "" {
+	if diff := cmp.Diff([]string{p.CacheDir, w.path("data"), w.path("real/target"), w.path("data/file.txt"), w.path("home/u/proj"), w.path("data/a/b")}, p.Writable()); diff != "" {
 		t.Errorf("Writable (-want +got):\n%s", diff)
 	}
 }

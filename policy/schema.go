@@ -62,6 +62,8 @@ type NetworkSchema struct {
 	Mode  string   `toml:"mode"`
 	Allow []string `toml:"allow"`
 	Deny  []string `toml:"deny"`
+	// UnixSockets are the host's unix sockets the box may use.
+	UnixSockets []string `toml:"unix_sockets"`
 	// Upstream is "http://[user:pass@]host:port": the proxy allowed
 	// hosts are reached through; "none" to connect directly whatever
 	// HTTPS_PROXY says.

@@ -26,6 +26,8 @@ mode = "open"              # "none" cuts the network (loopback only); "allowlist
 # [[network.secret]]
 # env   = "ANTHROPIC_API_KEY"
 # hosts = ["api.anthropic.com"]
+# The host's unix sockets the box may use (none by default), e.g. your
+# ssh-agent for git over SSH: unix_sockets = ["$SSH_AUTH_SOCK"]
 
 [env]
 mode = "inherit"

@@ -25,6 +25,9 @@ type world struct {
 	// showBlocked makes mounts and prepares show the placeholders of
 	// missing control files too.
 	showBlocked bool
+	// showSockets makes mounts show what keeps the host's unix sockets
+	// out (the host's /run is real, so most tables leave it out).
+	showSockets bool
 }
 
 // newWorld builds the world. The root is the real path of t.TempDir(), so
@@ -153,6 +156,9 @@ func (w *world) mounts(p *plan.Plan) []string {
 	for _, m := range p.Mounts {
 		if isCache(m.Origin) {
 			continue // TestResolveCaches* check these
+		}
+		if m.Sockets && !w.showSockets {
+			continue // the host's own /run: TestResolveHostSockets checks these
 		}
 		if g, ok := p.HostExec.GuardAt(m.Path); ok && g.Keep == plan.KeepBlocked && !w.showBlocked {
 			continue // placeholders have their own test (TestResolveHostExecBlocked)

@@ -170,7 +170,8 @@ func TestJudgeLandlock(t *testing.T) {
 		{"create in the git hooks", at(fslog.Create, "/home/u/proj/.git/hooks/x", false, false), &refusal{"create", "/home/u/proj/.git/hooks/x", "EACCES", ruleHooks, true}},
 		{"create at the top of the project: carved", at(fslog.Create, "/home/u/proj/new.txt", false, false), &refusal{"create", "/home/u/proj/new.txt", "EACCES", ruleProj, false}},
 		{"create deeper in the project", at(fslog.Create, "/home/u/proj/src/new.go", false, false), nil},
-		{"chmod outside the roots: not restricted", at(fslog.Chmod, "/etc/hosts", true, false), nil},
+		{"chmod outside the roots: refused by the broker", at(fslog.Chmod, "/etc/hosts", true, false), &refusal{"chmod", "/etc/hosts", "EACCES", "root / (default)", true}},
+		{"chmod deeper in the project", at(fslog.Chmod, "/home/u/proj/src/main.go", true, false), nil},
 		{"write in /dev/null", at(fslog.Write, "/dev/null", true, false), nil},
 	}
 	j := New(p, nil)

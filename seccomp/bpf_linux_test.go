@@ -66,6 +66,8 @@ func run(prog []unix.SockFilter, c call) (uint32, error) {
 				return 0, fmt.Errorf("pc %d: load at offset %d outside seccomp_data", pc, in.K)
 			}
 			a = binary.LittleEndian.Uint32(data[in.K:])
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			a &= in.K
 		case unix.BPF_JMP | unix.BPF_JA:
 			pc += int(in.K)
 		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
@@ -104,6 +106,7 @@ var (
 	eperm  = verdict{Action: "errno", Errno: unix.EPERM}
 	enosys = verdict{Action: "errno", Errno: unix.ENOSYS}
 	kill   = verdict{Action: "kill-process"}
+	notify = verdict{Action: "notify"}
 )
 
 func verdictOf(ret uint32) verdict {
@@ -114,6 +117,8 @@ func verdictOf(ret uint32) verdict {
 		return verdict{Action: "errno", Errno: unix.Errno(ret & unix.SECCOMP_RET_DATA)}
 	case unix.SECCOMP_RET_KILL_PROCESS:
 		return kill
+	case unix.SECCOMP_RET_USER_NOTIF:
+		return notify
 	}
 	return verdict{Action: fmt.Sprintf("other %#x", ret)}
 }

@@ -43,5 +43,5 @@ func ExampleBuild() {
 	fmt.Println(err)
 	// Output:
 	// reopened ptrace: reads and writes the memory of other processes in the box, such as the agent CLI holding its API token (reopen for gdb or strace)
-	// unknown seccomp group "nesting" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, userns)
+	// unknown seccomp group "nesting" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, other-processes, setuid, userns)
 }

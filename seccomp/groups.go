@@ -23,10 +23,11 @@ type Group struct {
 }
 
 // Rule refuses one syscall: every call, or only the calls whose argument
-// Arg matches Equal or Bits, or does not match Unless. Conditions compare
-// the low 32 bits of the argument only; each rule that has one says why
-// that is enough. Several rules may name one syscall: a call is refused
-// when any of them refuses it.
+// Arg matches Equal or Bits, or does not match Unless, and, when Also is
+// set, whose other argument matches Also too. Conditions compare the low
+// 32 bits of an argument only; each rule that has one says why that is
+// enough. Several rules may name one syscall: a call is refused when any
+// of them refuses it.
 type Rule struct {
 	// Syscall is the kernel's name for the syscall, as in its syscall table.
 	Syscall string
@@ -34,6 +35,10 @@ type Rule struct {
 	When string
 	// Arg is the argument the condition looks at (0-based).
 	Arg int
+	// Mask, when not 0, is ANDed with the argument's low 32 bits before
+	// Equal and Unless compare them (a range of ioctl requests, a socket
+	// type without its flags).
+	Mask uint32
 	// Equal refuses the call when the argument's low 32 bits equal one of these.
 	Equal []uint32
 	// Bits refuses the call when the argument's low 32 bits have any of these bits set.
@@ -42,14 +47,40 @@ type Rule struct {
 	// of these: a list of what is allowed, so that anything the kernel
 	// adds later is refused too. A rule has Unless or Equal and Bits.
 	Unless []uint32
-	// Errno is what the refused call returns: "EPERM", "ENOSYS" or
-	// "EAFNOSUPPORT".
+	// Also is a second condition, on another argument, that must hold
+	// too for the call to be refused.
+	Also *Cond
+	// Errno is what the refused call returns: "EPERM", "EACCES",
+	// "ENOSYS" or "EAFNOSUPPORT"; or "NOTIFY": the call waits for
+	// agentbox's supervisor, which decides it (seccomp user notification),
+	// and fails with ENOSYS when no supervisor listens.
 	Errno string
+}
+
+// Cond is a condition on one argument, as in Rule.
+type Cond struct {
+	Arg    int
+	Mask   uint32
+	Equal  []uint32
+	Bits   uint32
+	Unless []uint32
 }
 
 // conditional reports whether the rule looks at an argument.
 func (r Rule) conditional() bool {
 	return len(r.Equal) > 0 || r.Bits != 0 || len(r.Unless) > 0
+}
+
+// conds returns the rule's conditions: its own and Also.
+func (r Rule) conds() []Cond {
+	if !r.conditional() {
+		return nil
+	}
+	out := []Cond{{Arg: r.Arg, Mask: r.Mask, Equal: r.Equal, Bits: r.Bits, Unless: r.Unless}}
+	if r.Also != nil {
+		out = append(out, *r.Also)
+	}
+	return out
 }
 
 // Values from the Linux UAPI headers that the rules compare against. They are
@@ -59,6 +90,22 @@ func (r Rule) conditional() bool {
 const (
 	tiocsti      = 0x5412     // TIOCSTI, asm-generic/ioctls.h
 	tioclinux    = 0x541c     // TIOCLINUX, asm-generic/ioctls.h
+	tiocsetd     = 0x5423     // TIOCSETD
+	tiocexcl     = 0x540c     // TIOCEXCL
+	tcxonc       = 0x540a     // TCXONC
+	tioccons     = 0x541d     // TIOCCONS
+	tiocvhangup  = 0x5437     // TIOCVHANGUP
+	tiocslcktrm  = 0x5457     // TIOCSLCKTRMIOS
+	kdIoctls     = 0x4b00     // 0x4bXX: the Linux console's KD* ioctls, linux/kd.h
+	vtIoctls     = 0x5600     // 0x56XX: the VT_* ioctls, linux/vt.h
+	sIsuid       = 0o4000     // S_ISUID, linux/stat.h
+	sIsgid       = 0o2000     // S_ISGID
+	oCreat       = 0o100      // O_CREAT, asm-generic/fcntl.h (amd64 and arm64)
+	oTmpfile     = 0o20000000 // __O_TMPFILE
+	prioProcess  = 0          // PRIO_PROCESS, linux/resource.h
+	ioprioWhoPid = 1          // IOPRIO_WHO_PROCESS, linux/ioprio.h
+	sockDgram    = 2          // SOCK_DGRAM, the same on amd64 and arm64
+	sockTypeMask = 0xf        // SOCK_TYPE_MASK: the type without SOCK_NONBLOCK and SOCK_CLOEXEC
 	cloneNewUser = 0x10000000 // CLONE_NEWUSER, linux/sched.h
 	msgFastOpen  = 0x20000000 // MSG_FASTOPEN, linux/socket.h
 	ipprotoICMP  = 1          // IPPROTO_ICMP, linux/in.h
@@ -142,6 +189,94 @@ var SocketFamilies = Group{
 	},
 }
 
+// NoUDP is an extra group for a Landlock box whose network is cut ("none")
+// or goes through the proxy ("allowlist") on a kernel whose Landlock cannot
+// refuse UDP itself (before ABI 10): it refuses every IPv4 and IPv6
+// datagram socket, so no datagram leaves the box (DNS included; under
+// "allowlist" the proxy resolves names). Refusing the socket is the only
+// place a filter can: sendto, sendmsg and connect carry their address in
+// memory it cannot read.
+var NoUDP = Group{
+	Name: "no-udp",
+	Why:  "Landlock before ABI 10 does not restrict UDP, so a datagram socket reaches any address",
+	Rules: []Rule{
+		// The type is an int; SOCK_NONBLOCK and SOCK_CLOEXEC are flags
+		// above the type's four bits.
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and the type is SOCK_DGRAM", Arg: 1, Mask: sockTypeMask, Equal: []uint32{sockDgram},
+			Also: &Cond{Arg: 0, Equal: []uint32{afInet, afInet6}}, Errno: "EPERM"},
+	},
+}
+
+// NoUnixSockets is an extra group for a Landlock box: it may not create a
+// unix socket (socketpair(2), a connected pair that reaches nothing
+// outside, still works). Landlock does not restrict connecting to a
+// socket on the filesystem, so without this every host service behind a
+// unix socket the user can open (a session bus, docker.sock, ssh-agent)
+// answers the box. Abstract sockets are kept in by Landlock's own scope
+// (ABI 6).
+var NoUnixSockets = Group{
+	Name: "no-unix-sockets",
+	Why:  "Landlock does not restrict connecting to a unix socket on the filesystem, so every host service behind one would answer the box",
+	Rules: []Rule{
+		{Syscall: "socket", When: "family is AF_UNIX", Arg: 0, Equal: []uint32{afUnix}, Errno: "EPERM"},
+	},
+}
+
+// ioctl requests that change a file's attributes rather than its content
+// (linux/fs.h, linux/fscrypt.h, linux/fsverity.h; the same on amd64 and
+// arm64). The kernel reads the request as an unsigned int.
+const (
+	fsIocSetflags   = 0x40086602 // FS_IOC_SETFLAGS (chattr)
+	fsIoc32Setflags = 0x40046602 // FS_IOC32_SETFLAGS
+	fsIocFssetxattr = 0x401c5820 // FS_IOC_FSSETXATTR (extended flags, project id)
+	fsIocSetversion = 0x40087602 // FS_IOC_SETVERSION (the inode's generation)
+	fsIoc32Setvers  = 0x40047602 // FS_IOC32_SETVERSION
+	fsIocSetEncrypt = 0x800c6613 // FS_IOC_SET_ENCRYPTION_POLICY (an empty folder's)
+	fsIocEnVerity   = 0x40806685 // FS_IOC_ENABLE_VERITY (a file read-only for good)
+)
+
+// Metadata is an extra group for a Landlock box. Landlock has no right for
+// a file's metadata: chmod, chown, utimes, extended attributes (ACLs
+// among them) and the attribute flags of chattr reach every file the
+// caller owns, as root every file. These calls go to agentbox's
+// supervisor instead (NOTIFY): it looks at what the call names, performs
+// it itself when that lies in the box's write grant and refuses it
+// otherwise (package broker). When no supervisor listens (the listener
+// could not be handed over) they fail with ENOSYS: closed, not open. The
+// rarer attribute ioctls are refused outright.
+var Metadata = Group{
+	Name: "metadata",
+	Why:  "Landlock has no right for a file's mode, owner, times, extended attributes or attribute flags: the supervisor decides each such call",
+	Rules: []Rule{
+		{Syscall: "chmod", Errno: "NOTIFY"},
+		{Syscall: "fchmod", Errno: "NOTIFY"},
+		{Syscall: "fchmodat", Errno: "NOTIFY"},
+		{Syscall: "fchmodat2", Errno: "NOTIFY"},
+		{Syscall: "chown", Errno: "NOTIFY"},
+		{Syscall: "lchown", Errno: "NOTIFY"},
+		{Syscall: "fchown", Errno: "NOTIFY"},
+		{Syscall: "fchownat", Errno: "NOTIFY"},
+		{Syscall: "utime", Errno: "NOTIFY"},
+		{Syscall: "utimes", Errno: "NOTIFY"},
+		{Syscall: "futimesat", Errno: "NOTIFY"},
+		{Syscall: "utimensat", Errno: "NOTIFY"},
+		{Syscall: "setxattr", Errno: "NOTIFY"},
+		{Syscall: "lsetxattr", Errno: "NOTIFY"},
+		{Syscall: "fsetxattr", Errno: "NOTIFY"},
+		{Syscall: "removexattr", Errno: "NOTIFY"},
+		{Syscall: "lremovexattr", Errno: "NOTIFY"},
+		{Syscall: "fremovexattr", Errno: "NOTIFY"},
+		{Syscall: "setxattrat", Errno: "NOTIFY"},
+		{Syscall: "removexattrat", Errno: "NOTIFY"},
+		// file_setattr (Linux 6.17) sets the same flags as FS_IOC_FSSETXATTR, by path.
+		{Syscall: "file_setattr", Errno: "EPERM"},
+		{Syscall: "ioctl", When: "request is FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR (low 32 bits)", Arg: 1,
+			Equal: []uint32{fsIocSetflags, fsIoc32Setflags, fsIocFssetxattr}, Errno: "NOTIFY"},
+		{Syscall: "ioctl", When: "request is FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FS_IOC_SET_ENCRYPTION_POLICY or FS_IOC_ENABLE_VERITY (low 32 bits)", Arg: 1,
+			Equal: []uint32{fsIocSetversion, fsIoc32Setvers, fsIocSetEncrypt, fsIocEnVerity}, Errno: "EPERM"},
+	},
+}
+
 // ForNetwork returns the extra groups a box with network mode mode needs
 // ("open", "none" or "allowlist"): landlock says whether the box is a
 // Landlock one, which has no network namespace of its own.
@@ -165,7 +300,7 @@ func ForNetwork(mode string, landlock bool) []Group {
 }
 
 // extraGroups are the groups a backend adds (never reopened by a policy).
-var extraGroups = []Group{NoNetBypass, NoNetBypassListening, SocketFamilies}
+var extraGroups = []Group{NoNetBypass, NoNetBypassListening, SocketFamilies, NoUDP, NoUnixSockets, Metadata}
 
 // Extra returns the extra group named name.
 func Extra(name string) (Group, bool) {
@@ -210,16 +345,25 @@ func ParseArgs(args []string) (allow []string, extra []Group, err error) {
 var groups = []Group{
 	{
 		Name: "tiocsti",
-		Why:  "TIOCSTI types characters into the terminal's input queue, so a boxed process could run commands in the user's shell after it exits; TIOCLINUX can paste the console selection the same way",
+		Why: "TIOCSTI types characters into the terminal's input queue, so a boxed process could run commands in the user's shell after it exits; TIOCLINUX can paste the console selection the same way; " +
+			"and what outlasts the run on the user's terminal: TIOCSETD changes its line discipline (N_NULL: it shows nothing afterwards, and it may load a module), TIOCEXCL locks everyone else out of it, TCXONC stops its output, " +
+			"TIOCCONS, TIOCVHANGUP and TIOCSLCKTRMIOS take the console, hang up or lock its settings, and the Linux console's KD* and VT_* ioctls switch off its keyboard or display or change its keymap",
 		Rules: []Rule{{
 			Syscall: "ioctl",
-			When:    "request is TIOCSTI or TIOCLINUX (low 32 bits)",
+			When:    "request is TIOCSTI, TIOCLINUX, TIOCSETD, TIOCEXCL, TCXONC, TIOCCONS, TIOCVHANGUP or TIOCSLCKTRMIOS (low 32 bits)",
 			// The kernel declares the request as `unsigned int cmd`, so it
 			// ignores the upper half: (1<<32)|TIOCSTI is still TIOCSTI, and a
 			// 64-bit comparison would let it through. Compare the low 32 bits.
 			Arg:   1,
-			Equal: []uint32{tiocsti, tioclinux},
+			Equal: []uint32{tiocsti, tioclinux, tiocsetd, tiocexcl, tcxonc, tioccons, tiocvhangup, tiocslcktrm},
 			Errno: "EPERM",
+		}, {
+			Syscall: "ioctl",
+			When:    "request is a Linux console ioctl, 0x4b00-0x4bff (KD*) or 0x5600-0x56ff (VT_*), low 32 bits",
+			Arg:     1,
+			Mask:    0xffffff00,
+			Equal:   []uint32{kdIoctls, vtIoctls},
+			Errno:   "EPERM",
 		}},
 	},
 	{
@@ -282,6 +426,45 @@ var groups = []Group{
 			{Syscall: "io_uring_setup", Errno: "EPERM"},
 			{Syscall: "io_uring_enter", Errno: "EPERM"},
 			{Syscall: "io_uring_register", Errno: "EPERM"},
+		},
+	},
+	{
+		Name: "other-processes",
+		Why:  "changes another process's limits, priority, scheduling, CPUs or memory placement by its pid; a box whose processes see the host's (Landlock) could set agentbox's own open-file limit to 5, or renice every process of the user",
+		Rules: []Rule{
+			// A pid is an int: the low 32 bits are all of it. 0 is the
+			// caller itself, the only target left.
+			{Syscall: "prlimit64", When: "pid is not 0 (the caller)", Arg: 0, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "setpriority", When: "which is not PRIO_PROCESS", Arg: 0, Unless: []uint32{prioProcess}, Errno: "EPERM"},
+			{Syscall: "setpriority", When: "who is not 0 (the caller)", Arg: 1, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "ioprio_set", When: "which is not IOPRIO_WHO_PROCESS", Arg: 0, Unless: []uint32{ioprioWhoPid}, Errno: "EPERM"},
+			{Syscall: "ioprio_set", When: "who is not 0 (the caller)", Arg: 1, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "sched_setaffinity", When: "pid is not 0 (the caller)", Arg: 0, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "sched_setscheduler", When: "pid is not 0 (the caller)", Arg: 0, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "sched_setparam", When: "pid is not 0 (the caller)", Arg: 0, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "sched_setattr", When: "pid is not 0 (the caller)", Arg: 0, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "migrate_pages", When: "pid is not 0 (the caller)", Arg: 0, Unless: []uint32{0}, Errno: "EPERM"},
+			{Syscall: "move_pages", When: "pid is not 0 (the caller)", Arg: 0, Unless: []uint32{0}, Errno: "EPERM"},
+		},
+	},
+	{
+		Name: "setuid",
+		Why:  "a setuid or setgid bit on a file the box writes (as root, on a file root owns) is a privilege any user who runs that file gets, on the host, after the run",
+		Rules: []Rule{
+			// A mode is an unsigned int (umode_t): the low 32 bits are all of it.
+			{Syscall: "chmod", When: "mode has S_ISUID or S_ISGID", Arg: 1, Bits: sIsuid | sIsgid, Errno: "EPERM"},
+			{Syscall: "fchmod", When: "mode has S_ISUID or S_ISGID", Arg: 1, Bits: sIsuid | sIsgid, Errno: "EPERM"},
+			{Syscall: "fchmodat", When: "mode has S_ISUID or S_ISGID", Arg: 2, Bits: sIsuid | sIsgid, Errno: "EPERM"},
+			{Syscall: "fchmodat2", When: "mode has S_ISUID or S_ISGID", Arg: 2, Bits: sIsuid | sIsgid, Errno: "EPERM"},
+			{Syscall: "creat", When: "mode has S_ISUID or S_ISGID", Arg: 1, Bits: sIsuid | sIsgid, Errno: "EPERM"},
+			// The mode of open is read only with O_CREAT or O_TMPFILE (the
+			// flags are an int): without them it may be anything.
+			{Syscall: "open", When: "flags have O_CREAT or O_TMPFILE and mode has S_ISUID or S_ISGID", Arg: 2, Bits: sIsuid | sIsgid,
+				Also: &Cond{Arg: 1, Bits: oCreat | oTmpfile}, Errno: "EPERM"},
+			{Syscall: "openat", When: "flags have O_CREAT or O_TMPFILE and mode has S_ISUID or S_ISGID", Arg: 3, Bits: sIsuid | sIsgid,
+				Also: &Cond{Arg: 2, Bits: oCreat | oTmpfile}, Errno: "EPERM"},
+			{Syscall: "mknod", When: "mode has S_ISUID or S_ISGID", Arg: 1, Bits: sIsuid | sIsgid, Errno: "EPERM"},
+			{Syscall: "mknodat", When: "mode has S_ISUID or S_ISGID", Arg: 2, Bits: sIsuid | sIsgid, Errno: "EPERM"},
 		},
 	},
 	{

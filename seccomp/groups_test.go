@@ -19,7 +19,7 @@ func TestCheck(t *testing.T) {
 		{
 			name:    "unknown",
 			allow:   []string{"mount"},
-			wantErr: `unknown seccomp group "mount" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, userns)`,
+			wantErr: `unknown seccomp group "mount" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, other-processes, setuid, userns)`,
 		},
 	}
 	for _, tc := range tests {

@@ -15,37 +15,87 @@ import (
 // syscall numbers. unix.SYS_* is generated per GOARCH from the kernel's own
 // tables, so the numbers are right for the binary being built.
 var syscalls = map[string]uint32{
-	"ioctl":             unix.SYS_IOCTL,
-	"keyctl":            unix.SYS_KEYCTL,
-	"add_key":           unix.SYS_ADD_KEY,
-	"request_key":       unix.SYS_REQUEST_KEY,
-	"bpf":               unix.SYS_BPF,
-	"perf_event_open":   unix.SYS_PERF_EVENT_OPEN,
-	"userfaultfd":       unix.SYS_USERFAULTFD,
-	"kexec_load":        unix.SYS_KEXEC_LOAD,
-	"kexec_file_load":   unix.SYS_KEXEC_FILE_LOAD,
-	"init_module":       unix.SYS_INIT_MODULE,
-	"finit_module":      unix.SYS_FINIT_MODULE,
-	"delete_module":     unix.SYS_DELETE_MODULE,
-	"ptrace":            unix.SYS_PTRACE,
-	"process_vm_readv":  unix.SYS_PROCESS_VM_READV,
-	"process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
-	"pidfd_getfd":       unix.SYS_PIDFD_GETFD,
-	"io_uring_setup":    unix.SYS_IO_URING_SETUP,
-	"io_uring_enter":    unix.SYS_IO_URING_ENTER,
-	"io_uring_register": unix.SYS_IO_URING_REGISTER,
-	"unshare":           unix.SYS_UNSHARE,
-	"clone":             unix.SYS_CLONE,
-	"clone3":            unix.SYS_CLONE3,
-	"sendto":            unix.SYS_SENDTO,
-	"sendmsg":           unix.SYS_SENDMSG,
-	"sendmmsg":          unix.SYS_SENDMMSG,
-	"socket":            unix.SYS_SOCKET,
-	"listen":            unix.SYS_LISTEN,
+	"ioctl":              unix.SYS_IOCTL,
+	"keyctl":             unix.SYS_KEYCTL,
+	"add_key":            unix.SYS_ADD_KEY,
+	"request_key":        unix.SYS_REQUEST_KEY,
+	"bpf":                unix.SYS_BPF,
+	"perf_event_open":    unix.SYS_PERF_EVENT_OPEN,
+	"userfaultfd":        unix.SYS_USERFAULTFD,
+	"kexec_load":         unix.SYS_KEXEC_LOAD,
+	"kexec_file_load":    unix.SYS_KEXEC_FILE_LOAD,
+	"init_module":        unix.SYS_INIT_MODULE,
+	"finit_module":       unix.SYS_FINIT_MODULE,
+	"delete_module":      unix.SYS_DELETE_MODULE,
+	"ptrace":             unix.SYS_PTRACE,
+	"process_vm_readv":   unix.SYS_PROCESS_VM_READV,
+	"process_vm_writev":  unix.SYS_PROCESS_VM_WRITEV,
+	"pidfd_getfd":        unix.SYS_PIDFD_GETFD,
+	"io_uring_setup":     unix.SYS_IO_URING_SETUP,
+	"io_uring_enter":     unix.SYS_IO_URING_ENTER,
+	"io_uring_register":  unix.SYS_IO_URING_REGISTER,
+	"unshare":            unix.SYS_UNSHARE,
+	"clone":              unix.SYS_CLONE,
+	"clone3":             unix.SYS_CLONE3,
+	"sendto":             unix.SYS_SENDTO,
+	"sendmsg":            unix.SYS_SENDMSG,
+	"sendmmsg":           unix.SYS_SENDMMSG,
+	"socket":             unix.SYS_SOCKET,
+	"listen":             unix.SYS_LISTEN,
+	"prlimit64":          unix.SYS_PRLIMIT64,
+	"setpriority":        unix.SYS_SETPRIORITY,
+	"ioprio_set":         unix.SYS_IOPRIO_SET,
+	"sched_setaffinity":  unix.SYS_SCHED_SETAFFINITY,
+	"sched_setscheduler": unix.SYS_SCHED_SETSCHEDULER,
+	"sched_setparam":     unix.SYS_SCHED_SETPARAM,
+	"sched_setattr":      unix.SYS_SCHED_SETATTR,
+	"migrate_pages":      unix.SYS_MIGRATE_PAGES,
+	"move_pages":         unix.SYS_MOVE_PAGES,
+	"fchmod":             unix.SYS_FCHMOD,
+	"fchmodat":           unix.SYS_FCHMODAT,
+	"fchmodat2":          unix.SYS_FCHMODAT2,
+	"openat":             unix.SYS_OPENAT,
+	"mknodat":            unix.SYS_MKNODAT,
+	"fchown":             unix.SYS_FCHOWN,
+	"fchownat":           unix.SYS_FCHOWNAT,
+	"utimensat":          unix.SYS_UTIMENSAT,
+	"setxattr":           unix.SYS_SETXATTR,
+	"lsetxattr":          unix.SYS_LSETXATTR,
+	"fsetxattr":          unix.SYS_FSETXATTR,
+	"removexattr":        unix.SYS_REMOVEXATTR,
+	"lremovexattr":       unix.SYS_LREMOVEXATTR,
+	"fremovexattr":       unix.SYS_FREMOVEXATTR,
+	"setxattrat":         unix.SYS_SETXATTRAT,
+	"removexattrat":      unix.SYS_REMOVEXATTRAT,
+	"file_setattr":       unix.SYS_FILE_SETATTR,
+}
+
+// Numbers returns the syscall numbers of the rules of g on this
+// architecture, once each, in order (the calls a listener must take when g
+// notifies).
+func Numbers(g Group) []uint32 {
+	var out []uint32
+	seen := map[uint32]bool{}
+	for _, r := range g.Rules {
+		if nr, ok := syscalls[r.Syscall]; ok && !seen[nr] {
+			seen[nr] = true
+			out = append(out, nr)
+		}
+	}
+	return out
+}
+
+// legacy are the syscalls x86-64 has besides the *at ones and arm64 does
+// not (its table has only the *at forms): a rule for one of them is left
+// out of an arm64 filter, where nothing can make the call.
+var legacy = map[string]bool{
+	"chmod": true, "creat": true, "open": true, "mknod": true,
+	"chown": true, "lchown": true, "utime": true, "utimes": true, "futimesat": true,
 }
 
 var errnos = map[string]unix.Errno{
 	"EPERM":        unix.EPERM,
+	"EACCES":       unix.EACCES,
 	"ENOSYS":       unix.ENOSYS,
 	"EAFNOSUPPORT": unix.EAFNOSUPPORT,
 }
@@ -119,10 +169,24 @@ const (
 	jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
 	jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 	ret  = unix.BPF_RET | unix.BPF_K
+	and  = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 )
 
 func retErrno(e unix.Errno) unix.SockFilter {
-	return stmt(ret, unix.SECCOMP_RET_ERRNO|(uint32(e)&unix.SECCOMP_RET_DATA))
+	return stmt(ret, actionErrno(e))
+}
+
+func actionErrno(e unix.Errno) uint32 {
+	return unix.SECCOMP_RET_ERRNO | (uint32(e) & unix.SECCOMP_RET_DATA)
+}
+
+// action is what a rule's Errno means as a filter's return value.
+func action(name string) (uint32, bool) {
+	if name == "NOTIFY" {
+		return unix.SECCOMP_RET_USER_NOTIF, true
+	}
+	e, ok := errnos[name]
+	return actionErrno(e), ok
 }
 
 // compile writes the program. Its shape, top to bottom:
@@ -172,14 +236,17 @@ func compile(blocked []Group) ([]unix.SockFilter, error) {
 	for _, g := range blocked {
 		for _, r := range g.Rules {
 			nr, ok := syscalls[r.Syscall]
+			if !ok && legacy[r.Syscall] {
+				continue
+			}
 			if !ok {
 				return nil, fmt.Errorf("seccomp group %s: no syscall number for %s on %s", g.Name, r.Syscall, runtime.GOARCH)
 			}
-			e, ok := errnos[r.Errno]
+			act, ok := action(r.Errno)
 			if !ok {
 				return nil, fmt.Errorf("seccomp group %s: unknown errno %q for %s", g.Name, r.Errno, r.Syscall)
 			}
-			body := ruleBody(r, e)
+			body := ruleBody(r, act)
 			if len(body) > 255 {
 				return nil, fmt.Errorf("seccomp group %s: rule for %s is too long to jump over", g.Name, r.Syscall)
 			}
@@ -196,41 +263,80 @@ func compile(blocked []Group) ([]unix.SockFilter, error) {
 }
 
 // ruleBody is what runs once the syscall number matched r: it returns the
-// errno, or leaves the syscall number in the accumulator and falls through
-// to the instruction after it.
-func ruleBody(r Rule, e unix.Errno) []unix.SockFilter {
+// rule's action, or leaves the syscall number in the accumulator and falls
+// through to the instruction after it.
+//
+// Each condition loads its argument (ANDed with its mask), and jumps to
+// the end (the reload of the syscall number) when it does not hold; when
+// every condition held, the action is returned:
+//
+//	ld arg1 [and mask]; tests -> next or fail; ...; ret action; fail: ld nr
+func ruleBody(r Rule, action uint32) []unix.SockFilter {
 	if !r.conditional() {
-		return []unix.SockFilter{retErrno(e)}
+		return []unix.SockFilter{stmt(ret, action)}
 	}
-	body := []unix.SockFilter{stmt(ldW, argLow(r.Arg))}
-	if len(r.Unless) > 0 {
-		// A value on the list jumps over the remaining tests and the
-		// errno, to the reload of the syscall number; none on it, errno.
-		//   ld arg; jeq v1 -> ok; ...; jeq vn -> ok; ret errno; ok: ld nr
-		for i, v := range r.Unless {
-			body = append(body, jump(jeq, v, uint8(len(r.Unless)-i), 0))
+	// Offsets are worked out from the end: fail is the last
+	// instruction, the action the one before it.
+	var blocks [][]unix.SockFilter
+	for _, c := range r.conds() {
+		blocks = append(blocks, condBlock(c))
+	}
+	var body []unix.SockFilter
+	// Each block ends where the next begins; a test that fails jumps to
+	// fail, which lies after the remaining blocks and the action.
+	for i, b := range blocks {
+		after := 1 // the action
+		for _, later := range blocks[i+1:] {
+			after += len(later)
 		}
-		return append(body, retErrno(e), stmt(ldW, offNr))
+		for j := range b {
+			if b[j].Jt == failJump {
+				b[j].Jt = uint8(len(b) - j - 1 + after)
+			}
+			if b[j].Jf == failJump {
+				b[j].Jf = uint8(len(b) - j - 1 + after)
+			}
+			if b[j].Code == ja && b[j].K == failJump {
+				b[j].K = uint32(len(b) - j - 1 + after)
+			}
+		}
+		body = append(body, b...)
 	}
+	return append(body, stmt(ret, action), stmt(ldW, offNr))
+}
+
+// failJump marks, in a block condBlock makes, a jump to where the rule's
+// condition fails; ruleBody replaces it with the offset.
+const failJump = 0xff
+
+// condBlock is one condition: it falls through (to the next condition, or
+// the action) when c holds, and jumps to failJump when it does not.
+func condBlock(c Cond) []unix.SockFilter {
+	b := []unix.SockFilter{stmt(ldW, argLow(c.Arg))}
+	if c.Mask != 0 {
+		b = append(b, stmt(and, c.Mask))
+	}
+	if len(c.Unless) > 0 {
+		// Any value on the list: fail. None: fall through.
+		for _, v := range c.Unless {
+			b = append(b, jump(jeq, v, failJump, 0))
+		}
+		return b
+	}
+	// Any test that matches jumps over the remaining tests and the final
+	// "ja fail": it holds. None matches: fail.
 	var tests []unix.SockFilter
-	for _, v := range r.Equal {
+	for _, v := range c.Equal {
 		tests = append(tests, jump(jeq, v, 0, 0))
 	}
-	if r.Bits != 0 {
-		tests = append(tests, jump(jset, r.Bits, 0, 0))
+	if c.Bits != 0 {
+		tests = append(tests, jump(jset, c.Bits, 0, 0))
 	}
-	// A matching test jumps over the remaining tests, the reload and the
-	// jump, to the errno return at the end.
-	//   ld arg; tests -> refuse; ld nr; ja +1; refuse: ret errno
 	for i := range tests {
-		tests[i].Jt = uint8(len(tests) - i + 1)
+		tests[i].Jt = uint8(len(tests) - i)
 	}
-	body = append(body, tests...)
-	return append(body,
-		stmt(ldW, offNr),
-		stmt(ja, 1),
-		retErrno(e),
-	)
+	b = append(b, tests...)
+	return append(b, stmt(ja, failJump))
 }
 
 // encode lays the program out as struct sock_filter { __u16 code; __u8 jt;

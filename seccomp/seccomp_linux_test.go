@@ -81,6 +81,39 @@ func TestVerdicts(t *testing.T) {
 		{"userns reopened: keyctl still blocked", []string{"userns"}, call{arch: native, nr: unix.SYS_KEYCTL}, eperm},
 		{"ptrace reopened: process_vm_readv allowed", []string{"ptrace"}, call{arch: native, nr: unix.SYS_PROCESS_VM_READV}, allow},
 		{"every group reopened: keyctl allowed", all, call{arch: native, nr: unix.SYS_KEYCTL}, allow},
+
+		{"ioctl TIOCSETD blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, 1<<32 | unix.TIOCSETD}}, eperm},
+		{"ioctl TIOCEXCL blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCEXCL}}, eperm},
+		{"ioctl TIOCNXCL allowed", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCNXCL}}, allow},
+		{"ioctl KDSETMODE blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, 0x4b3a}}, eperm},
+		{"ioctl VT_ACTIVATE blocked", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, 0x5606}}, eperm},
+		{"ioctl with K type and a size allowed (not a console ioctl)", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, 0x80044b3a}}, allow},
+		{"ioctl TIOCSWINSZ allowed", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCSWINSZ}}, allow},
+		{"ioctl TIOCSCTTY allowed (a terminal of the box's own)", nil, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCSCTTY}}, allow},
+
+		{"prlimit64 on itself allowed", nil, call{arch: native, nr: unix.SYS_PRLIMIT64, args: [6]uint64{0, unix.RLIMIT_NOFILE, 1}}, allow},
+		{"prlimit64 on another pid blocked", nil, call{arch: native, nr: unix.SYS_PRLIMIT64, args: [6]uint64{4242, unix.RLIMIT_NOFILE, 1}}, eperm},
+		{"prlimit64 on a negative pid blocked", nil, call{arch: native, nr: unix.SYS_PRLIMIT64, args: [6]uint64{1 << 31, unix.RLIMIT_NOFILE, 1}}, eperm},
+		// The kernel reads a pid_t (an int): 1<<32 is 0 to it, the caller.
+		{"prlimit64 with 0 in the low half allowed (the kernel reads 0)", nil, call{arch: native, nr: unix.SYS_PRLIMIT64, args: [6]uint64{1 << 32, unix.RLIMIT_NOFILE, 1}}, allow},
+		{"setpriority of itself allowed", nil, call{arch: native, nr: unix.SYS_SETPRIORITY, args: [6]uint64{unix.PRIO_PROCESS, 0, 10}}, allow},
+		{"setpriority of a process group blocked", nil, call{arch: native, nr: unix.SYS_SETPRIORITY, args: [6]uint64{unix.PRIO_PGRP, 0, 10}}, eperm},
+		{"setpriority of a user blocked", nil, call{arch: native, nr: unix.SYS_SETPRIORITY, args: [6]uint64{unix.PRIO_USER, 1000, 10}}, eperm},
+		{"setpriority of another pid blocked", nil, call{arch: native, nr: unix.SYS_SETPRIORITY, args: [6]uint64{unix.PRIO_PROCESS, 4242, 10}}, eperm},
+		{"sched_setaffinity of itself allowed", nil, call{arch: native, nr: unix.SYS_SCHED_SETAFFINITY, args: [6]uint64{0, 8, 1}}, allow},
+		{"sched_setaffinity of another pid blocked", nil, call{arch: native, nr: unix.SYS_SCHED_SETAFFINITY, args: [6]uint64{4242, 8, 1}}, eperm},
+		{"sched_getaffinity of another pid allowed (it reads)", nil, call{arch: native, nr: unix.SYS_SCHED_GETAFFINITY, args: [6]uint64{4242, 8, 1}}, allow},
+		{"other-processes reopened: prlimit64 on another pid allowed", []string{"other-processes"}, call{arch: native, nr: unix.SYS_PRLIMIT64, args: [6]uint64{4242}}, allow},
+
+		{"chmod 0755 allowed", nil, call{arch: native, nr: unix.SYS_FCHMODAT, args: [6]uint64{0, 1, 0o755}}, allow},
+		{"chmod 04755 blocked", nil, call{arch: native, nr: unix.SYS_FCHMODAT, args: [6]uint64{0, 1, 0o4755}}, eperm},
+		{"fchmod 02755 blocked", nil, call{arch: native, nr: unix.SYS_FCHMOD, args: [6]uint64{3, 0o2755}}, eperm},
+		{"fchmod 01777 (sticky) allowed", nil, call{arch: native, nr: unix.SYS_FCHMOD, args: [6]uint64{3, 0o1777}}, allow},
+		{"openat O_CREAT 04755 blocked", nil, call{arch: native, nr: unix.SYS_OPENAT, args: [6]uint64{0, 1, unix.O_CREAT | unix.O_WRONLY, 0o4755}}, eperm},
+		{"openat O_TMPFILE 02755 blocked", nil, call{arch: native, nr: unix.SYS_OPENAT, args: [6]uint64{0, 1, unix.O_TMPFILE | unix.O_RDWR, 0o2755}}, eperm},
+		{"openat without O_CREAT, mode bits ignored, allowed", nil, call{arch: native, nr: unix.SYS_OPENAT, args: [6]uint64{0, 1, unix.O_RDONLY, 0o4755}}, allow},
+		{"openat O_CREAT 0644 allowed", nil, call{arch: native, nr: unix.SYS_OPENAT, args: [6]uint64{0, 1, unix.O_CREAT | unix.O_WRONLY, 0o644}}, allow},
+		{"mknodat a setuid file blocked", nil, call{arch: native, nr: unix.SYS_MKNODAT, args: [6]uint64{0, 1, unix.S_IFREG | 0o4755}}, eperm},
 	}
 	if runtime.GOARCH == "amd64" {
 		tests = append(tests,
@@ -106,20 +139,23 @@ func TestVerdicts(t *testing.T) {
 }
 
 // TestEveryRule runs each rule of each group through the filter, blocked and
-// reopened, so a rule added to the table cannot go untested.
+// reopened, so a rule added to the table cannot go untested: a call that
+// meets every condition of the rule, and for a conditional rule one that
+// misses it.
 func TestEveryRule(t *testing.T) {
 	native := nativeArch()
 	for _, g := range Groups() {
 		for _, r := range g.Rules {
-			c := call{arch: native, nr: syscalls[r.Syscall]}
-			if len(r.Equal) > 0 {
-				c.args[r.Arg] = uint64(r.Equal[0])
+			nr, ok := syscalls[r.Syscall]
+			if !ok && legacy[r.Syscall] {
+				continue // not on this architecture
 			}
-			if r.Bits != 0 {
-				c.args[r.Arg] = uint64(r.Bits)
+			c := call{arch: native, nr: nr}
+			for _, cd := range r.conds() {
+				c.args[cd.Arg] = uint64(meets(cd))
 			}
-			want := verdict{Action: "errno", Errno: errnos[r.Errno]}
-			t.Run(g.Name+"/"+r.Syscall, func(t *testing.T) {
+			want := verdictFor(r.Errno)
+			t.Run(g.Name+"/"+r.Syscall+"/"+r.When, func(t *testing.T) {
 				for _, tc := range []struct {
 					allow []string
 					want  verdict
@@ -135,14 +171,88 @@ func TestEveryRule(t *testing.T) {
 						t.Errorf("allow %q: verdict mismatch (-want +got):\n%s", tc.allow, diff)
 					}
 				}
+				// Missing any one condition, the rule lets the call
+				// through (another rule for the syscall may refuse it).
+				for i, cd := range r.conds() {
+					miss := c
+					miss.args[cd.Arg] = uint64(misses(cd))
+					prog, err := compile([]Group{{Name: g.Name, Rules: []Rule{r}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ret, err := run(prog, miss)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := verdictOf(ret); got != allow {
+						t.Errorf("condition %d missed (args %v): %+v, want allow", i, miss.args, got)
+					}
+				}
 			})
 		}
 	}
 }
 
+// meets returns an argument value for which c holds.
+func meets(c Cond) uint32 {
+	switch {
+	case len(c.Equal) > 0:
+		return c.Equal[0]
+	case c.Bits != 0:
+		return c.Bits
+	}
+	// Unless: a value none of the list is, even masked.
+	for v := uint32(1); ; v++ {
+		if !contains(c.Unless, v&maskOf(c)) {
+			return v
+		}
+	}
+}
+
+// misses returns an argument value for which c does not hold.
+func misses(c Cond) uint32 {
+	if len(c.Unless) > 0 {
+		return c.Unless[0]
+	}
+	for v := uint32(0); ; v++ {
+		if !contains(c.Equal, v&maskOf(c)) && v&c.Bits == 0 {
+			return v
+		}
+	}
+}
+
+func maskOf(c Cond) uint32 {
+	if c.Mask == 0 {
+		return ^uint32(0)
+	}
+	return c.Mask
+}
+
+func contains(list []uint32, v uint32) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// verdictFor is what a rule's Errno makes the filter answer.
+func verdictFor(errno string) verdict {
+	if errno == "NOTIFY" {
+		return notify
+	}
+	return verdict{Action: "errno", Errno: errnos[errno]}
+}
+
 func TestGroupTable(t *testing.T) {
 	// The UAPI values groups.go spells out must be the kernel's.
-	if diff := cmp.Diff([]uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.CLONE_NEWUSER}, []uint32{tiocsti, tioclinux, cloneNewUser}); diff != "" {
+	kernel := []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD, unix.TIOCEXCL, unix.TCXONC, unix.TIOCCONS, unix.TIOCVHANGUP, unix.TIOCSLCKTRMIOS,
+		unix.CLONE_NEWUSER, unix.S_ISUID, unix.S_ISGID, unix.O_CREAT, unix.O_TMPFILE &^ unix.O_DIRECTORY, unix.PRIO_PROCESS, unix.SOCK_DGRAM,
+		unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, 0x4b33 &^ 0xff /* KDGKBTYPE */, 0x5600 /* VT_OPENQRY */}
+	ours := []uint32{tiocsti, tioclinux, tiocsetd, tiocexcl, tcxonc, tioccons, tiocvhangup, tiocslcktrm,
+		cloneNewUser, sIsuid, sIsgid, oCreat, oTmpfile, prioProcess, sockDgram, afUnix, afInet, afInet6, kdIoctls, vtIoctls}
+	if diff := cmp.Diff(kernel, ours); diff != "" {
 		t.Errorf("UAPI constants (-want +got):\n%s", diff)
 	}
 	names := map[string]bool{}
@@ -156,27 +266,29 @@ func TestGroupTable(t *testing.T) {
 			t.Errorf("group %s needs a why and at least one rule", g.Name)
 		}
 		for _, r := range g.Rules {
-			if _, ok := syscalls[r.Syscall]; !ok {
+			if _, ok := syscalls[r.Syscall]; !ok && !legacy[r.Syscall] {
 				t.Errorf("group %s: no syscall number for %s", g.Name, r.Syscall)
 			}
-			if _, ok := errnos[r.Errno]; !ok {
+			if _, ok := action(r.Errno); !ok {
 				t.Errorf("group %s: unknown errno %q", g.Name, r.Errno)
 			}
 			// One syscall in two groups: reopening one group would leave
 			// the syscall refused by the other, which no one would guess.
-			if other, ok := seen[r.Syscall]; ok {
+			if other, ok := seen[r.Syscall]; ok && other != g.Name {
 				t.Errorf("%s is in groups %s and %s", r.Syscall, other, g.Name)
 			}
 			seen[r.Syscall] = g.Name
 			if r.conditional() && r.When == "" {
 				t.Errorf("group %s: %s: a conditional rule needs a When", g.Name, r.Syscall)
 			}
-			if r.Arg < 0 || r.Arg > 5 {
-				t.Errorf("group %s: %s: argument %d out of range", g.Name, r.Syscall, r.Arg)
+			for _, cd := range r.conds() {
+				if cd.Arg < 0 || cd.Arg > 5 {
+					t.Errorf("group %s: %s: argument %d out of range", g.Name, r.Syscall, cd.Arg)
+				}
 			}
 		}
 	}
-	want := []string{"tiocsti", "keyring", "bpf", "perf", "userfaultfd", "kexec", "modules", "ptrace", "io_uring", "userns"}
+	want := []string{"tiocsti", "keyring", "bpf", "perf", "userfaultfd", "kexec", "modules", "ptrace", "io_uring", "other-processes", "setuid", "userns"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
@@ -208,18 +320,18 @@ func TestBuild(t *testing.T) {
 		{
 			name:         "two reopened, given out of order and twice",
 			allow:        []string{"userns", "ptrace", "userns"},
-			wantBlocked:  []string{"tiocsti", "keyring", "bpf", "perf", "userfaultfd", "kexec", "modules", "io_uring"},
+			wantBlocked:  []string{"tiocsti", "keyring", "bpf", "perf", "userfaultfd", "kexec", "modules", "io_uring", "other-processes", "setuid"},
 			wantReopened: []string{"ptrace", "userns"},
 		},
 		{
 			name:    "unknown group",
 			allow:   []string{"userns", "network"},
-			wantErr: `unknown seccomp group "network" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, userns)`,
+			wantErr: `unknown seccomp group "network" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, other-processes, setuid, userns)`,
 		},
 		{
 			name:    "names are exact",
 			allow:   []string{"UserNS"},
-			wantErr: `unknown seccomp group "UserNS" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, userns)`,
+			wantErr: `unknown seccomp group "UserNS" (valid: tiocsti, keyring, bpf, perf, userfaultfd, kexec, modules, ptrace, io_uring, other-processes, setuid, userns)`,
 		},
 	}
 	for _, tc := range tests {
@@ -372,6 +484,57 @@ func TestNetworkGroups(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ret, err := run(build(t, ForNetwork(tc.mode, tc.ll)), tc.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, verdictOf(ret)); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The Landlock box's own extra groups: no datagram socket of IPv4 or IPv6
+// (before Landlock ABI 10), no unix socket but socketpair.
+func TestLandlockGroups(t *testing.T) {
+	native := nativeArch()
+	sock := func(family, typ uint64) call {
+		return call{arch: native, nr: unix.SYS_SOCKET, args: [6]uint64{family, typ, 0}}
+	}
+	tests := []struct {
+		name  string
+		extra []Group
+		call  call
+		want  verdict
+	}{
+		{"udp refused", []Group{NoUDP}, sock(unix.AF_INET, unix.SOCK_DGRAM), eperm},
+		{"udp with flags refused", []Group{NoUDP}, sock(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC), eperm},
+		{"tcp allowed", []Group{NoUDP}, sock(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), allow},
+		{"unix datagram not refused by no-udp", []Group{NoUDP}, sock(unix.AF_UNIX, unix.SOCK_DGRAM), allow},
+		{"netlink datagram not refused by no-udp", []Group{NoUDP}, sock(unix.AF_NETLINK, unix.SOCK_DGRAM), allow},
+		{"unix socket refused", []Group{NoUnixSockets}, sock(unix.AF_UNIX, unix.SOCK_STREAM), eperm},
+		{"chmod goes to the supervisor", []Group{Metadata}, call{arch: native, nr: unix.SYS_FCHMODAT, args: [6]uint64{0, 1, 0o644}}, notify},
+		{"chmod with a setuid bit refused first", []Group{Metadata}, call{arch: native, nr: unix.SYS_FCHMODAT, args: [6]uint64{0, 1, 0o4755}}, eperm},
+		{"fsetxattr goes to the supervisor", []Group{Metadata}, call{arch: native, nr: unix.SYS_FSETXATTR}, notify},
+		{"chattr goes to the supervisor", []Group{Metadata}, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{3, unix.FS_IOC_SETFLAGS}}, notify},
+		{"verity refused", []Group{Metadata}, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{3, unix.FS_IOC_ENABLE_VERITY}}, eperm},
+		{"TIOCSTI still refused", []Group{Metadata}, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TIOCSTI}}, eperm},
+		{"TCGETS allowed", []Group{Metadata}, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TCGETS}}, allow},
+		{"write allowed", []Group{Metadata}, call{arch: native, nr: unix.SYS_WRITE}, allow},
+		{"unix socketpair allowed", []Group{NoUnixSockets}, call{arch: native, nr: unix.SYS_SOCKETPAIR, args: [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}}, allow},
+		{"inet allowed by no-unix-sockets", []Group{NoUnixSockets}, sock(unix.AF_INET, unix.SOCK_STREAM), allow},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Build(nil, tc.extra...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := decode(f.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ret, err := run(prog, tc.call)
 			if err != nil {
 				t.Fatal(err)
 			}

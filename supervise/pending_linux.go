@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/cgroup"
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
 )
@@ -273,7 +274,11 @@ func killCgroup(dir string) {
 	if !strings.HasPrefix(dir, "/sys/fs/cgroup/") || strings.Contains(dir, "..") {
 		return
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err == nil {
+		// cgroup v2: cgroup.kill, and each process by pid (the kernel's
+		// cgroup.kill skips a zombie leader whose threads live on).
+		cgroup.Kill(dir)
+	} else {
 		for i := 0; i < 50; i++ {
 			data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 			if err != nil || len(strings.TrimSpace(string(data))) == 0 {

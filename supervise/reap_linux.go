@@ -18,21 +18,24 @@ func subreaper() {
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// endAll kills every descendant of agentbox that is still running once the
-// box's first process has ended, and reaps them, so that nothing of the run
-// can change a file after the after-run check, or take the terminal after
-// agentbox has returned. Orphans came to agentbox (subreaper); the rest
-// descend from them. It stops the processes first (a stopped process
-// cannot fork), then kills them, and repeats until none is left; it gives
-// up after a few seconds with the ones it could not end.
+// endAll ends every process of the run once the box's first process has
+// ended, and reaps them, so that nothing of the run can change a file after
+// the after-run check, or take the terminal after agentbox has returned.
+// Orphans came to agentbox (subreaper); the rest descend from them.
+//
+// It kills by pid whatever state a process is in: a zombie thread-group
+// leader is killed too, because its other threads may still run (the
+// leader shows Z in /proc once its own thread has left, and wait4 does
+// not report it until the last thread is gone; SIGKILL to its pid ends
+// them all). It stops the processes first (a stopped process cannot
+// fork), then kills them, reaps what it can, and repeats until wait4 says
+// agentbox has no child left. It gives up after a few seconds and returns
+// the processes it could not end (a task the kernel holds in an
+// uninterruptible sleep dies only when that ends).
 func endAll() []int {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		pids := descendants(os.Getpid())
-		if len(pids) == 0 {
-			reapAll()
-			return nil
-		}
 		for _, pid := range pids {
 			unix.Kill(pid, unix.SIGSTOP)
 		}
@@ -42,7 +45,9 @@ func endAll() []int {
 		for _, pid := range pids {
 			unix.Kill(pid, unix.SIGKILL)
 		}
-		reapAll()
+		if reapAll() {
+			return nil
+		}
 		if time.Now().After(deadline) {
 			return descendants(os.Getpid())
 		}
@@ -50,20 +55,28 @@ func endAll() []int {
 	}
 }
 
-// reapAll reaps every child that has exited, without waiting.
-func reapAll() {
+// reapAll reaps every child that has ended, without waiting, and reports
+// whether agentbox has no child left at all (ECHILD). A child that is
+// still running, or a zombie leader whose threads are not all gone yet,
+// keeps it false.
+func reapAll() bool {
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
-		if pid <= 0 || err != nil {
-			return
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ECHILD:
+			return true
+		case pid <= 0 || err != nil:
+			return false
 		}
 	}
 }
 
-// descendants lists the live (not zombie) descendants of pid, children
-// first. It reads /proc/PID/task/TID/children where the kernel has it, and
-// otherwise the parent of every process in /proc.
+// descendants lists the descendants of pid, children first, in every state
+// (zombies too: see endAll). It reads /proc/PID/task/TID/children where the
+// kernel has it, and otherwise the parent of every process in /proc.
 func descendants(pid int) []int {
 	var out []int
 	queue := []int{pid}
@@ -78,9 +91,7 @@ func descendants(pid int) []int {
 		for _, k := range kids {
 			if !seen[k] {
 				seen[k] = true
-				if !zombie(k) {
-					out = append(out, k)
-				}
+				out = append(out, k)
 				queue = append(queue, k)
 			}
 		}
@@ -131,11 +142,6 @@ func stat(pid int) (state byte, ppid, pgrp int, ok bool) {
 	return f[0][0], ppid, pgrp, true
 }
 
-func zombie(pid int) bool {
-	st, _, _, ok := stat(pid)
-	return !ok || st == 'Z' || st == 'X'
-}
-
 // scanDescendants is descendants by a scan of every process's parent.
 func scanDescendants(pid int) []int {
 	entries, err := os.ReadDir("/proc")
@@ -148,7 +154,7 @@ func scanDescendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if st, pp, _, ok := stat(n); ok && st != 'Z' && st != 'X' {
+		if _, pp, _, ok := stat(n); ok {
 			parent[n] = pp
 		}
 	}
@@ -167,7 +173,9 @@ func scanDescendants(pid int) []int {
 // killGroup kills, after agentbox itself was killed, what is left of a run
 // whose processes agentbox could no longer reap: every process of the
 // caller's user in process group pgrp that runs under no_new_privs and a
-// seccomp filter, as every process of a box does.
+// seccomp filter, as every process of a box does, in any state (a zombie
+// leader may have live threads). A process that left the group is not
+// found this way: a run with a cgroup of its own is ended through it.
 func killGroup(pgrp int) {
 	if pgrp <= 1 {
 		return
@@ -183,8 +191,8 @@ func killGroup(pgrp int) {
 			if err != nil || n == os.Getpid() {
 				continue
 			}
-			st, _, g, ok := stat(n)
-			if !ok || g != pgrp || st == 'Z' {
+			_, _, g, ok := stat(n)
+			if !ok || g != pgrp {
 				continue
 			}
 			status, err := os.ReadFile("/proc/" + e.Name() + "/status")

@@ -76,13 +76,37 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 		}
 		defer grp.Close()
 	}
-	g.saveRecord(grp.Dirs())
+	// A box without a PID namespace of its own gets a cgroup of its own
+	// where the machine allows one (root, a delegated cgroup v2), so that
+	// every process of the run can be killed at once at its end, and by
+	// a later run after a kill -9 of agentbox. Elsewhere endAll finds
+	// them as agentbox's descendants.
+	var track *cgroup.Tracker
+	if t, ok := b.(backend.Tracked); ok && t.TrackedByCgroup() && !grp.HasV2() {
+		if track, err = cgroup.Track("agentbox-" + p.RunID + ".box"); err == nil {
+			defer track.Close()
+			c.CgroupFD = track.FD()
+		}
+	}
+	dirs := grp.Dirs()
+	if track != nil {
+		dirs = append(dirs, track.Dir())
+	}
+	g.saveRecord(dirs)
 	c.Prepared = g.prepared()
 	left := false
 	// The filesystem log: it records what the box is refused until every
 	// process of the run has ended, and its last records come before the
 	// run's end.
-	fl := fslog.Start(p, c.Judge, c.Events)
+	var br fslog.Broker
+	if bb, ok := b.(backend.Brokered); ok {
+		var stop func()
+		if br, stop, err = bb.Broker(p, c.Prepared); err != nil {
+			return 0, fmt.Errorf("starting the broker of the box's metadata calls: %w", err)
+		}
+		defer stop()
+	}
+	fl := fslog.Start(p, c.Judge, c.Events, br)
 	defer fl.Stop()
 	c.FSLog = fl.Box()
 	c.Started = func(pid int) {
@@ -104,7 +128,16 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	}
 	// Every process of the run ends before the check: nothing it started
 	// may change a file after it, or take the terminal after agentbox has
-	// returned.
+	// returned. Through the run's cgroup first, where there is one, then
+	// one by one, until agentbox has no child left.
+	if track != nil {
+		if err := track.Kill(); err != nil {
+			c.Emit(event.Event{Kind: event.Warning, Detail: "ending the run's processes through its cgroup: " + err.Error()})
+		}
+	}
+	if err := grp.Kill(); err != nil {
+		c.Emit(event.Event{Kind: event.Warning, Detail: "ending the run's processes through its cgroup: " + err.Error()})
+	}
 	if left := endAll(); len(left) > 0 {
 		c.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("%d processes of the run could not be ended: %v", len(left), left)})
 	}

@@ -79,8 +79,8 @@ func TestBuildGolden(t *testing.T) {
 		complete func(*plan.Plan) error
 		guards   bool // .git/hooks is a guard of what host programs run, and a policy's read-only path lies beside it
 	}{
-		{"bwrap", false, (&mount.Bwrap{Path: "/usr/bin/bwrap", Cgroups: noCgroups}).Complete, false},
-		{"bwrap-root", true, (&mount.Bwrap{Path: "/usr/bin/bwrap", Cgroups: noCgroups}).Complete, false},
+		{"bwrap", false, (&mount.Bwrap{Path: "/usr/bin/bwrap", Cgroups: noCgroups, LandlockABI: func() int { return 6 }}).Complete, false},
+		{"bwrap-root", true, (&mount.Bwrap{Path: "/usr/bin/bwrap", Cgroups: noCgroups, LandlockABI: func() int { return 6 }}).Complete, false},
 		{"landlock", false, (&landlock.Landlock{KernelABI: func() (int, error) { return 7, nil }, Cgroups: noCgroups, TempDir: "/tmp"}).Complete, false},
 		// Under Landlock a guard is kept by restoring it after the run
 		// (not probed, said so); a policy's read-only path is still probed.
@@ -89,6 +89,7 @@ func TestBuildGolden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPlan(tc.root)
+			p.HostExec.State = "/home/u/.local/state/agentbox"
 			if tc.guards {
 				p.HostExec.Guards = []plan.Guard{{Path: "/home/u/proj/.git/hooks", Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepReadOnly}}
 				p.Mounts = append(p.Mounts[:10:10], append([]plan.Mount{{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: "/home/u/proj/docs",

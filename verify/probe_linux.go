@@ -271,6 +271,21 @@ func call(name string) syscall.Errno {
 			unix.Close(int(fd))
 		}
 		e = errno
+	case "prlimit-other":
+		_, _, e = unix.Syscall6(unix.SYS_PRLIMIT64, 0x3fffffff, unix.RLIMIT_NOFILE, 0, 0, 0, 0)
+	case "chmod-setuid":
+		name := []byte("x\x00")
+		_, _, e = unix.Syscall(unix.SYS_FCHMODAT, ^uintptr(0), uintptr(unsafe.Pointer(&name[0])), 0o4755)
+	case "udp-socket", "unix-socket":
+		family, typ := unix.AF_INET, unix.SOCK_DGRAM
+		if name == "unix-socket" {
+			family, typ = unix.AF_UNIX, unix.SOCK_STREAM
+		}
+		fd, _, errno := unix.Syscall(unix.SYS_SOCKET, uintptr(family), uintptr(typ|unix.SOCK_CLOEXEC), 0)
+		if errno == 0 {
+			unix.Close(int(fd))
+		}
+		e = errno
 	case "vsock-socket":
 		fd, _, errno := unix.Syscall(unix.SYS_SOCKET, unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if errno == 0 {

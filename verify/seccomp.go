@@ -41,6 +41,14 @@ var groupProbes = map[string]groupProbe{
 	"no-net-bypass": {"mptcp-socket", []string{"ok", "EPROTONOSUPPORT", "EINVAL"}},
 	// socket(AF_VSOCK, SOCK_STREAM, 0).
 	"socket-families": {"vsock-socket", []string{"ok", "EAFNOSUPPORT", "ENODEV"}},
+	// prlimit64(a pid that does not exist, RLIMIT_NOFILE, NULL, NULL).
+	"other-processes": {"prlimit-other", []string{"ESRCH"}},
+	// fchmodat(-1, "x", 04755): a bad descriptor.
+	"setuid": {"chmod-setuid", []string{"EBADF"}},
+	// socket(AF_INET, SOCK_DGRAM, 0).
+	"no-udp": {"udp-socket", []string{"ok"}},
+	// socket(AF_UNIX, SOCK_STREAM, 0).
+	"no-unix-sockets": {"unix-socket", []string{"ok"}},
 }
 
 // blockedGroups returns the seccomp groups the box's filter blocks: every
@@ -56,8 +64,14 @@ func blockedGroups(p *plan.Plan) []seccomp.Group {
 			out = append(out, g)
 		}
 	}
-	if p.Box.Backend == landlock.Backend && p.Network.Mode == plan.NetNone {
-		out = append(out, seccomp.NoNetBypass)
+	if p.Box.Backend == landlock.Backend {
+		if a, err := landlock.AssessmentOf(p); err == nil {
+			for _, name := range a.Seccomp {
+				if g, ok := seccomp.Extra(name); ok {
+					out = append(out, g)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -82,6 +96,7 @@ func (b *builder) seccomp() {
 // ruleErrno is the errno the group's filter answers the probe's call with.
 func ruleErrno(g seccomp.Group, call string) string {
 	sys := map[string]string{"ioctl-tiocsti": "ioctl", "mptcp-socket": "socket", "vsock-socket": "socket", "kexec_load": "kexec_load",
+		"prlimit-other": "prlimit64", "chmod-setuid": "fchmodat", "udp-socket": "socket", "unix-socket": "socket",
 		"init_module": "init_module", "clone3": "clone3", "io_uring_enter": "io_uring_enter"}[call]
 	if sys == "" {
 		sys = call

@@ -779,6 +779,28 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 	quit(EXIT_CANNOT_EXECUTE);
 }
 
+/* ---- --scope-abstract-unix: CMD and everything it starts may not connect
+ * to an abstract unix socket made outside it (Landlock's scope, ABI 6). In
+ * network mode "open" the box shares the host's network namespace, and with
+ * it the host's abstract sockets (an X server, a session bus, containerd's
+ * shims); the other modes have a namespace of their own. A domain that
+ * handles no file or network right changes nothing else. bwrap has set
+ * no_new_privs. */
+
+struct landlock_attr_ {
+	u64 handled_fs, handled_net, scoped;
+};
+
+static long scopeabstract(void)
+{
+	struct landlock_attr_ a = {0, 0, 1 /* LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET */};
+	long rs = sys3(NR_landlock_create_ruleset, &a, sizeof a, 0);
+	if (rs < 0) return rs;
+	long r = sys2(NR_landlock_restrict_self, rs, 0);
+	sys1(NR_close, rs);
+	return r;
+}
+
 /* ---- main ---- */
 
 __attribute__((used, noreturn)) void cmain(long *sp)
@@ -786,7 +808,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1);
 	char **envp = argv + argc + 1;
-	int readyfd = -1, checkfd = -1, logfd = -1, fg = 0, netfd = -1, netport = 0, npub = 0, i = 1;
+	int readyfd = -1, checkfd = -1, logfd = -1, fg = 0, netfd = -1, netport = 0, npub = 0, scope = 0, i = 1;
 	const char *fwd[MAXFORWARD];
 	int nfwd = 0;
 	char eb[32];
@@ -813,6 +835,8 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 		u64 n;
 		if (seq(a, "--foreground")) {
 			fg = 1;
+		} else if (seq(a, "--scope-abstract-unix")) {
+			scope = 1;
 		} else if (v && seq(a, "--ready-fd")) {
 			readyfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
 			i++;
@@ -940,6 +964,13 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 		if (fg) {
 			int me = (int)sys0(NR_getpid);
 			sys3(NR_ioctl, 0, TIOCSPGRP, &me);
+		}
+		if (scope) {
+			long r = scopeabstract();
+			if (r < 0) {
+				say("init: landlock: keeping the host's abstract unix sockets from the box: ", errtext(-r, eb), 0, 0);
+				quit(EXIT_FAILURE_);
+			}
 		}
 		/* The log's filter is CMD's and everything it starts (before
 		 * the limits, which could leave no room for its listener). */
