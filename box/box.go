@@ -63,7 +63,11 @@ func World() (policy.Env, error) {
 	if err != nil || !filepath.IsAbs(home) {
 		return policy.Env{}, errors.New("finding the home folder: set HOME to an absolute path")
 	}
+	// An executable that cannot be found is no reason to refuse a run:
+	// only what agentbox serves in the box is left out then.
+	self, _ := SelfPath()
 	return policy.Env{
+		Self:    self,
 		GOOS:    runtime.GOOS,
 		UID:     os.Getuid(),
 		GID:     os.Getgid(),

@@ -17,6 +17,27 @@ type Cache struct {
 	// Dirs are the tool's cache folders as the box uses them; none when
 	// the mode is "off".
 	Dirs []CacheDir `json:"dirs,omitempty"`
+	// Reads are the host's own caches the box reads beneath its private
+	// ones (go's build cache and module downloads): what the host has
+	// built or fetched is used, what the box adds goes to its private
+	// folders only. The host's folders stay read-only.
+	Reads []CacheRead `json:"reads,omitempty"`
+}
+
+// CacheRead is a host cache the box reads, read-only, beneath its private
+// one.
+type CacheRead struct {
+	// Host is the host's cache folder.
+	Host string `json:"host"`
+	// Var is the variable, NAME=value, that makes the tool read it. With
+	// Prepend, the value goes before the value the variable has already
+	// (in the environment, or the tool's own settings file), with a comma:
+	// a list such as GOPROXY, whose inherited value may hold credentials
+	// and so is not in the plan.
+	Var     string `json:"var"`
+	Prepend bool   `json:"prepend,omitempty"`
+	// How says how the tool reads it.
+	How string `json:"how"`
 }
 
 // CacheDir is one cache folder of a tool.
@@ -61,4 +82,13 @@ func (p *Plan) writeCaches(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t(%s)\n", c.Tool, c.Mode, strings.Join(vars, ", "), c.Origin)
 	}
 	tw.Flush()
+	for _, c := range p.Caches {
+		for _, rd := range c.Reads {
+			if rd.Host == "" {
+				fmt.Fprintf(w, "  %s: %s (%s)\n", c.Tool, rd.How, rd.Var)
+				continue
+			}
+			fmt.Fprintf(w, "  %s reads the host's %s, read-only: %s\n", c.Tool, rd.Host, rd.How)
+		}
+	}
 }

@@ -61,6 +61,7 @@ type resolver struct {
 	userHomeVar  bool               // the user set the provider's folder variable (CLAUDE_CONFIG_DIR)
 	declared     map[string][]Entry // provider writable entries declared in policies, by "name\x00value"
 	cachesMasked bool               // the workspace stage bound the private caches already
+	goEnv        map[string]string  // the go command's settings file, once read
 	env          Env
 	m            merged
 	opts         Options
@@ -86,7 +87,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
-		r.environment, r.limits, r.confinedCommand, r.auditLog,
+		r.cacheReads, r.environment, r.limits, r.confinedCommand, r.auditLog,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
