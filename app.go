@@ -304,6 +304,7 @@ func policyFlags() []cli.Flag {
 		swtch("best-effort", "if confinement is impossible, warn and run unconfined"),
 		swtch("require", "refuse to run unconfined (the default; overrides a policy's best-effort)"),
 		swtch("allow-broad-writable", "allow a writable root that is / or holds the home folder"),
+		swtch("quiet", "show no notices (which backend confines, rules enforced weaker); errors and warnings stay"),
 	}
 }
 
@@ -327,6 +328,7 @@ func flagsFrom(c *cli.Context) policy.Flags {
 		BestEffort:    c.Bool("best-effort"),
 		Require:       c.Bool("require"),
 		AllowBroad:    c.Bool("allow-broad-writable"),
+		Quiet:         c.Bool("quiet"),
 	}
 }
 

@@ -206,6 +206,8 @@ func classifyScalar(k, v string) (bool, string, string) {
 			return false, sets, ""
 		}
 		return true, "chooses the provider", "its folders become writable whatever the command"
+	case "notice.backend":
+		return false, sets, "how often a run says which backend confines it"
 	case "limits.processes", "limits.open_files", "limits.memory", "limits.cpu_time", "limits.file_size":
 		if v == "" || v == "0" {
 			return true, "loosens limits", "unlimited"

@@ -71,6 +71,7 @@ var choices = map[string][]string{
 	"env.mode":            {"inherit", "clean"},
 	"filesystem.ssh_keys": {"hidden", "visible"},
 	"log.enabled":         {"true", "false"},
+	"notice.backend":      {plan.NoticeOnce, plan.NoticeAlways, plan.NoticeNever},
 }
 
 // Choices returns the values the scalar key accepts ("network.mode"), nil
@@ -191,6 +192,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	scalar("log.enabled", strconv.FormatBool(s.Log.Enabled))
 	scalar("log.filesystem", strconv.FormatBool(s.Log.Filesystem))
 	scalar("log.filesystem_reads", strconv.FormatBool(s.Log.FilesystemReads))
+	scalar("notice.backend", s.Notice.Backend)
 	list("filesystem.writable", s.Filesystem.Writable)
 	list("filesystem.read_only", s.Filesystem.ReadOnly)
 	list("filesystem.deny", s.Filesystem.Deny)

@@ -35,6 +35,8 @@ type Flags struct {
 	Require       bool
 	// AllowBroad permits a writable root that is / or holds the home folder.
 	AllowBroad bool
+	// Quiet shows no notices (notice.backend = "never").
+	Quiet bool
 }
 
 // Defaults is the built-in first layer.
@@ -56,6 +58,7 @@ func Defaults() *Layer {
 	// refusal, reads too, for its run.
 	set("log.filesystem", "false")
 	set("log.filesystem_reads", "false")
+	set("notice.backend", plan.NoticeOnce)
 	return l
 }
 
@@ -300,6 +303,9 @@ func flagLayer(f Flags) (*Layer, error) {
 	}
 	if f.Require {
 		scalar("require", "sandbox.enforce", plan.Require)
+	}
+	if f.Quiet {
+		scalar("quiet", "notice.backend", plan.NoticeNever)
 	}
 	scalar("backend", "sandbox.backend", f.Backend)
 	scalar("network", "network.mode", f.Network)

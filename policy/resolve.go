@@ -87,7 +87,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.provider, r.workspace, r.cwd, r.rootStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage,
-		r.cacheReads, r.environment, r.limits, r.confinedCommand, r.auditLog,
+		r.cacheReads, r.environment, r.limits, r.confinedCommand, r.auditLog, r.notice,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -1234,6 +1234,17 @@ func (r *resolver) auditLog() error {
 			r.p.Log.Filesystem = "auto"
 			r.p.Log.Reads = reads
 		}
+	}
+	return nil
+}
+
+// notice works out how often the run's notices are shown, and where what
+// they said is kept.
+func (r *resolver) notice() error {
+	e := r.m.scalars["notice.backend"]
+	r.p.Notice = plan.Notice{Backend: e.Value, Origin: e.Origin}
+	if e.Value == plan.NoticeOnce {
+		r.p.Notice.Dir = filepath.Join(StateDir(r.env), "notices")
 	}
 	return nil
 }
