@@ -59,6 +59,7 @@ func newApp() *cli.App {
 				Flags: append(policyFlags(),
 					&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
 					&cli.BoolFlag{Name: "argv", Usage: "print the exact bwrap command line, shell-quoted"},
+					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"},
 				),
 				Action: func(c *cli.Context) error {
 					f := box.PlanText
@@ -70,7 +71,7 @@ func newApp() *cli.App {
 					case c.Bool("argv"):
 						f = box.PlanArgv
 					}
-					return box.Plan(request(c), f, c.App.Writer)
+					return box.Plan(request(c), f, box.Width(c.App.Writer, c.Bool("wide")), c.App.Writer)
 				},
 			},
 			{
@@ -88,9 +89,10 @@ func newApp() *cli.App {
 				Name:      "verify",
 				Usage:     "start the box the plan describes and check from inside it that every rule is in force",
 				ArgsUsage: "[-- CMD [ARGS...]]",
-				Flags:     append(policyFlags(), &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}),
+				Flags: append(policyFlags(), &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"}),
 				Action: func(c *cli.Context) error {
-					if err := box.Verify(request(c), c.Bool("json"), c.App.Writer); errors.Is(err, box.ErrVerifyFailed) {
+					if err := box.Verify(request(c), c.Bool("json"), box.Width(c.App.Writer, c.Bool("wide")), c.App.Writer); errors.Is(err, box.ErrVerifyFailed) {
 						return &exitCode{1}
 					} else {
 						return err

@@ -149,7 +149,7 @@ func verifyFirst(p *plan.Plan, b backend.Backend) error {
 		return err
 	}
 	if failed := r.Failed(); len(failed) > 0 {
-		r.WriteText(os.Stderr)
+		r.WriteText(os.Stderr, Width(os.Stderr, false))
 		return hint(fmt.Errorf("%s: %d rules of the plan are not in force; CMD was not started", b.Name(), len(failed)),
 			"agentbox verify with the same flags shows the report again")
 	}

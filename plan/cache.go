@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // Cache is how the box gets one tool's package or build caches.
@@ -55,17 +54,18 @@ type CacheDir struct {
 }
 
 // writeCaches prints the caches section of `agentbox plan`: per tool, the
-// mode, the variables that point the tool at its folders, and the rule.
+// mode, the variables that point the tool at its folders, and the rule,
+// then the host caches each tool reads (with Fit's table marks).
 func (p *Plan) writeCaches(w io.Writer) {
 	if len(p.Caches) == 0 {
 		return
 	}
+	e := Escape
 	if p.CacheDir != "" {
-		fmt.Fprintf(w, "caches:    %s (this workspace's own; the host's caches stay read-only unless a tool says host-writable)\n", p.CacheDir)
+		fmt.Fprintf(w, "caches:    %s (this workspace's own; the host's caches stay read-only unless a tool says host-writable)\n", e(p.CacheDir))
 	} else {
 		fmt.Fprintln(w, "caches:")
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, c := range p.Caches {
 		var vars []string
 		for _, d := range c.Dirs {
@@ -74,21 +74,21 @@ func (p *Plan) writeCaches(w io.Writer) {
 				// The folder is on the caches: line already.
 				v = strings.ReplaceAll(v, p.CacheDir+"/", "…/")
 			}
+			v = e(v)
 			if d.Also != "" {
-				v += " (also moves " + d.Also + ")"
+				v += " (also moves " + e(d.Also) + ")"
 			}
 			vars = append(vars, v)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t(%s)\n", c.Tool, c.Mode, strings.Join(vars, ", "), c.Origin)
+		fmt.Fprintf(w, "  %s\t%s\v%s\t(%s)\n", e(c.Tool), e(c.Mode), strings.Join(vars, ", "), e(c.Origin.String()))
 	}
-	tw.Flush()
 	for _, c := range p.Caches {
 		for _, rd := range c.Reads {
 			if rd.Host == "" {
-				fmt.Fprintf(w, "  %s: %s (%s)\n", c.Tool, rd.How, rd.Var)
+				fmt.Fprintf(w, "  %s: %s (%s)\n", e(c.Tool), e(rd.How), e(rd.Var))
 				continue
 			}
-			fmt.Fprintf(w, "  %s reads the host's %s, read-only: %s\n", c.Tool, rd.Host, rd.How)
+			fmt.Fprintf(w, "  %s reads the host's %s, read-only: %s\n", e(c.Tool), e(rd.Host), e(rd.How))
 		}
 	}
 }

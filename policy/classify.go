@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/cache"
 	"github.com/agentbox/agentbox/hostexec"
@@ -263,31 +262,6 @@ func printable(s string) string {
 // returns, newlines, bidirectional overrides) and every byte that is not
 // UTF-8 becomes a Go-style escape; the rest is kept. Names from the file
 // system (a folder called "\x1b]0;…") and from policies pass through it
-// before they reach the user's terminal.
-func Escape(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !strconv.IsPrint(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += n
-	}
-	return b.String()
-}
+// before they reach the user's terminal. It is plan.Escape, which the
+// readable plan uses.
+func Escape(s string) string { return plan.Escape(s) }

@@ -55,9 +55,9 @@ _agentbox() {
         if [[ $cur == -* ]]; then
             case $cmd in
             run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --net-log --verify --help" -- "$cur")) ;;
-            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --argv --help" -- "$cur")) ;;
+            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --argv --wide --help" -- "$cur")) ;;
             learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --output --help" -- "$cur")) ;;
-            verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --help" -- "$cur")) ;;
+            verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --wide --help" -- "$cur")) ;;
             log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --help" -- "$cur")) ;;
             init) COMPREPLY=($(compgen -W "--force --help" -- "$cur")) ;;
             doctor) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
