@@ -279,3 +279,24 @@ func TestOutermost(t *testing.T) {
 		}
 	}
 }
+
+// Names reach the readable plan escaped: a folder named with a tab, a line
+// break or a terminal escape shows as text and cannot split a row.
+// Before, the plan printed them raw.
+func TestWriteTextEscapes(t *testing.T) {
+	p := good()
+	evil := "/home/u/a\tb\n\x1b[2Jc"
+	p.Mounts = append(p.Mounts, Mount{Stage: StageDeny, Op: HideDir, Path: evil, Access: Hidden, Origin: Origin{Key: "flag --deny"}, Note: "x\x1b]0;title\x07"})
+	p.Cwd = evil
+	for _, width := range []int{0, 60} {
+		var b bytes.Buffer
+		p.WriteText(&b, width)
+		out := b.String()
+		if strings.ContainsAny(out, "\t\x1b\x07\v") {
+			t.Errorf("width %d: a control character reached the output:\n%q", width, out)
+		}
+		if !strings.Contains(out, `/home/u/a\tb\n\x1b[2Jc`) {
+			t.Errorf("width %d: the name is not shown escaped:\n%s", width, out)
+		}
+	}
+}
