@@ -145,10 +145,13 @@ func newApp() *cli.App {
 			},
 			{
 				Name:      "trust",
-				Usage:     "trust a project policy (its SHA-256 is pinned; any edit needs trusting again)",
+				Usage:     "trust a project policy (what it means is pinned: any change of meaning needs trusting again, a comment does not)",
 				ArgsUsage: "[FILE]",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "revoke", Usage: "forget the trust instead"}},
-				Action:    func(c *cli.Context) error { return box.Trust(c.Args().First(), c.Bool("revoke"), c.App.Writer) },
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "revoke", Usage: "forget the trust instead"},
+					&cli.BoolFlag{Name: "proposal", Usage: "apply the policy agentbox learn proposed for it, after showing what it changes, and trust that"}},
+				Action: func(c *cli.Context) error {
+					return box.Trust(c.Args().First(), c.Bool("revoke"), c.Bool("proposal"), c.App.Writer)
+				},
 			},
 			{
 				Name:      "status",

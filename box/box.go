@@ -197,6 +197,9 @@ func hint(err error, hints ...string) error { return &hinted{err: err, hints: hi
 // untrusted explains a project policy that is not trusted yet.
 func untrusted(ue *policy.UntrustedError) error {
 	hints := append(ue.Explain(), "review it, then trust it with: agentbox trust "+ShellQuote(ue.File))
+	if ue.Proposal {
+		hints = append(hints, "agentbox learn also left a proposal for it: agentbox trust --proposal shows and applies it")
+	}
 	return hint(ue, hints...)
 }
 

@@ -46,13 +46,68 @@ const (
 	outsideHome = "outside your home folder"
 	tightens    = "tightens"
 	sets        = "sets"
+	unchanged   = "unchanged"
 )
 
-// Classify lists what layer l asks for, classified, in a stable order: the
-// paths it makes writable one by one, then the other lists, the settings
-// and the providers it declares. env gives the home folder and the
-// variables paths are expanded with.
-func Classify(l *Layer, env Env) []Grant {
+// Baseline is what each setting (a scalar key, "network.mode") is without
+// the policy being classified: the built-in defaults with your own
+// configuration over them. A setting a policy gives the value it has
+// anyway changes nothing, and is not marked, whatever that value is.
+type Baseline map[string]string
+
+// BaselineOf is the baseline the layers make, the last one winning.
+func BaselineOf(layers []*Layer) Baseline {
+	b := Baseline{}
+	for k, e := range merge(layers).scalars {
+		b[k] = e.Value
+	}
+	return b
+}
+
+// UserBaseline is the baseline a project policy is classified against:
+// the built-in defaults and your own configuration (the defaults alone
+// when it cannot be read).
+func UserBaseline(env Env) Baseline {
+	layers := []*Layer{Defaults()}
+	if l, err := loadFile(env, "user", ConfigPath(env), true); err == nil {
+		layers = append(layers, l)
+	}
+	return BaselineOf(layers)
+}
+
+// value is what base says key is, with the defaults that live in code
+// rather than in the defaults layer (a tool's cache mode).
+func (base Baseline) value(key string) string {
+	if v, ok := base[key]; ok {
+		return v
+	}
+	if tool, ok := strings.CutPrefix(key, "caches."); ok {
+		if v, ok := base["caches.default"]; ok && tool != "default" {
+			return v
+		}
+		return cache.Private
+	}
+	return ""
+}
+
+// sameSetting reports whether v is what key is anyway: the same value, or
+// for a limit, zero and unset, which both mean unlimited.
+func sameSetting(key, v, base string) bool {
+	if v == base {
+		return true
+	}
+	if strings.HasPrefix(key, "limits.") {
+		return (v == "" || v == "0") && (base == "" || base == "0")
+	}
+	return false
+}
+
+// Classify lists what layer l asks for, classified against base (what
+// each setting is without l), in a stable order: the paths it makes
+// writable one by one, then the other lists, the settings and the
+// providers it declares. env gives the home folder and the variables
+// paths are expanded with.
+func Classify(l *Layer, env Env, base Baseline) []Grant {
 	if l == nil {
 		return nil
 	}
@@ -100,6 +155,9 @@ func Classify(l *Layer, env Env) []Grant {
 	for _, k := range keys {
 		v := l.Scalars[k].Value
 		danger, category, why := classifyScalar(k, v)
+		if sameSetting(k, v, base.value(k)) {
+			danger, category, why = false, unchanged, "already so without this policy"
+		}
 		text := fmt.Sprintf("%s = %s", k, printable(v))
 		if why != "" {
 			text += ": " + why

@@ -42,6 +42,9 @@ type Layer struct {
 	File   string // the policy file, if any
 	Status string // "loaded", "absent", "trusted", "set"
 	Hash   string // SHA-256 of a policy file's bytes, hex
+	// Meaning is the SHA-256 of what the file says (see Meaning), hex:
+	// what trust pins.
+	Meaning string
 	// Note says what was left out of the layer and why.
 	Note string
 

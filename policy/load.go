@@ -78,8 +78,16 @@ func Load(env Env, flags Flags) ([]*Layer, error) {
 
 	if proj := FindProject(env, env.Cwd); proj != "" && proj != user {
 		l, err := loadFile(env, "project", proj, false)
+		var ue *UntrustedError
+		if errors.As(err, &ue) {
+			ue.Base = BaselineOf(layers)
+			ue.Proposal = ProposalsOf(env).Waiting(proj)
+		}
 		if err != nil {
 			return nil, err
+		}
+		if ProposalsOf(env).Waiting(proj) {
+			l.Note = "agentbox learn left a proposal for it, not in force: agentbox trust --proposal shows and applies it"
 		}
 		layers = append(layers, l)
 	} else {
@@ -154,6 +162,7 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 		return nil, err
 	}
 	l.Hash = Hash(data)
+	l.Meaning = Meaning(l)
 	if trusted {
 		return l, nil
 	}
@@ -162,7 +171,9 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pinned != l.Hash {
+	// The pin is what the policy means; a pin of its exact bytes (as
+	// agentbox once pinned) means the same.
+	if pinned != l.Meaning && pinned != l.Hash {
 		ue := &UntrustedError{File: path, Edited: pinned != "", Layer: l, Env: env}
 		if old, err := store.Content(pinned); err == nil {
 			ue.Trusted, _ = Parse(name, path, old)

@@ -61,7 +61,7 @@ _agentbox() {
             log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --help" -- "$cur")) ;;
             init) COMPREPLY=($(compgen -W "--force --help" -- "$cur")) ;;
             doctor) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            trust) COMPREPLY=($(compgen -W "--revoke --help" -- "$cur")) ;;
+            trust) COMPREPLY=($(compgen -W "--revoke --proposal --help" -- "$cur")) ;;
             status) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --prompt --help" -- "$cur")) ;;
             caches) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --clear --all --json --help" -- "$cur")) ;;
             providers) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;

@@ -30,7 +30,7 @@ complete -c agentbox -n __fish_use_subcommand -a 'verify' -d 'start the box the 
 complete -c agentbox -n __fish_use_subcommand -a 'log' -d 'show recent runs from the audit log: status, backend, project, command, denials'
 complete -c agentbox -n __fish_use_subcommand -a 'init' -d 'write a commented starter .agentbox.toml in the current folder'
 complete -c agentbox -n __fish_use_subcommand -a 'doctor' -d 'what this machine can enforce (bwrap, user namespaces, AppArmor, Landlock, seccomp, cgroups) and what auto picks; exit 1 when nothing can confine'
-complete -c agentbox -n __fish_use_subcommand -a 'trust' -d 'trust a project policy (its SHA-256 is pinned; any edit needs trusting again)'
+complete -c agentbox -n __fish_use_subcommand -a 'trust' -d 'trust a project policy (what it means is pinned: any change of meaning needs trusting again, a comment does not)'
 complete -c agentbox -n __fish_use_subcommand -a 'status' -d 'inside a sandbox: is it active, which backend, what is writable and hidden, the network; exit 1 outside one'
 complete -c agentbox -n __fish_use_subcommand -a 'caches' -d 'list the private package and build caches agentbox keeps for each workspace, or clear them'
 complete -c agentbox -n __fish_use_subcommand -a 'providers' -d 'the agent CLIs agentbox knows, whether each is supported inside the sandbox, its writable paths'
@@ -144,6 +144,7 @@ complete -c agentbox -n '__fish_seen_subcommand_from init' -s h -l help -d 'show
 complete -c agentbox -n '__fish_seen_subcommand_from doctor' -l json -d 'print JSON'
 complete -c agentbox -n '__fish_seen_subcommand_from doctor' -s h -l help -d 'show help'
 complete -c agentbox -n '__fish_seen_subcommand_from trust' -l revoke -d 'forget the trust instead'
+complete -c agentbox -n '__fish_seen_subcommand_from trust' -l proposal -d 'apply the policy agentbox learn proposed for it, after showing what it changes, and trust that'
 complete -c agentbox -n '__fish_seen_subcommand_from trust' -s h -l help -d 'show help'
 complete -c agentbox -n '__fish_seen_subcommand_from trust' -F
 complete -c agentbox -n '__fish_seen_subcommand_from status; and not __agentbox_after_dashdash' -l policy -r -F -d 'an extra policy FILE (trusted as given; repeatable)'
