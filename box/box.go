@@ -99,6 +99,10 @@ func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, e
 	}
 	p, err := policy.Resolve(layers, env, req.Command, policy.Options{AllowBroad: req.Flags.AllowBroad})
 	if err != nil {
+		var nf *policy.NeedFlags
+		if errors.As(err, &nf) {
+			return nil, nil, hint(err, "run agentbox from a project folder, or, to let the box write here: "+withFlags(os.Args, nf.Flags))
+		}
 		return nil, nil, err
 	}
 	p.RunID = newRunID()
@@ -209,4 +213,44 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// withFlags is the command line argv (agentbox's own, as typed) with flags
+// added after its command word, shell-quoted: the whole command that
+// works, to copy. A flag already there is not added again.
+func withFlags(argv []string, flags []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	out := []string{"agentbox"}
+	rest := argv[1:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		out = append(out, rest[0])
+		rest = rest[1:]
+	}
+	have := map[string]bool{}
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		have[a] = true
+	}
+	for i := 0; i < len(flags); i++ {
+		f := flags[i]
+		if f == "--writable" && i+1 < len(flags) {
+			if !have["--writable="+flags[i+1]] {
+				out = append(out, f, flags[i+1])
+			}
+			i++
+			continue
+		}
+		if !have[f] {
+			out = append(out, f)
+		}
+	}
+	out = append(out, rest...)
+	for i := range out {
+		out[i] = ShellQuote(out[i])
+	}
+	return strings.Join(out, " ")
 }

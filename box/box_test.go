@@ -259,3 +259,27 @@ func TestDoctorNoBackend(t *testing.T) {
 		t.Errorf("one backend available: %v", err)
 	}
 }
+
+// withFlags shows the command line as typed with the flags that make it
+// work, once each, before the command.
+func TestWithFlags(t *testing.T) {
+	tests := []struct {
+		argv  []string
+		flags []string
+		want  string
+	}{
+		{[]string{"/usr/bin/agentbox", "run", "--", "true"}, []string{"--writable", "/home/u", "--allow-broad-writable"},
+			"agentbox run --writable /home/u --allow-broad-writable -- true"},
+		{[]string{"agentbox", "run", "--network", "none", "--", "sh", "-c", "echo hi"}, []string{"--writable", "/etc"},
+			"agentbox run --writable /etc --network none -- sh -c 'echo hi'"},
+		{[]string{"agentbox", "run", "--writable", "/home/u", "--", "true"}, []string{"--allow-broad-writable"},
+			"agentbox run --allow-broad-writable --writable /home/u -- true"},
+		{[]string{"agentbox", "plan", "--allow-broad-writable", "--", "true"}, []string{"--writable", "/my home", "--allow-broad-writable"},
+			"agentbox plan --writable '/my home' --allow-broad-writable -- true"},
+	}
+	for _, tc := range tests {
+		if got := withFlags(tc.argv, tc.flags); got != tc.want {
+			t.Errorf("withFlags(%q, %q) = %q, want %q", tc.argv, tc.flags, got, tc.want)
+		}
+	}
+}

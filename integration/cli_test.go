@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -439,4 +440,32 @@ func TestLandlockFallbackSaysWhy(t *testing.T) {
 	r = w.run("run", "--backend", "landlock", "--", "true")
 	expectCode(t, r, 0)
 	expectNotContains(t, "stderr", r.stderr, "bwrap")
+}
+
+// Run from the home folder, agentbox refuses to make it writable, and its
+// first message gives the whole command that works, which then runs.
+// Before, the hint said --writable ~, which was refused again for
+// --allow-broad-writable.
+func TestHomeFolderGivesTheCommandThatWorks(t *testing.T) {
+	w := newWorld(t)
+	w.cwd = w.home
+	r := w.run("run", "--network", "none", "--", "sh", "-c", "echo ran > here && cat here")
+	expectCode(t, r, 125)
+	const lead = "to let the box write here: "
+	i := strings.Index(r.stderr, lead)
+	if i < 0 {
+		t.Fatalf("no command in the refusal:\n%s", r.stderr)
+	}
+	cmdline := strings.TrimSpace(strings.SplitN(r.stderr[i+len(lead):], "\n", 2)[0])
+	if !strings.HasPrefix(cmdline, "agentbox run ") || !strings.Contains(cmdline, "--allow-broad-writable") || !strings.Contains(cmdline, "--network none") {
+		t.Fatalf("the command %q is not the whole command", cmdline)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, "sh", "-c", `exec "$0" `+strings.TrimPrefix(cmdline, "agentbox "), bin)
+	c.Dir, c.Env = w.cwd, w.env
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ran") {
+		t.Fatalf("%s: %v\n%s", cmdline, err, out)
+	}
 }

@@ -585,7 +585,8 @@ func (r *resolver) writableStage() error {
 				} else if w.path != r.env.Home {
 					what = "a folder that holds the home folder"
 				}
-				return originError(w.origin, fmt.Sprintf("%s: making %s writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it", w.path, what))
+				return &NeedFlags{Flags: []string{"--allow-broad-writable"},
+					Err: originError(w.origin, fmt.Sprintf("%s: making %s writable lets the agent change your shell startup files and tools, unless you also pass --allow-broad-writable, which keeps those read-only", w.path, what))}
 			}
 			r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("WRITABLE %s (%s): allowed by --allow-broad-writable; what the home folder runs at login, in shells and in common tools stays read-only, or is blocked for the run when missing (see host programs below)", w.path, w.origin))
 		}
