@@ -9,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // inPod runs a shell script in the stand-in of a restricted pod with a
@@ -26,8 +27,7 @@ func inPod(t *testing.T, w *world, work, home string, env []string, script strin
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := exec.CommandContext(ctx, "bwrap", podArgs(t, w, policy, work, home, env, "sh", "-c", script)...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	proctest.Own(t, c)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err = c.Run()

@@ -56,6 +56,7 @@ except OSError as e:
 				port, _ := strconv.Atoi(got)
 				c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
 				if err == nil {
+					c.SetReadDeadline(time.Now().Add(5 * time.Second))
 					line, _ := bufio.NewReader(c).ReadString('\n')
 					c.Close()
 					if line != "" {
