@@ -4,6 +4,7 @@ package proctest
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
@@ -65,8 +66,13 @@ func TestStartKillsTheSession(t *testing.T) {
 
 // zombie reports whether pid is gone or only waits to be reaped.
 func zombie(pid int) bool {
-	data, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
-	return err != nil || strings.HasPrefix(strings.TrimSpace(string(data)), "Z")
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) == 0 || f[0] == "Z"
 }
 
 // Line gives up at its deadline; Wait kills what does not end in time.
