@@ -31,7 +31,9 @@ type Own struct {
 
 // Input is the world the resolver looks at.
 type Input struct {
-	// GOOS decides what the after-run check can do: it runs on Linux only.
+	// GOOS decides what the after-run check can do: placeholders and the
+	// watched folders (path dir, pth dir) are Linux only; on Windows the
+	// backend decides how the rest is kept after the run.
 	GOOS string
 	Home string
 	// Getenv reads the caller's environment (XDG_CONFIG_HOME,
@@ -84,6 +86,13 @@ type Result struct {
 	GitDirs []string
 	// Visited is how many files and folders the writable roots hold.
 	Visited int64
+	// Folders is how many folders they hold, Listed how many of those the
+	// search listed (the others were unchanged since the last search).
+	Folders, Listed int
+	// Noted are the names the search notes in every folder (besides
+	// git's): the search after the run notes the same, so the trees
+	// compare.
+	Noted []string
 	// Trees are what the search saw of each root, for the search after
 	// the run.
 	Trees map[string]*plan.Tree
@@ -280,7 +289,9 @@ func rel(root, p string) string {
 func (r *resolver) search() error {
 	specs := projectSpecs(r.in.Providers)
 	for _, s := range specs {
-		r.res.Controls = append(r.res.Controls, s.Path)
+		if !s.Watch {
+			r.res.Controls = append(r.res.Controls, s.Path)
+		}
 	}
 	firsts := map[string]bool{}
 	for _, s := range specs {
@@ -291,6 +302,8 @@ func (r *resolver) search() error {
 	for f := range firsts {
 		names = append(names, f)
 	}
+	sort.Strings(names)
+	r.res.Noted = names
 	var repos, gitDirs, unlisted []string
 	controls := map[string][]string{} // folder -> control names in it
 	real := false
@@ -314,6 +327,8 @@ func (r *resolver) search() error {
 		}
 		r.res.Trees[root] = t
 		r.res.Visited += t.Entries
+		r.res.Folders += t.Len()
+		r.res.Listed += t.Listed()
 		for _, i := range t.Noted() {
 			dir := t.Path(i)
 			d := t.Dirs[i]
@@ -389,7 +404,10 @@ func (r *resolver) controls(dir string, specs []Spec, names []string) {
 		}
 		p := filepath.Join(dir, filepath.FromSlash(s.Path))
 		if _, err := r.in.FS.Lstat(p); err == nil {
-			r.add(p, s.Rule(), "")
+			if !s.Watch {
+				r.add(p, s.Rule(), "")
+			}
+			r.follow(s, p)
 		}
 	}
 	r.commandFiles(dir, false, "")
@@ -410,7 +428,7 @@ func (r *resolver) projectTop(dir string, specs []Spec) {
 		if r.coveredByParent(p) {
 			continue
 		}
-		if !s.Block {
+		if !s.Block || s.Watch {
 			continue // the after-run check moves away what the box made there
 		}
 		r.blockAs(dir, p, s.Rule(), s.Dir, true)
@@ -451,6 +469,9 @@ func (r *resolver) commandFiles(dir string, user bool, name string) {
 				e.Vars["CLAUDE_PROJECT_DIR"] = dir
 			}
 			for _, s := range CommandStrings(data, cf.Format, cf.Keys) {
+				if !user {
+					r.npx(s, dir, p.Name+" command (named by "+file+")")
+				}
 				for _, w := range Words(s) {
 					q, ok := e.Path(w)
 					if !ok {
@@ -695,9 +716,12 @@ func (r *resolver) finish() {
 		if r.coveredByParent(p) && g.Keep != plan.KeepRestored {
 			continue
 		}
+		if r.in.GOOS != "linux" && (g.Keep == plan.KeepPathDir || g.Keep == plan.KeepPthDir) {
+			continue // watched by the Linux after-run check only
+		}
 		if r.in.GOOS != "linux" && g.Keep != plan.KeepReadOnly {
 			g.Keep = plan.KeepNone
-			g.Note = "the after-run check runs on Linux only"
+			g.Note = "no placeholder or read-only mount here: the backend says how it is kept"
 		}
 		r.res.Guards = append(r.res.Guards, *g)
 	}

@@ -137,6 +137,16 @@ func TestResolveGit(t *testing.T) {
 	}
 	got := tr.guards(r)
 	want := []string{
+		"checked missing proj/.git/info/attributes (git info/attributes)",
+		"checked missing proj/.git/info/exclude (git info/exclude)",
+		"checked missing proj/bare.git/info/attributes (git info/attributes)",
+		"checked missing proj/bare.git/info/exclude (git info/exclude)",
+		"checked missing proj/node_modules/a/.git/info/attributes (git info/attributes)",
+		"checked missing proj/node_modules/a/.git/info/exclude (git info/exclude)",
+		"checked missing proj/sub/.git/info/attributes (git info/attributes)",
+		"checked missing proj/sub/.git/info/exclude (git info/exclude)",
+		"checked missing proj/x/y/z/w/v/u/deep/.git/info/attributes (git info/attributes)",
+		"checked missing proj/x/y/z/w/v/u/deep/.git/info/exclude (git info/exclude)",
 		"read-only dir proj/.git/hooks (git hooks)",
 		"read-only dir proj/.husky/_ (git hooks)",
 		"read-only dir proj/bare.git/hooks (git hooks)",

@@ -41,6 +41,11 @@ type WalkOptions struct {
 	// MaxDirs bounds the folders the walk keeps in memory (0:
 	// DefaultMaxDirs); more is a *LimitError.
 	MaxDirs int
+	// Kept are folders that could not be listed before and were kept
+	// read-only since (absolute paths): unchanged, they are taken as they
+	// were. Any other folder the old tree could not list is listed again
+	// (with Fix, fixed).
+	Kept []string
 }
 
 // gitNames are noted in every folder: a folder holding HEAD and either
@@ -137,6 +142,12 @@ func WalkFS(fsys FS, root string, o WalkOptions) (*plan.Tree, error) {
 			return &LimitError{Root: root, Limit: max}
 		}
 		i := int32(len(t.Dirs))
+		if skip[abs] && parent >= 0 {
+			// Kept in the tree, marked, not gone into.
+			t.Dirs = append(t.Dirs, plan.TreeDir{Parent: parent, End: i + 1, NameOff: uint32(len(t.Text)), NameLen: uint8(len(name)), Flags: plan.DirSkipped})
+			t.Text = append(t.Text, name...)
+			return nil
+		}
 		d := plan.TreeDir{Parent: parent, NameOff: uint32(len(t.Text)), NameLen: uint8(len(name)), Flags: plan.DirListed}
 		t.Text = append(t.Text, name...)
 		list, err := fsys.ReadDir(abs)
@@ -162,7 +173,7 @@ func WalkFS(fsys FS, root string, o WalkOptions) (*plan.Tree, error) {
 				d.NoteLen++
 				has[e.Name()] = true
 			}
-			if e.IsDir() && !skip[filepath.Join(abs, e.Name())] {
+			if e.IsDir() {
 				subs = append(subs, e.Name())
 			}
 			if o.Links && e.Type()&fs.ModeSymlink != 0 {

@@ -41,6 +41,12 @@ func Walk(root string, o WalkOptions) (*plan.Tree, error) {
 	for i, n := range names {
 		w.names[n] = uint16(i)
 	}
+	w.kept = map[string]bool{}
+	for _, k := range o.Kept {
+		if rel, ok := relTo(root, k); ok {
+			w.kept[rel] = true
+		}
+	}
 	if len(o.Skip) > 0 {
 		w.skip = map[string]bool{}
 		for _, s := range o.Skip {
@@ -82,6 +88,7 @@ type walker struct {
 	rootfd  int
 	names   map[string]uint16
 	skip    map[string]bool // relative paths not entered
+	kept    map[string]bool // relative paths of unlisted folders kept read-only
 	old     *plan.Tree
 	fix     bool
 	links   bool
@@ -452,9 +459,24 @@ func (k *worker) emit(f folder, name []byte, parent int32) {
 func (k *worker) folder(old int32) (folder, bool) {
 	w := k.w
 	if w.skip != nil && len(k.path) > 0 && w.skip[string(k.path)] {
-		return folder{}, false
+		// Kept in the tree, marked: a later search that goes in must
+		// list it, not take it as empty.
+		f := folder{rec: plan.TreeDir{Flags: plan.DirSkipped}, from: -1}
+		if dfd, p, err := k.at(); err == nil {
+			var sx unix.Statx_t
+			if statx(dfd, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &sx) != nil || sx.Mode&unix.S_IFMT != unix.S_IFDIR {
+				return folder{}, false
+			}
+			f.rec.Dev, f.rec.Ino, f.rec.Ctime = stampOf(&sx)
+		}
+		return f, true
 	}
-	if old >= 0 {
+	reusable := old >= 0 && w.old.Dirs[old].Flags&plan.DirSkipped == 0
+	if reusable && w.fix && w.old.Dirs[old].Flags&plan.DirUnlisted != 0 && !w.kept[string(k.path)] {
+		// Unknown before, and not kept from the box: look now.
+		reusable = false
+	}
+	if reusable {
 		if f, ok, done := k.reuse(old); done {
 			return f, ok
 		}

@@ -196,13 +196,13 @@ func TestWalkDeeperThanPathMax(t *testing.T) {
 	}
 }
 
-// Skip paths are not entered.
+// Skip paths are not entered, but kept in the tree, marked.
 func TestWalkSkip(t *testing.T) {
 	tr := newTree(t)
 	tr.mkdir("r/ro/.git")
 	tr.mkdir("r/rw/.git")
 	tree := walkOrFail(t, tr.p("r"), WalkOptions{Skip: []string{tr.p("r/ro"), tr.p("elsewhere")}})
-	if tree.Find("ro") >= 0 || tree.Find("rw") < 0 {
+	if i := tree.Find("ro"); i < 0 || tree.Dirs[i].Flags&plan.DirSkipped == 0 || tree.Find("ro/.git") >= 0 || tree.Find("rw/.git") < 0 {
 		t.Errorf("skip: %q", listing(tree, false))
 	}
 }
@@ -241,5 +241,27 @@ func TestWalkUnreadable(t *testing.T) {
 	slices.Sort(fixed.Fixed)
 	if diff := cmp.Diff([]string{"noread", "nosearch"}, fixed.Fixed); diff != "" {
 		t.Errorf("fixed (-want +got):\n%s", diff)
+	}
+}
+
+// A folder one search skipped is listed by a later one that goes in,
+// even when nothing changed in the folder holding it: what a run with a
+// read-only path did not search must not be taken as empty by the next
+// run without it.
+func TestWalkSkippedThenNot(t *testing.T) {
+	tr := newTree(t)
+	tr.mkdir("r/docs/inner")
+	tr.mkdir("r/src")
+	first := walkOrFail(t, tr.p("r"), WalkOptions{Skip: []string{tr.p("r/docs")}})
+	if i := first.Find("docs"); i < 0 || first.Dirs[i].Flags&plan.DirSkipped == 0 || first.Find("docs/inner") >= 0 {
+		t.Fatalf("the skipped folder is not marked so: %q", listing(first, false))
+	}
+	first.Taken += 3600e9
+	// Nothing changes; in this walk docs is not skipped.
+	tr.mkdir("r/docs/inner/.git") // in a folder below the skipped one
+	next := walkOrFail(t, tr.p("r"), WalkOptions{Old: first})
+	i := next.Find("docs/inner")
+	if i < 0 || !next.Has(i, ".git") {
+		t.Errorf("the folder skipped before was taken as empty: %q", listing(next, false))
 	}
 }

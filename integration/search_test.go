@@ -314,3 +314,69 @@ func TestSearchCheckFailsClosed(t *testing.T) {
 		w.expectNoMark("hook", "host git checkout after the check was finished by the next run")
 	})
 }
+
+// The search costs what changed: after a run, the next search of the
+// unchanged project lists none of its folders again (each is checked
+// with one statx against the index the run's check left), and a folder
+// changed since is listed again.
+func TestSearchIndexUsed(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		for i := 0; i < 40; i++ {
+			mkdir(t, filepath.Join(w.project, fmt.Sprintf("d%d", i), "sub"))
+		}
+		// Changes less than half a second before a search are listed
+		// again whatever their stamps say.
+		time.Sleep(time.Second)
+		r := w.boxed(be, nil, `echo done`)
+		expectCode(t, r, 0)
+		time.Sleep(time.Second)
+		listed := func() (int, int) {
+			t.Helper()
+			p := w.run("plan", "--backend", be, "--", "true")
+			expectCode(t, p, 0)
+			var n, of int
+			for _, line := range strings.Split(p.stdout, "\n") {
+				if i := strings.Index(line, "; "); i >= 0 && strings.Contains(line, " folders listed") {
+					fmt.Sscanf(line[i+2:], "%d of %d folders listed", &n, &of)
+				}
+			}
+			if of == 0 {
+				t.Fatalf("plan does not say how many folders it listed:\n%s", p.stdout)
+			}
+			return n, of
+		}
+		// At most the folders the run's placeholders stood in (removed
+		// after the check) are listed again.
+		before, of := listed()
+		if before > 3 || of < 80 {
+			t.Errorf("after a run, the search of the unchanged project listed %d of %d folders; want at most 3 of at least 80", before, of)
+		}
+		mkdir(t, filepath.Join(w.project, "d7", "sub", "new"))
+		time.Sleep(time.Second)
+		if n, _ := listed(); n < 2 || n > before+2 {
+			t.Errorf("after one folder changed (and one was made), the search listed %d folders; want 2 (and at most %d)", n, before+2)
+		}
+	})
+}
+
+// A folder one run kept read-only (and so did not search) is searched by
+// the next run that may write it, though nothing changed in the folder
+// holding it.
+func TestSearchReadOnlyThenWritable(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		mkdir(t, filepath.Join(w.project, "docs", "inner"))
+		time.Sleep(time.Second)
+		r := w.boxed(be, []string{"--read-only", filepath.Join(w.project, "docs")}, `echo first`)
+		expectCode(t, r, 0)
+		time.Sleep(time.Second)
+		r = w.boxed(be, nil, `git -C docs/inner init -q && git -C docs/inner config core.fsmonitor '`+w.payload("fsmonitor")+`; false' && echo planted`)
+		expectCode(t, r, 0)
+		expectContains(t, "stdout", r.stdout, "planted")
+		w.hostGit(filepath.Join(w.project, "docs", "inner"), "status")
+		w.expectNoMark("fsmonitor", "host git status in a folder the run before had kept read-only")
+	})
+}

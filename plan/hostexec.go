@@ -29,6 +29,17 @@ const (
 	// entry, a new control file deep in a tree); agentbox neutralises it
 	// after the run, with every process of the run ended.
 	KeepChecked Keep = "checked"
+	// KeepPathDir: a folder a host program puts on PATH (direnv's
+	// PATH_add, layout node): after the run, with every process of the run
+	// ended, a program the box added or changed there under the name of a
+	// command on the user's PATH is moved away, so typing that command in
+	// the folder's shell does not run it.
+	KeepPathDir Keep = "path dir"
+	// KeepPthDir: the site-packages of an interpreter a host program runs
+	// (the one pre-commit's hooks run): after the run, a .pth file or a
+	// sitecustomize/usercustomize module the box added or changed there is
+	// moved away, since each runs at every start of the interpreter.
+	KeepPthDir Keep = "pth dir"
 	// KeepNone: not covered on this system; the plan says why.
 	KeepNone Keep = "not covered"
 )
@@ -91,6 +102,14 @@ type HostExec struct {
 	// Visited is how many files and folders the writable roots held
 	// when the search before the run looked.
 	Visited int64 `json:"visited"`
+	// Folders is how many folders they held, Listed how many of those
+	// the search listed (the others had not changed since the last one).
+	Folders int `json:"folders"`
+	Listed  int `json:"listed"`
+	// Noted are the names the search notes in every folder besides git's
+	// (first elements of the control paths, and files like .envrc that
+	// are followed, not kept): the search after the run notes the same.
+	Noted []string `json:"noted,omitempty"`
 	// GitDirs are the git folders known before the run (repositories,
 	// worktrees' folders, submodules). One found after the run that is
 	// not here is new, and is neutralised.
@@ -122,7 +141,7 @@ func (h *HostExec) writeText(w io.Writer) {
 	if len(h.Roots) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched):\n", h.Visited)
+	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched; %d of %d folders listed, the others unchanged since the last search):\n", h.Visited, h.Listed, h.Folders)
 	for _, g := range h.Guards {
 		kind := Escape(g.Kind)
 		if g.Target != "" {

@@ -72,6 +72,10 @@ const (
 	// objects/ and refs/ or a commondir): its config applies when git
 	// runs in it.
 	DirGit
+	// DirSkipped: the search did not go into the folder (a path the box
+	// could not write in that run): what is in it is unknown, so a later
+	// search that goes in lists it.
+	DirSkipped
 )
 
 // Len is the number of folders.

@@ -551,11 +551,25 @@ func TestResolveGitProtection(t *testing.T) {
 		}
 	}
 	wantAfter := []string{
+		"checked $ROOT/home/u/proj/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/.git/info/attributes (git info/attributes)",
 		"checked $ROOT/home/u/proj/a/.git/config (git config)",
+		"checked $ROOT/home/u/proj/a/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/a/.git/info/attributes (git info/attributes)",
 		"restored $ROOT/home/u/proj/node_modules/dep/.git/hooks (git hooks)",
 		"restored $ROOT/home/u/proj/node_modules/dep/.git/config (git config)",
+		"checked $ROOT/home/u/proj/.git/modules/sub/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/.git/modules/sub/info/attributes (git info/attributes)",
 		"restored $ROOT/home/u/proj/lib/vendor/pkg/.git/hooks (git hooks)",
 		"restored $ROOT/home/u/proj/lib/vendor/pkg/.git/config (git config)",
+		"checked $ROOT/home/u/proj/node_modules/dep/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/node_modules/dep/.git/info/attributes (git info/attributes)",
+		"checked $ROOT/home/u/proj/lib/vendor/pkg/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/lib/vendor/pkg/.git/info/attributes (git info/attributes)",
+		"checked $ROOT/home/u/proj/x/y/z/w/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/x/y/z/w/.git/info/attributes (git info/attributes)",
+		"checked $ROOT/home/u/proj/x/y/z/w/v/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/x/y/z/w/v/.git/info/attributes (git info/attributes)",
 	}
 	if diff := cmp.Diff(wantAfter, after); diff != "" {
 		t.Errorf("guards kept after the run (-want +got):\n%s", diff)

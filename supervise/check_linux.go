@@ -30,6 +30,9 @@ type checker struct {
 	reported map[string]bool
 	specs    []string // project control paths, relative
 	failures []string // what stopped the check from finishing
+	started  int64    // when the run began (Unix ns): what changed since is the box's
+	shadow   map[string]bool
+	before   map[string]indexState // the git indexes' marks before the run
 }
 
 // check runs the after-run check of a run whose plan's registry part is h,
@@ -37,8 +40,8 @@ type checker struct {
 // rewrites or puts back once, as a quarantine event. An error is a check
 // that could not finish (*CheckError): what the box planted may still be
 // where a host program finds it.
-func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) error {
-	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev,
+func check(h *plan.HostExec, run string, started int64, recs []guardRecord, before map[string]indexState, ev event.Emitter) error {
+	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started, before: before,
 		guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[[2]uint64]bool{}, reported: map[string]bool{}}
 	defer c.q.close()
 	for _, g := range h.Guards {
@@ -53,30 +56,13 @@ func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) e
 	raiseFiles()
 	c.restore(recs)
 	c.created()
+	c.watched()
 	c.search()
+	c.indexMarks()
 	if len(c.failures) > 0 {
 		return &CheckError{Run: run, Failures: c.failures, State: h.State}
 	}
 	return nil
-}
-
-// CheckError is an after-run check that could not finish. Its pending
-// record stays, and the next run does the check again before it starts.
-type CheckError struct {
-	Run      string
-	Failures []string
-	State    string
-}
-
-func (e *CheckError) Error() string {
-	return "the after-run check of run " + e.Run + " could not finish, so what the box left may still be where a host program runs it: " +
-		strings.Join(e.Failures, "; ")
-}
-
-// Hints says what to do.
-func (e *CheckError) Hints() []string {
-	return []string{"do not run git, an agent CLI or an editor in the writable roots before this is fixed; once the cause is gone, run agentbox again: it does the check first (its record is in " +
-		event.Escape(e.State) + "/pending)"}
 }
 
 // raiseFiles sets this process's limit on open files to its hard limit.
@@ -146,6 +132,74 @@ func (c *checker) created() {
 	}
 }
 
+// watched looks, in each folder a host program puts on PATH or loads
+// code from at its start (plan.KeepPathDir, plan.KeepPthDir), at what the
+// box added or changed there during the run, and moves away what a host
+// program would run without being asked: a program under the name of a
+// command on the user's PATH, a .pth file or a sitecustomize module.
+func (c *checker) watched() {
+	for _, g := range c.h.Guards {
+		if g.Keep != plan.KeepPathDir && g.Keep != plan.KeepPthDir {
+			continue
+		}
+		dfd, err := openDir(g.Path)
+		if err != nil {
+			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+				c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
+			}
+			continue
+		}
+		names, err := listAt(dfd)
+		if err != nil {
+			c.fail(g.Path, g.Rule, "could not be listed after the run: "+err.Error())
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			st, err := lstatAt(dfd, n)
+			if err != nil || st.Ctim.Nano() < c.started {
+				continue // not changed during the run
+			}
+			switch g.Keep {
+			case plan.KeepPathDir:
+				exec := isLink(st) || isReg(st) && st.Mode&0o111 != 0
+				if exec && c.shadows(n) {
+					c.moveAway(dfd, g.Path, n, g.Rule, "a program the box added or changed in a folder on PATH in this folder's shell, under the name of a command on your PATH: typing "+event.Escape(n)+" there would run it")
+				}
+			case plan.KeepPthDir:
+				if strings.HasSuffix(n, ".pth") || n == "sitecustomize.py" || n == "usercustomize.py" || n == "sitecustomize" || n == "usercustomize" {
+					c.moveAway(dfd, g.Path, n, g.Rule, "runs at every start of the interpreter the git hooks run")
+				}
+			}
+		}
+		unix.Close(dfd)
+	}
+}
+
+// shadows reports whether name is a command in a folder of the user's
+// PATH outside the writable roots.
+func (c *checker) shadows(name string) bool {
+	if c.shadow == nil {
+		c.shadow = map[string]bool{}
+		for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+			if !filepath.IsAbs(d) || c.inRoots(d) {
+				continue
+			}
+			es, err := os.ReadDir(d)
+			if err != nil {
+				continue
+			}
+			for _, e := range es {
+				c.shadow[e.Name()] = true
+			}
+		}
+		// What every shell has, whatever PATH says.
+		for _, n := range []string{"sh", "bash", "git", "ls", "cd", "make", "sudo", "ssh", "env", "cat", "cp", "mv", "rm"} {
+			c.shadow[n] = true
+		}
+	}
+	return c.shadow[name]
+}
+
 // found is what the search after the run noted.
 type found struct {
 	repos    []string            // work tree tops holding a .git
@@ -160,12 +214,14 @@ type found struct {
 // of the user's own that the box made unreadable is made readable again
 // and searched; anything else that stops the search makes the check fail.
 func (c *checker) search() {
-	var names []string
+	// The names the search before the run noted, so that its tree
+	// compares with this one.
+	names := c.h.Noted
 	seen := map[string]bool{}
 	for _, s := range c.specs {
 		first, _, _ := strings.Cut(s, "/")
-		if !seen[first] {
-			seen[first] = true
+		seen[first] = true
+		if c.h.Noted == nil {
 			names = append(names, first)
 		}
 	}
@@ -175,7 +231,7 @@ func (c *checker) search() {
 	// before the run allowed, and the check must still finish.
 	bound := max(c.h.Limit, hostexec.DefaultMaxDirs)
 	for _, root := range plan.Outermost(c.h.Roots) {
-		o := hostexec.WalkOptions{Names: names, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound}
+		o := hostexec.WalkOptions{Names: names, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted()}
 		t, err := hostexec.Walk(root, o)
 		if err != nil {
 			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
@@ -203,8 +259,9 @@ func (c *checker) search() {
 				}
 			}
 		}
-		// What this search saw is what the next run's search compares
-		// with.
+		// What changed out of git's sight, then what this search saw,
+		// which the next run's search compares with.
+		c.changes(root, t, c.h.Trees[root])
 		c.saveIndex(t)
 	}
 	for _, l := range f.links {
@@ -226,6 +283,18 @@ func (c *checker) search() {
 	for _, d := range dirs {
 		c.controls(d)
 	}
+}
+
+// keptUnlisted are the folders the search before the run could not list
+// that were kept read-only for the run.
+func (c *checker) keptUnlisted() []string {
+	var out []string
+	for _, g := range c.h.Guards {
+		if g.Rule == plan.RuleUnlisted && g.Keep == plan.KeepReadOnly {
+			out = append(out, g.Path)
+		}
+	}
+	return out
 }
 
 // saveIndex keeps what the search saw of a root for the next run's search
@@ -308,8 +377,15 @@ func (c *checker) controls(dir string) {
 		if err != nil {
 			continue
 		}
-		if _, err := lstatAt(dfd, name); err == nil {
-			c.moveAway(dfd, filepath.Dir(p), name, "control file "+s, "was created by the box; an agent CLI or editor started there would obey it")
+		if st, err := lstatAt(dfd, name); err == nil {
+			if isReg(st) {
+				// A version pin that names a version runs nothing.
+				if data, _, err := readAt(dfd, name, 64<<10); err == nil && hostexec.IsHarmless(s, data) {
+					unix.Close(dfd)
+					continue
+				}
+			}
+			c.moveAway(dfd, filepath.Dir(p), name, "control file "+s, "was created by the box; a host program started there would run or obey it")
 		}
 		unix.Close(dfd)
 	}

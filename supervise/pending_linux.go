@@ -31,6 +31,10 @@ type pendingRecord struct {
 	HostExec plan.HostExec `json:"host_exec"`
 	Records  []guardRecord `json:"records,omitempty"`
 	Cgroups  []string      `json:"cgroups,omitempty"`
+	// Started is when the run began (Unix ns).
+	Started int64 `json:"started,omitempty"`
+	// Index is what the git indexes marked before the run.
+	Index map[string]indexState `json:"index,omitempty"`
 }
 
 // pending is this run's record, locked.
@@ -244,7 +248,7 @@ func recoverPending(state, self string, ev event.Emitter) error {
 			killCgroup(cg)
 		}
 		if derr == nil {
-			if err := check(&rec.HostExec, run, rec.Records, ev); err != nil {
+			if err := check(&rec.HostExec, run, rec.Started, rec.Records, rec.Index, ev); err != nil {
 				// Still not finished: the record stays, and no run starts.
 				releaseHolds(state, dfd, run)
 				f.Close()
