@@ -2,7 +2,10 @@ package policy
 
 import (
 	"errors"
+	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // trustedPolicy is the policy each edit below starts from.
@@ -122,5 +125,31 @@ func TestTrustFollowsMeaning(t *testing.T) {
 	}
 	if err := load(); err != nil {
 		t.Errorf("a pin of the bytes: %v", err)
+	}
+}
+
+// Meaning reads every field of a layer that says something: a field added
+// to Layer, ProviderDecl or Entry without a decision here would be left
+// out of what trust pins, and a change of it would run without new trust.
+func TestMeaningCoversTheLayer(t *testing.T) {
+	fields := func(v any) []string {
+		var names []string
+		ty := reflect.TypeOf(v)
+		for i := 0; i < ty.NumField(); i++ {
+			names = append(names, ty.Field(i).Name)
+		}
+		return names
+	}
+	for _, c := range []struct {
+		v    any
+		want []string // in Meaning, or about the file and not what it says
+	}{
+		{Layer{}, []string{"Name", "File", "Status", "Hash", "Meaning", "Note", "Scalars", "Lists", "EnvSet", "Providers"}},
+		{ProviderDecl{}, []string{"Name", "Commands", "Writable", "Sandbox", "Origin"}},
+		{Entry{}, []string{"Value", "Origin", "Base"}},
+	} {
+		if diff := cmp.Diff(c.want, fields(c.v)); diff != "" {
+			t.Errorf("%T's fields changed (-known +now): decide whether Meaning must read the new one (-want +got):\n%s", c.v, diff)
+		}
 	}
 }
