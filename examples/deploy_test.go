@@ -2,6 +2,7 @@ package examples
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,18 +218,26 @@ func TestGitHubActions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the job's build of agentbox is not run")
 	}
-	if _, err := exec.LookPath("make"); err != nil {
+	skip := func(why string) {
+		t.Helper()
 		if os.Getenv("AGENTBOX_MUST_WORK") == "1" {
-			t.Fatal("make is not installed (AGENTBOX_MUST_WORK=1 forbids skipping)")
+			t.Fatalf("%s (AGENTBOX_MUST_WORK=1 forbids skipping)", why)
 		}
-		t.Skip("skipped: make is not installed")
+		t.Skip("skipped: " + why)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		skip("make is not installed")
 	}
 	work := t.TempDir()
 	src := filepath.Join(work, ".agentbox-src")
-	cp := exec.Command("git", "-C", "..", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	// The files of this checkout; safe.directory, because the tests may
+	// run as a user who does not own it (the unprivileged pass).
+	var stderr strings.Builder
+	cp := exec.Command("git", "-c", "safe.directory=*", "-C", "..", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cp.Stderr = &stderr
 	files, err := cp.Output()
 	if err != nil {
-		t.Skipf("not a git checkout, nothing to build from: %v", err)
+		skip(fmt.Sprintf("not a git checkout, nothing to build from: %v: %s", err, strings.TrimSpace(stderr.String())))
 	}
 	for _, f := range strings.Split(strings.TrimSuffix(string(files), "\x00"), "\x00") {
 		fi, err := os.Lstat(filepath.Join("..", f))
