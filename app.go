@@ -59,6 +59,7 @@ func newApp() *cli.App {
 				Flags: append(policyFlags(),
 					&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
 					&cli.BoolFlag{Name: "argv", Usage: "print the exact bwrap command line, shell-quoted"},
+					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"},
 				),
 				Action: func(c *cli.Context) error {
 					f := box.PlanText
@@ -70,7 +71,7 @@ func newApp() *cli.App {
 					case c.Bool("argv"):
 						f = box.PlanArgv
 					}
-					return box.Plan(request(c), f, c.App.Writer)
+					return box.Plan(request(c), f, box.Width(c.App.Writer, c.Bool("wide")), c.App.Writer)
 				},
 			},
 			{
@@ -88,9 +89,10 @@ func newApp() *cli.App {
 				Name:      "verify",
 				Usage:     "start the box the plan describes and check from inside it that every rule is in force",
 				ArgsUsage: "[-- CMD [ARGS...]]",
-				Flags:     append(policyFlags(), &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}),
+				Flags: append(policyFlags(), &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"}),
 				Action: func(c *cli.Context) error {
-					if err := box.Verify(request(c), c.Bool("json"), c.App.Writer); errors.Is(err, box.ErrVerifyFailed) {
+					if err := box.Verify(request(c), c.Bool("json"), box.Width(c.App.Writer, c.Bool("wide")), c.App.Writer); errors.Is(err, box.ErrVerifyFailed) {
 						return &exitCode{1}
 					} else {
 						return err
@@ -143,10 +145,13 @@ func newApp() *cli.App {
 			},
 			{
 				Name:      "trust",
-				Usage:     "trust a project policy (its SHA-256 is pinned; any edit needs trusting again)",
+				Usage:     "trust a project policy (what it means is pinned: any change of meaning needs trusting again, a comment does not)",
 				ArgsUsage: "[FILE]",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "revoke", Usage: "forget the trust instead"}},
-				Action:    func(c *cli.Context) error { return box.Trust(c.Args().First(), c.Bool("revoke"), c.App.Writer) },
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "revoke", Usage: "forget the trust instead"},
+					&cli.BoolFlag{Name: "proposal", Usage: "apply the policy agentbox learn proposed for it, after showing what it changes, and trust that"}},
+				Action: func(c *cli.Context) error {
+					return box.Trust(c.Args().First(), c.Bool("revoke"), c.Bool("proposal"), c.App.Writer)
+				},
 			},
 			{
 				Name:      "status",
@@ -305,6 +310,7 @@ func policyFlags() []cli.Flag {
 		swtch("best-effort", "if confinement is impossible, warn and run unconfined"),
 		swtch("require", "refuse to run unconfined (the default; overrides a policy's best-effort)"),
 		swtch("allow-broad-writable", "allow a writable root that is / or holds the home folder"),
+		swtch("quiet", "show no notices (which backend confines, rules enforced weaker); errors and warnings stay"),
 	}
 }
 
@@ -329,6 +335,7 @@ func flagsFrom(c *cli.Context) policy.Flags {
 		BestEffort:    c.Bool("best-effort"),
 		Require:       c.Bool("require"),
 		AllowBroad:    c.Bool("allow-broad-writable"),
+		Quiet:         c.Bool("quiet"),
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/box"
+	"github.com/agentbox/agentbox/cache"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/policy"
@@ -44,6 +45,8 @@ func main() {
 			os.Exit(writeSeccomp(os.Args[2:]))
 		case verify.ProbeCommand:
 			os.Exit(verify.Main())
+		case cache.GoProgCommand:
+			os.Exit(cache.GoProgMain(os.Args[2:]))
 		}
 	}
 	os.Exit(run(os.Args))

@@ -33,7 +33,7 @@ func parseRun(args []string) (req box.Request, ok bool) {
 		"allow": &f.Allow, "publish": &f.Publish, "pass-env": &f.PassEnv, "deny-env": &f.DenyEnv,
 	}
 	switches := map[string]*bool{"best-effort": &f.BestEffort, "require": &f.Require,
-		"allow-broad-writable": &f.AllowBroad, "verify": &verify}
+		"allow-broad-writable": &f.AllowBroad, "quiet": &f.Quiet, "verify": &verify}
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]

@@ -41,7 +41,8 @@ type Backend interface {
 	// nothing. A plan completed twice is completed the same way.
 	Complete(p *plan.Plan) error
 	// Describe writes what `agentbox plan` shows for this backend after
-	// the common table, one line each.
+	// the common table, one line each; a table's rows carry plan.Fit's
+	// marks (plan.Cell, plan.Why) and its names go through plan.Escape.
 	Describe(p *plan.Plan, w io.Writer)
 	// Run runs the completed, frozen plan's command confined and returns
 	// its exit status. It never changes p. An error is agentbox's own

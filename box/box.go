@@ -63,7 +63,11 @@ func World() (policy.Env, error) {
 	if err != nil || !filepath.IsAbs(home) {
 		return policy.Env{}, errors.New("finding the home folder: set HOME to an absolute path")
 	}
+	// An executable that cannot be found is no reason to refuse a run:
+	// only what agentbox serves in the box is left out then.
+	self, _ := SelfPath()
 	return policy.Env{
+		Self:    self,
 		GOOS:    runtime.GOOS,
 		UID:     os.Getuid(),
 		GID:     os.Getgid(),
@@ -95,6 +99,10 @@ func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, e
 	}
 	p, err := policy.Resolve(layers, env, req.Command, policy.Options{AllowBroad: req.Flags.AllowBroad})
 	if err != nil {
+		var nf *policy.NeedFlags
+		if errors.As(err, &nf) {
+			return nil, nil, hint(err, "run agentbox from a project folder, or, to let the box write here: "+withFlags(os.Args, nf.Flags))
+		}
 		return nil, nil, err
 	}
 	p.RunID = newRunID()
@@ -193,6 +201,9 @@ func hint(err error, hints ...string) error { return &hinted{err: err, hints: hi
 // untrusted explains a project policy that is not trusted yet.
 func untrusted(ue *policy.UntrustedError) error {
 	hints := append(ue.Explain(), "review it, then trust it with: agentbox trust "+ShellQuote(ue.File))
+	if ue.Proposal {
+		hints = append(hints, "agentbox learn also left a proposal for it: agentbox trust --proposal shows and applies it")
+	}
 	return hint(ue, hints...)
 }
 
@@ -202,4 +213,44 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// withFlags is the command line argv (agentbox's own, as typed) with flags
+// added after its command word, shell-quoted: the whole command that
+// works, to copy. A flag already there is not added again.
+func withFlags(argv []string, flags []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	out := []string{"agentbox"}
+	rest := argv[1:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		out = append(out, rest[0])
+		rest = rest[1:]
+	}
+	have := map[string]bool{}
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		have[a] = true
+	}
+	for i := 0; i < len(flags); i++ {
+		f := flags[i]
+		if f == "--writable" && i+1 < len(flags) {
+			if !have["--writable="+flags[i+1]] {
+				out = append(out, f, flags[i+1])
+			}
+			i++
+			continue
+		}
+		if !have[f] {
+			out = append(out, f)
+		}
+	}
+	out = append(out, rest...)
+	for i := range out {
+		out[i] = ShellQuote(out[i])
+	}
+	return strings.Join(out, " ")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/cgroup"
+	"github.com/agentbox/agentbox/doctor"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
@@ -129,38 +130,101 @@ func (f *fake) Describe(*plan.Plan, io.Writer)                {}
 func (f *fake) Run(*plan.Plan, *backend.Context) (int, error) { return 0, nil }
 func (f *fake) SelfCheck() (string, bool)                     { return "", false }
 
-// TestFallbackLine: a run that auto gave to Landlock because bwrap is
-// missing or broken says so in its one warning line, with the fix; a run
-// where bwrap was only passed over for the plan's sake does not blame bwrap.
-func TestFallbackLine(t *testing.T) {
-	missing := &backend.Unavailable{Code: "bwrap-missing", Reason: "bubblewrap (bwrap) is not installed or not on PATH",
-		Fix: "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)"}
+// TestBackendNotice: a run that auto gave to Landlock because bwrap is
+// missing or broken says so in one line of at most 100 characters, with
+// the cause as doctor decides it and where to read more; a run where bwrap
+// was only passed over for the plan's sake does not blame bwrap. Before,
+// the line ran to 300-400 characters and blamed user namespaces under a
+// masked /proc.
+func TestBackendNotice(t *testing.T) {
+	missing := &backend.Unavailable{Code: "bwrap-missing", Reason: "bubblewrap (bwrap) is not installed or not on PATH"}
+	masked := &backend.Unavailable{Code: "bwrap-unusable", Reason: "bwrap cannot create a sandbox: Can't mount proc on /newroot/proc: Operation not permitted"}
 	weaker := []plan.RuleStatus{{Rule: "deny", Level: plan.Weaker}, {Rule: "limits", Level: plan.Weaker}}
 	tests := []struct {
 		name  string
 		box   plan.Box
 		bwrap error
+		cause doctor.Cause
 		want  string
 	}{
-		{"bwrap missing", plan.Box{Backend: "landlock", Passed: []string{"bwrap: " + missing.Reason}, Rules: weaker}, missing,
-			"agentbox: warning: bubblewrap (bwrap) is not installed or not on PATH, so landlock confines this run and 1 rules are enforced weaker than the policy asks (agentbox plan shows how); install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)"},
-		{"bwrap missing, nothing weaker", plan.Box{Backend: "landlock", Passed: []string{"bwrap: " + missing.Reason}}, missing,
-			"agentbox: warning: bubblewrap (bwrap) is not installed or not on PATH, so landlock confines this run; install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora)"},
-		{"bwrap works but cannot enforce the plan", plan.Box{Backend: "landlock", Passed: []string{"bwrap: cannot enforce x"}, Rules: weaker}, nil,
-			"agentbox: warning: landlock: 1 rules are enforced weaker than the policy asks (agentbox plan shows how)"},
-		{"landlock forced", plan.Box{Backend: "landlock", Rules: weaker}, missing,
-			"agentbox: warning: landlock: 1 rules are enforced weaker than the policy asks (agentbox plan shows how)"},
-		{"bwrap runs it", plan.Box{Backend: "bwrap"}, nil, ""},
+		{"bwrap missing", plan.Box{Backend: "landlock", Passed: []string{"bwrap: " + missing.Reason}, Rules: weaker}, missing, doctor.CauseMissing,
+			"agentbox: notice: using Landlock: bwrap is not installed (agentbox doctor)"},
+		{"masked /proc", plan.Box{Backend: "landlock", Passed: []string{"bwrap: " + masked.Reason}, Rules: weaker}, masked, doctor.CauseProcMasked,
+			"agentbox: notice: using Landlock: /proc is masked, bwrap cannot mount its own (agentbox doctor)"},
+		{"bwrap works but cannot enforce the plan", plan.Box{Backend: "landlock", Passed: []string{"bwrap: cannot enforce x"}, Rules: weaker}, nil, doctor.CauseNone,
+			"agentbox: notice: landlock enforces 1 rules weaker than the policy asks (agentbox plan)"},
+		{"landlock forced", plan.Box{Backend: "landlock", Rules: weaker}, missing, doctor.CauseMissing,
+			"agentbox: notice: landlock enforces 1 rules weaker than the policy asks (agentbox plan)"},
+		{"bwrap runs it", plan.Box{Backend: "bwrap"}, nil, doctor.CauseNone, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &plan.Plan{Box: tc.box}
+			p := &plan.Plan{Box: tc.box, Notice: plan.Notice{Backend: plan.NoticeAlways}}
 			all := []backend.Backend{&fake{name: "bwrap", avail: tc.bwrap}, &fake{name: "landlock"}}
-			got := weakerLine(p, tc.box.Backend, bwrapFallback(p, all))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			var b bytes.Buffer
+			backendNotice(&b, p, tc.box.Backend, bwrapFallback(p, all), func(*backend.Unavailable) doctor.Cause { return tc.cause })
+			if diff := cmp.Diff(tc.want, strings.TrimSuffix(b.String(), "\n")); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+	// Every cause fits in one line of 100 characters.
+	for c := doctor.CauseMissing; c <= doctor.CauseOther; c++ {
+		line := noticeLine("landlock", 13, masked, func(*backend.Unavailable) doctor.Cause { return c })
+		if len(line) > 100 || c.Short() == "" {
+			t.Errorf("cause %d: %d characters: %q", c, len(line), line)
+		}
+	}
+	if line := noticeLine("landlock", 113, nil, nil); len(line) > 100 {
+		t.Errorf("%d characters: %q", len(line), line)
+	}
+}
+
+// The notice is shown once per project until what it rests on changes;
+// "always" shows it every time, "never" (--quiet) not at all. A run with
+// nothing to say forgets it, so the notice comes back with its reason.
+func TestBackendNoticeOnce(t *testing.T) {
+	dir := t.TempDir()
+	masked := &backend.Unavailable{Code: "bwrap-unusable", Reason: "bwrap cannot create a sandbox: Can't mount proc on /newroot/proc: Operation not permitted"}
+	cause := func(*backend.Unavailable) doctor.Cause { return doctor.CauseProcMasked }
+	weaker := []plan.RuleStatus{{Rule: "deny", Level: plan.Weaker}}
+	landlockPlan := func(project, mode string, rules []plan.RuleStatus) *plan.Plan {
+		return &plan.Plan{Cwd: project, Notice: plan.Notice{Backend: mode, Dir: dir},
+			Box: plan.Box{Backend: "landlock", Passed: []string{"bwrap: " + masked.Reason}, Rules: rules}}
+	}
+	steps := []struct {
+		name     string
+		p        *plan.Plan
+		fallback *backend.Unavailable
+		shown    bool
+	}{
+		{"first run in a", landlockPlan("/p/a", plan.NoticeOnce, weaker), masked, true},
+		{"second run in a", landlockPlan("/p/a", plan.NoticeOnce, weaker), masked, false},
+		{"first run in b", landlockPlan("/p/b", plan.NoticeOnce, weaker), masked, true},
+		{"a: a rule more is weaker", landlockPlan("/p/a", plan.NoticeOnce, append(weaker, plan.RuleStatus{Rule: "tmp", Level: plan.Weaker})), masked, true},
+		{"a: the same again", landlockPlan("/p/a", plan.NoticeOnce, append(weaker, plan.RuleStatus{Rule: "tmp", Level: plan.Weaker})), masked, false},
+		{"a: bwrap works again", &plan.Plan{Cwd: "/p/a", Notice: plan.Notice{Backend: plan.NoticeOnce, Dir: dir}, Box: plan.Box{Backend: "bwrap"}}, nil, false},
+		{"a: bwrap breaks again", landlockPlan("/p/a", plan.NoticeOnce, weaker), masked, true},
+		{"b: always", landlockPlan("/p/b", plan.NoticeAlways, weaker), masked, true},
+		{"b: never (--quiet)", landlockPlan("/p/c", plan.NoticeNever, weaker), masked, false},
+		{"c: once, after never", landlockPlan("/p/c", plan.NoticeOnce, weaker), masked, true},
+	}
+	for _, s := range steps {
+		var b bytes.Buffer
+		backendNotice(&b, s.p, s.p.Box.Backend, s.fallback, cause)
+		if got := b.Len() > 0; got != s.shown {
+			t.Errorf("%s: shown %v, want %v (%q)", s.name, got, s.shown, b.String())
+		}
+	}
+	// A record that cannot be written shows the notice every time.
+	p := landlockPlan("/p/d", plan.NoticeOnce, weaker)
+	p.Notice.Dir = "/proc/self/agentbox-notices"
+	for i := 0; i < 2; i++ {
+		var b bytes.Buffer
+		backendNotice(&b, p, "landlock", masked, cause)
+		if b.Len() == 0 {
+			t.Errorf("run %d: no notice although nothing could be recorded", i)
+		}
 	}
 }
 
@@ -193,5 +257,29 @@ func TestDoctorNoBackend(t *testing.T) {
 	var b bytes.Buffer
 	if err := doctorOf([]backend.Backend{&fake{name: "landlock"}}, false, &b); err != nil {
 		t.Errorf("one backend available: %v", err)
+	}
+}
+
+// withFlags shows the command line as typed with the flags that make it
+// work, once each, before the command.
+func TestWithFlags(t *testing.T) {
+	tests := []struct {
+		argv  []string
+		flags []string
+		want  string
+	}{
+		{[]string{"/usr/bin/agentbox", "run", "--", "true"}, []string{"--writable", "/home/u", "--allow-broad-writable"},
+			"agentbox run --writable /home/u --allow-broad-writable -- true"},
+		{[]string{"agentbox", "run", "--network", "none", "--", "sh", "-c", "echo hi"}, []string{"--writable", "/etc"},
+			"agentbox run --writable /etc --network none -- sh -c 'echo hi'"},
+		{[]string{"agentbox", "run", "--writable", "/home/u", "--", "true"}, []string{"--allow-broad-writable"},
+			"agentbox run --allow-broad-writable --writable /home/u -- true"},
+		{[]string{"agentbox", "plan", "--allow-broad-writable", "--", "true"}, []string{"--writable", "/my home", "--allow-broad-writable"},
+			"agentbox plan --writable '/my home' --allow-broad-writable -- true"},
+	}
+	for _, tc := range tests {
+		if got := withFlags(tc.argv, tc.flags); got != tc.want {
+			t.Errorf("withFlags(%q, %q) = %q, want %q", tc.argv, tc.flags, got, tc.want)
+		}
 	}
 }

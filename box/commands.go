@@ -49,17 +49,35 @@ func Init(force bool, w io.Writer) error {
 }
 
 // Trust trusts the project policy file (the nearest one when file is ""),
-// or forgets the trust with revoke, and says what it grants.
-func Trust(file string, revoke bool, w io.Writer) error {
+// or forgets the trust with revoke, and says what it grants, classified
+// against what you have without it. Trust pins what the policy means
+// (policy.Meaning), so an edit of its comments or layout needs no new
+// trust. With proposal, it applies the policy agentbox learn proposed for
+// the file instead: it shows what that changes, writes it over the file
+// and trusts it.
+func Trust(file string, revoke, proposal bool, w io.Writer) error {
 	env, err := World()
 	if err != nil {
 		return err
 	}
+	if proposal && revoke {
+		return errors.New("trust: --proposal and --revoke cannot be used together")
+	}
+	props := policy.ProposalsOf(env)
 	if file == "" {
 		file = policy.FindProject(env, env.Cwd)
-		if file == "" {
-			return fmt.Errorf("no %s here or in any parent folder", policy.ProjectFile)
+	}
+	if file == "" && proposal {
+		p, ok, err := props.Nearest(env.Cwd)
+		if err != nil {
+			return err
 		}
+		if ok {
+			file = p.File
+		}
+	}
+	if file == "" {
+		return fmt.Errorf("no %s here or in any parent folder", policy.ProjectFile)
 	}
 	if file, err = filepath.Abs(file); err != nil {
 		return err
@@ -77,6 +95,10 @@ func Trust(file string, revoke bool, w io.Writer) error {
 		fmt.Fprintf(w, "revoked trust in %s\n", policy.Escape(file))
 		return nil
 	}
+	base := policy.UserBaseline(env)
+	if proposal {
+		return applyProposal(env, props, store, base, file, w)
+	}
 	// Bounded and regular only, as when a run loads it.
 	data, err := env.FS.ReadFile(file)
 	if err != nil {
@@ -86,39 +108,117 @@ func Trust(file string, revoke bool, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hash := policy.Hash(data)
 	before, err := store.Lookup(file)
 	if err != nil {
 		return err
 	}
-	var was *policy.Layer
-	if before != "" && before != hash {
-		if old, err := store.Content(before); err == nil {
-			was, _ = policy.Parse("project", file, old)
-		}
-	}
-	// The bytes are kept, so that an edit is shown as what changed.
-	if err := store.Save(data); err != nil {
-		return err
-	}
-	if err := store.Trust(file, hash); err != nil {
+	was := trustedVersion(store, file, before)
+	if err := pin(store, file, l, data); err != nil {
 		return err
 	}
 	name := policy.Escape(file)
+	meaning := policy.Meaning(l)
 	switch {
-	case before == hash:
-		fmt.Fprintf(w, "trusted %s (sha256 %s; unchanged)\n", name, hash[:16])
+	case before == meaning || before == policy.Hash(data):
+		fmt.Fprintf(w, "trusted %s (%s; unchanged)\n", name, meaning[:16])
 	case was != nil:
-		fmt.Fprintf(w, "trusted %s (sha256 %s); what changed since you last trusted it (+ added, - removed; ! loosens your sandbox):\n", name, hash[:16])
-		for _, line := range policy.Diff(policy.Classify(was, env), policy.Classify(l, env)) {
+		fmt.Fprintf(w, "trusted %s (%s); what changed since you last trusted it (+ added, - removed; ! loosens your sandbox):\n", name, meaning[:16])
+		for _, line := range policy.Diff(policy.Classify(was, env, base), policy.Classify(l, env, base)) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
-		return nil
 	default:
-		fmt.Fprintf(w, "trusted %s (sha256 %s); it grants (! loosens your sandbox):\n", name, hash[:16])
+		fmt.Fprintf(w, "trusted %s (%s); it grants (! loosens your sandbox):\n", name, meaning[:16])
+		for _, g := range policy.Classify(l, env, base) {
+			fmt.Fprintf(w, "  %s\n", g)
+		}
 	}
-	for _, g := range policy.Classify(l, env) {
-		fmt.Fprintf(w, "  %s\n", g)
+	if props.Waiting(file) {
+		fmt.Fprintln(w, "agentbox learn left a proposal for it: agentbox trust --proposal shows and applies it")
+	}
+	return nil
+}
+
+// trustedVersion is the version of file pinned as hash, when the store
+// kept it; nil otherwise.
+func trustedVersion(store policy.TrustStore, file, hash string) *policy.Layer {
+	if hash == "" {
+		return nil
+	}
+	old, err := store.Content(hash)
+	if err != nil {
+		return nil
+	}
+	l, err := policy.Parse("project", file, old)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// pin trusts what l (parsed from data) means, and keeps data, so that a
+// later edit can be shown as what changed.
+func pin(store policy.TrustStore, file string, l *policy.Layer, data []byte) error {
+	meaning := policy.Meaning(l)
+	if err := store.Save(meaning, data); err != nil {
+		return err
+	}
+	return store.Trust(file, meaning)
+}
+
+// applyProposal applies the policy agentbox learn proposed for file: only
+// over the very bytes it was made from, after showing what it changes.
+func applyProposal(env policy.Env, props policy.Proposals, store policy.TrustStore, base policy.Baseline, file string, w io.Writer) error {
+	p, ok, err := props.Get(file)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return hint(fmt.Errorf("trust: no proposal for %s", policy.Escape(file)), "agentbox learn -- CMD proposes one")
+	}
+	current, err := readIfExists(file)
+	if err != nil {
+		return err
+	}
+	now := ""
+	if current != nil {
+		now = policy.Hash(current)
+	}
+	if now != p.From {
+		return hint(fmt.Errorf("trust: %s changed since agentbox learn made its proposal; nothing was applied", policy.Escape(file)),
+			"run agentbox learn again to propose for the policy as it is now")
+	}
+	l, err := policy.Parse("project", file, p.Data)
+	if err != nil {
+		return fmt.Errorf("trust: the proposal for %s: %w", policy.Escape(file), err)
+	}
+	var was *policy.Layer
+	if current != nil {
+		if was, err = policy.Parse("project", file, current); err != nil {
+			was = nil
+		}
+	}
+	for _, d := range p.Create {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("trust: making %s: %w", d, err)
+		}
+	}
+	if err := writeAtomic(file, p.Data); err != nil {
+		return err
+	}
+	if err := pin(store, file, l, p.Data); err != nil {
+		return err
+	}
+	if err := props.Remove(file); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "applied agentbox learn's proposal to %s and trusted it (%s); what it changes (+ added, - removed; ! loosens your sandbox):\n",
+		policy.Escape(file), policy.Meaning(l)[:16])
+	var old []policy.Grant
+	if was != nil {
+		old = policy.Classify(was, env, base)
+	}
+	for _, line := range policy.Diff(old, policy.Classify(l, env, base)) {
+		fmt.Fprintf(w, "  %s\n", line)
 	}
 	return nil
 }

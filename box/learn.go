@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
@@ -22,10 +23,12 @@ import (
 
 // Learn runs the request's command confined with the current policy,
 // collects what the box refused (files and network), and proposes a
-// policy that allows the safe part of it: written into the project's
-// .agentbox.toml (or a new one), shown as a diff on stdout, in force only
-// once the user trusts it. With output, the proposal (the diff and what
-// was left out) goes to that file instead and the project is left alone.
+// policy that allows the safe part of it, shown as a diff on stdout. The
+// proposal is kept in agentbox's state folder (policy.Proposals), never in
+// the project's .agentbox.toml: the next run goes on with the policy the
+// user trusted, and `agentbox trust --proposal` shows and applies it. With
+// output, the proposal (the diff and what was left out) goes to that file
+// instead and nothing is kept.
 func Learn(req Request, output string, stdout, stderr io.Writer) error {
 	if stderr == nil {
 		stderr = os.Stderr
@@ -114,13 +117,12 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 		}
 		diff = learn.Diff(old, "b/"+name, string(before), string(data))
 		if output == "" {
-			for _, d := range prop.Create {
-				if err := os.MkdirAll(d, 0o700); err != nil {
-					return fmt.Errorf("learn: making %s: %w", d, err)
-				}
+			from := ""
+			if before != nil {
+				from = policy.Hash(before)
 			}
-			if err := writeAtomic(file, data); err != nil {
-				return err
+			if err := policy.ProposalsOf(env).Put(policy.Proposal{File: file, From: from, Create: prop.Create, Made: time.Now(), Data: data}); err != nil {
+				return fmt.Errorf("learn: %w", err)
 			}
 		}
 	}
@@ -143,7 +145,8 @@ func writeProposal(w io.Writer, file, diff string, prop learn.Proposal, written 
 	} else {
 		fmt.Fprint(w, diff)
 		if written {
-			fmt.Fprintf(w, "\nwrote %s; it takes effect once you trust it: agentbox trust %s\n", file, ShellQuote(file))
+			fmt.Fprintf(w, "\nkept as a proposal for %s, not in force: runs go on with the policy you trusted.\n"+
+				"to review and apply it: agentbox trust --proposal %s\n", file, ShellQuote(file))
 		} else {
 			fmt.Fprintf(w, "\nto use it, apply this to %s and trust it: agentbox trust\n", file)
 		}

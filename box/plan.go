@@ -52,8 +52,9 @@ func defaultShell(goos string, getenv func(string) string) string {
 }
 
 // Plan resolves the request as `agentbox run` would and prints the plan in
-// format f. An empty command is the user's shell.
-func Plan(req Request, f PlanFormat, w io.Writer) error {
+// format f; the readable table fits width columns (0: no limit; see
+// Width). An empty command is the user's shell.
+func Plan(req Request, f PlanFormat, width int, w io.Writer) error {
 	if len(req.Command) == 0 {
 		req.Command = []string{defaultShell(runtime.GOOS, os.Getenv)}
 	}
@@ -96,9 +97,13 @@ func Plan(req Request, f PlanFormat, w io.Writer) error {
 		fmt.Fprintln(w, mount.Shell(self, d))
 		return nil
 	}
-	p.WriteText(w)
+	if err := p.WriteText(w, width); err != nil {
+		return err
+	}
 	if b != nil {
-		b.Describe(p, w)
+		var d strings.Builder
+		b.Describe(p, &d)
+		return plan.Fit(w, d.String(), width)
 	}
 	return nil
 }

@@ -61,9 +61,7 @@ func Run(req Request) (int, error) {
 		}
 		syncState(p)
 	}
-	if line := weakerLine(p, b.Name(), bwrapFallback(p, all)); line != "" {
-		fmt.Fprintln(os.Stderr, line)
-	}
+	backendNotice(os.Stderr, p, b.Name(), bwrapFallback(p, all), fallbackCause)
 	if req.Verify {
 		if err := verifyFirst(p, b); err != nil {
 			return 0, err
@@ -100,24 +98,6 @@ func bwrapFallback(p *plan.Plan, all []backend.Backend) *backend.Unavailable {
 		return u
 	}
 	return nil
-}
-
-// weakerLine is the one warning a confined run prints before CMD starts:
-// a bwrap that is missing or broken and its fix (the run falls back to a
-// weaker backend), and how many rules are enforced weaker. "" when there
-// is nothing to say.
-func weakerLine(p *plan.Plan, backendName string, fallback *backend.Unavailable) string {
-	n := countWeaker(p)
-	weaker := fmt.Sprintf("%d rules are enforced weaker than the policy asks (agentbox plan shows how)", n)
-	switch {
-	case fallback != nil && n > 0:
-		return fmt.Sprintf("agentbox: warning: %s, so %s confines this run and %s; %s", fallback.Reason, backendName, weaker, fallback.Fix)
-	case fallback != nil:
-		return fmt.Sprintf("agentbox: warning: %s, so %s confines this run; %s", fallback.Reason, backendName, fallback.Fix)
-	case n > 0:
-		return fmt.Sprintf("agentbox: warning: %s: %s", backendName, weaker)
-	}
-	return ""
 }
 
 // countWeaker counts the backend's weaker rules, limits aside: how a limit
@@ -169,7 +149,7 @@ func verifyFirst(p *plan.Plan, b backend.Backend) error {
 		return err
 	}
 	if failed := r.Failed(); len(failed) > 0 {
-		r.WriteText(os.Stderr)
+		r.WriteText(os.Stderr, Width(os.Stderr, false))
 		return hint(fmt.Errorf("%s: %d rules of the plan are not in force; CMD was not started", b.Name(), len(failed)),
 			"agentbox verify with the same flags shows the report again")
 	}

@@ -20,9 +20,10 @@ import (
 var ErrVerifyFailed = errors.New("some rules of the plan are not in force")
 
 // Verify starts the box the request's plan describes and checks every
-// rule from inside it (package verify), printing the report as text or
-// JSON. It returns ErrVerifyFailed when a rule failed.
-func Verify(req Request, asJSON bool, w io.Writer) error {
+// rule from inside it (package verify), printing the report as text (fitted
+// to width columns, 0 for no limit) or JSON. It returns ErrVerifyFailed
+// when a rule failed.
+func Verify(req Request, asJSON bool, width int, w io.Writer) error {
 	if len(req.Command) == 0 {
 		req.Command = []string{"true"}
 	}
@@ -42,8 +43,8 @@ func Verify(req Request, asJSON bool, w io.Writer) error {
 		if err := r.WriteJSON(w); err != nil {
 			return err
 		}
-	} else {
-		r.WriteText(w)
+	} else if err := r.WriteText(w, width); err != nil {
+		return err
 	}
 	if r.Count(verify.Failed) > 0 {
 		return ErrVerifyFailed

@@ -16,6 +16,7 @@
 package cache
 
 import (
+	"net/url"
 	"path/filepath"
 	"strings"
 )
@@ -231,3 +232,55 @@ func Root(state string) string { return filepath.Join(state, "caches") }
 
 // Folder is the folder of one workspace's private caches.
 func Folder(state, workspace string) string { return filepath.Join(Root(state), workspace) }
+
+// GoProxyDefault is the go command's GOPROXY when nothing sets it.
+const GoProxyDefault = "https://proxy.golang.org,direct"
+
+// GoProgSetting is GOCACHEPROG=…, which makes the go command run agentbox
+// (self) as its build cache program, reading the host's build cache and
+// writing the private one (see GoProg). ok is false when a path cannot be
+// written in GOCACHEPROG's quoting: fields split at white space, each
+// optionally in single or double quotes, with no escapes.
+func GoProgSetting(self, host, private string) (setting string, ok bool) {
+	fields := []string{self, GoProgCommand, "--read", host, "--write", private}
+	for i, f := range fields {
+		q, ok := quoteField(f)
+		if !ok {
+			return "", false
+		}
+		fields[i] = q
+	}
+	return "GOCACHEPROG=" + strings.Join(fields, " "), true
+}
+
+// quoteField quotes s for GOCACHEPROG when it holds white space or a quote.
+func quoteField(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	if !strings.ContainsAny(s, " \t\n\r'\"") {
+		return s, true
+	}
+	if strings.ContainsAny(s, "\n\r") {
+		return "", false
+	}
+	if !strings.Contains(s, "'") {
+		return "'" + s + "'", true
+	}
+	if !strings.Contains(s, `"`) {
+		return `"` + s + `"`, true
+	}
+	return "", false
+}
+
+// GoProxySetting is GOPROXY=file://download, the host's module download
+// cache (which has the module proxy's own layout) as a proxy; the proxies
+// the box would use otherwise follow it, after a comma. ok is false when
+// the folder's name would end a GOPROXY entry (a comma or a bar).
+func GoProxySetting(download string) (setting string, ok bool) {
+	if !filepath.IsAbs(download) || strings.ContainsAny(download, ",|") {
+		return "", false
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(download)}
+	return "GOPROXY=" + u.String(), true
+}

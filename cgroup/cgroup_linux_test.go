@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // Enter moves the calling process into the new cgroup, so each real test
@@ -25,6 +27,7 @@ import (
 const helperEnv = "AGENTBOX_CGROUP_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	proctest.DefaultSignals()
 	if h := os.Getenv(helperEnv); h != "" {
 		helpers[h](os.Stdout)
 		os.Exit(0)
@@ -223,7 +226,7 @@ func runHelper(t *testing.T, h string, wrap ...string) map[string][]string {
 	cmd.Env = append(os.Environ(), helperEnv+"="+h)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	if err := proctest.Run(t, cmd, 5*time.Minute); err != nil {
 		t.Fatalf("helper %s: %v\n%s", h, err, out.String())
 	}
 	t.Logf("helper %s:\n%s", h, out.String())

@@ -273,3 +273,21 @@ func procMounts(mountinfo string) []string {
 	}
 	return out
 }
+
+// FallbackCause decides why bwrap cannot start a sandbox here as Probe's
+// report does, from the facts it can read without starting bwrap (the
+// sysctls, AppArmor, a user namespace, the container, /proc's mounts):
+// bwrapPath is "" when bwrap is not installed, bwrapError the probe's
+// answer. A run that falls back to Landlock names the cause in one line.
+func FallbackCause(bwrapPath, bwrapError string) Cause {
+	r := Report{UID: os.Getuid(), Bwrap: Bwrap{Path: bwrapPath, Error: bwrapError}}
+	if bwrapPath == "" {
+		return CauseMissing
+	}
+	r.UserNS.Sysctls = usernsSysctls()
+	r.UserNS.Works, r.UserNS.Error = probeUserns()
+	r.AppArmor = probeAppArmor()
+	r.Container = probeContainer()
+	r.Proc = probeProc()
+	return BwrapCause(r)
+}

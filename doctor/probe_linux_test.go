@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // These tests probe the real machine. AGENTBOX_DOCTOR_HELPER names a
@@ -29,6 +32,7 @@ import (
 var helperPath string
 
 func TestMain(m *testing.M) {
+	proctest.DefaultSignals()
 	code := func() int {
 		if p := os.Getenv("AGENTBOX_DOCTOR_HELPER"); p != "" {
 			helperPath = p
@@ -218,8 +222,11 @@ echo 0 > /proc/sys/user/max_user_namespaces
 `, dir, as, helperPath, asRoot)
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.SysProcAttr = attr
-	out, err := cmd.CombinedOutput()
-	skipUnless(t, err == nil, fmt.Sprintf("cannot set up the user namespace: %v: %s", err, out))
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	runErr := proctest.Run(t, cmd, 2*time.Minute)
+	out := buf.Bytes()
+	skipUnless(t, runErr == nil, fmt.Sprintf("cannot set up the user namespace: %v: %s", runErr, out))
 
 	read := func(name string, v any) {
 		t.Helper()

@@ -22,3 +22,6 @@ func Probe(all []backend.Backend) Report {
 	r.Auto = auto(all)
 	return r
 }
+
+// FallbackCause is CauseMissing: there is no bwrap off Linux.
+func FallbackCause(bwrapPath, bwrapError string) Cause { return CauseMissing }

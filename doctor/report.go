@@ -299,39 +299,38 @@ func diagnose(r Report) []Problem {
 		"  echo kernel.apparmor_restrict_unprivileged_userns=0 | sudo tee /etc/sysctl.d/60-agentbox-userns.conf"
 	appArmorTradeOff := "the profile is the narrow fix: only " + bwrapPath + " (and whoever runs it) may create user namespaces; " +
 		"the sysctl re-opens them to every program: " + usernsTradeOff
-	switch {
-	case r.Bwrap.Path == "":
+	switch BwrapCause(r) {
+	case CauseMissing:
 		add("bubblewrap is not installed (bwrap is not in PATH)",
 			"sudo apt install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch); until then auto uses Landlock",
 			"")
-	case !r.Bwrap.Works:
-		problem := "bwrap cannot start a sandbox: " + r.Bwrap.Error
-		switch {
-		case restricted && r.UID != 0:
-			add(problem+" (AppArmor restricts unprivileged user namespaces)", appArmorFix, appArmorTradeOff)
-		case r.UserNS.Sysctls[sysctlMaxUserns] == "0":
-			add(problem+" (user.max_user_namespaces is 0)",
-				"sudo sysctl -w user.max_user_namespaces=15000, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
-				usernsTradeOff)
-		case r.UserNS.Sysctls[sysctlUsernsClone] == "0":
-			add(problem+" (kernel.unprivileged_userns_clone is 0)",
-				"sudo sysctl -w kernel.unprivileged_userns_clone=1, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
-				usernsTradeOff)
-		case procMasked(r):
-			add(problem+" (this container's /proc is masked: "+listShort(r.Proc.Masked)+" are covered, and the kernel refuses a fresh /proc that would show them)",
-				"Kubernetes: give the pod its own user namespace and an unmasked /proc: spec.hostUsers: false and the container's securityContext.procMount: Unmasked "+
-					"(with seccompProfile and appArmorProfile Unconfined, so bwrap may make namespaces and mounts); "+
-					"Docker or Podman: --security-opt systempaths=unconfined; "+
-					"or keep the Landlock backend, which auto picks here and which needs neither (it cannot filter the network by host)",
-				"unmasked, the container can read what the runtime hid in /proc (the host's /proc/kcore, /proc/timer_list, …), inside its own user namespace")
-		case r.Container.Detected:
-			add(problem+" (inside a "+r.Container.Kind+" container, which forbids namespaces)",
-				"allow user namespaces in the container (docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or podman, which allows them), run agentbox on the host, or keep the Landlock backend",
-				"a looser container profile lets everything in the container reach more of the kernel")
-		default:
-			add(problem, "read bwrap's message above; `agentbox run --backend landlock` needs no namespaces", "")
+	case CauseAppArmor:
+		add(bwrapProblem(r)+" (AppArmor restricts unprivileged user namespaces)", appArmorFix, appArmorTradeOff)
+	case CauseMaxUserns:
+		add(bwrapProblem(r)+" (user.max_user_namespaces is 0)",
+			"sudo sysctl -w user.max_user_namespaces=15000, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
+			usernsTradeOff)
+	case CauseUsernsClone:
+		add(bwrapProblem(r)+" (kernel.unprivileged_userns_clone is 0)",
+			"sudo sysctl -w kernel.unprivileged_userns_clone=1, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
+			usernsTradeOff)
+	case CauseProcMasked:
+		add(bwrapProblem(r)+" (this container's /proc is masked: "+listShort(r.Proc.Masked)+" are covered, and the kernel refuses a fresh /proc that would show them)",
+			"Kubernetes: give the pod its own user namespace and an unmasked /proc: spec.hostUsers: false and the container's securityContext.procMount: Unmasked "+
+				"(with seccompProfile and appArmorProfile Unconfined, so bwrap may make namespaces and mounts); "+
+				"Docker or Podman: --security-opt systempaths=unconfined; "+
+				"or keep the Landlock backend, which auto picks here and which needs neither (it cannot filter the network by host)",
+			"unmasked, the container can read what the runtime hid in /proc (the host's /proc/kcore, /proc/timer_list, …), inside its own user namespace")
+	case CauseContainer:
+		add(bwrapProblem(r)+" (inside a "+r.Container.Kind+" container, which forbids namespaces)",
+			"allow user namespaces in the container (docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or podman, which allows them), run agentbox on the host, or keep the Landlock backend",
+			"a looser container profile lets everything in the container reach more of the kernel")
+	case CauseOther:
+		add(bwrapProblem(r), "read bwrap's message above; `agentbox run --backend landlock` needs no namespaces", "")
+	case CauseNone:
+		if r.Bwrap.NetworkNone {
+			break
 		}
-	case !r.Bwrap.NetworkNone:
 		fix := `network = "none" cannot use bwrap here; use the landlock backend (it blocks TCP only) or network = "open"`
 		tradeOff := ""
 		if restricted && r.UID != 0 {
@@ -358,6 +357,66 @@ func diagnose(r Report) []Problem {
 			"fix one of the problems above; until then `agentbox run --best-effort` runs commands unconfined and says so", "")
 	}
 	return out
+}
+
+func bwrapProblem(r Report) string { return "bwrap cannot start a sandbox: " + r.Bwrap.Error }
+
+// Cause is why bwrap cannot start a sandbox here, as doctor decides it.
+type Cause int
+
+// The causes, in the order doctor checks them.
+const (
+	CauseNone        Cause = iota // bwrap works
+	CauseMissing                  // not installed
+	CauseAppArmor                 // AppArmor restricts unprivileged user namespaces
+	CauseMaxUserns                // user.max_user_namespaces is 0
+	CauseUsernsClone              // kernel.unprivileged_userns_clone is 0
+	CauseProcMasked               // a container's masked /proc
+	CauseContainer                // a container that forbids namespaces
+	CauseOther                    // anything else: bwrap's own message says
+)
+
+// Short says the cause in a few words, for the one line a run prints when
+// Landlock confines it instead (doctor gives the whole story).
+func (c Cause) Short() string {
+	switch c {
+	case CauseMissing:
+		return "bwrap is not installed"
+	case CauseAppArmor:
+		return "AppArmor denies bwrap user namespaces"
+	case CauseMaxUserns, CauseUsernsClone:
+		return "user namespaces are disabled"
+	case CauseProcMasked:
+		return "/proc is masked, bwrap cannot mount its own"
+	case CauseContainer:
+		return "this container forbids namespaces"
+	case CauseOther:
+		return "bwrap cannot start a box here"
+	}
+	return ""
+}
+
+// BwrapCause decides why bwrap does not work, from the report's facts:
+// the first that holds of its installation, AppArmor (for anybody but
+// root), the user-namespace sysctls, a masked /proc, a container.
+func BwrapCause(r Report) Cause {
+	switch {
+	case r.Bwrap.Path == "":
+		return CauseMissing
+	case r.Bwrap.Works:
+		return CauseNone
+	case r.AppArmor.RestrictUserns == "1" && r.UID != 0:
+		return CauseAppArmor
+	case r.UserNS.Sysctls[sysctlMaxUserns] == "0":
+		return CauseMaxUserns
+	case r.UserNS.Sysctls[sysctlUsernsClone] == "0":
+		return CauseUsernsClone
+	case procMasked(r):
+		return CauseProcMasked
+	case r.Container.Detected:
+		return CauseContainer
+	}
+	return CauseOther
 }
 
 // procMasked reports whether bwrap failed because /proc is masked: its own

@@ -161,3 +161,56 @@ func TestGolden(t *testing.T) {
 		}
 	}
 }
+
+// BwrapCause decides as diagnose does; a run's notice uses it. Under a
+// masked /proc bwrap's message ends in "Operation not permitted" while
+// user namespaces work: the cause is the /proc, not the namespaces.
+func TestBwrapCause(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Report)
+		want Cause
+	}{
+		{"healthy", func(*Report) {}, CauseNone},
+		{"no bwrap", func(r *Report) { r.Bwrap = Bwrap{} }, CauseMissing},
+		{"apparmor", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: setting up uid map: Permission denied"
+			r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1"}
+		}, CauseAppArmor},
+		{"apparmor does not restrict root", func(r *Report) {
+			r.UID = 0
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: something else"
+			r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1"}
+		}, CauseOther},
+		{"max_user_namespaces", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: Creating new namespace failed: No space left on device"
+			r.UserNS.Sysctls[sysctlMaxUserns] = "0"
+		}, CauseMaxUserns},
+		{"debian knob", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to creating new namespace"
+			r.UserNS.Sysctls[sysctlUsernsClone] = "0"
+		}, CauseUsernsClone},
+		{"masked /proc in a container", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap cannot create a sandbox: Can't mount proc on /newroot/proc: Operation not permitted"
+			r.Container = Container{Detected: true, Kind: "kubepods"}
+			r.Proc = Proc{Masked: []string{"/proc/bus (proc)"}}
+		}, CauseProcMasked},
+		{"container", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: Creating new namespace failed: Operation not permitted"
+			r.Container = Container{Detected: true, Kind: "docker"}
+		}, CauseContainer},
+		{"anything else", func(r *Report) { r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: execvp true: No such file or directory" }, CauseOther},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base()
+			tc.edit(&r)
+			if got := BwrapCause(r); got != tc.want {
+				t.Errorf("BwrapCause = %d (%s), want %d (%s)", got, got.Short(), tc.want, tc.want.Short())
+			}
+		})
+	}
+	if CauseProcMasked.Short() == CauseMaxUserns.Short() || strings.Contains(CauseProcMasked.Short(), "namespaces") {
+		t.Errorf("a masked /proc is told as %q", CauseProcMasked.Short())
+	}
+}

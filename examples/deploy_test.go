@@ -1,11 +1,16 @@
 package examples
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
@@ -128,8 +133,11 @@ var (
 )
 
 // The GitHub Actions job pins everything it installs (actions by commit,
-// tools by exact version) and builds agentbox from its own module at a
-// version, never from the repository it checked out.
+// tools by exact version, agentbox's source by commit) and builds agentbox
+// from that checkout of its source, never from the repository under work,
+// and never by a version that has not been published. The build line of
+// the job runs here, on a copy of this source, and makes an agentbox that
+// runs. Before, the job installed a v0.1.0 that does not exist.
 func TestGitHubActions(t *testing.T) {
 	data, err := os.ReadFile("github-actions.yml")
 	if err != nil {
@@ -163,7 +171,11 @@ func TestGitHubActions(t *testing.T) {
 			t.Errorf("%s=%s is not an exact version", k, v)
 		}
 	}
+	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(job.Env["AGENTBOX_COMMIT"]) || job.Env["AGENTBOX_REPOSITORY"] == "" {
+		t.Errorf("agentbox's source is not pinned by commit: %v", job.Env)
+	}
 	var script strings.Builder
+	source := false
 	for _, s := range job.Steps {
 		if s.Uses != "" && !pinnedAction.MatchString(s.Uses) {
 			t.Errorf("action %s is not pinned to a commit", s.Uses)
@@ -173,14 +185,22 @@ func TestGitHubActions(t *testing.T) {
 				t.Errorf("%s %s=%v is not an exact version", s.Uses, k, v)
 			}
 		}
+		if s.With["repository"] == "${{ env.AGENTBOX_REPOSITORY }}" && s.With["ref"] == "${{ env.AGENTBOX_COMMIT }}" && s.With["path"] == ".agentbox-src" {
+			source = true
+		}
 		script.WriteString(s.Run + "\n")
 	}
-	run := script.String()
-	if regexp.MustCompile(`go (build|install)[^\n]* \.(/|\s|$)`).MatchString(run) {
-		t.Error("the job builds whatever repository is checked out")
+	if !source {
+		t.Error("no step checks out agentbox's source at AGENTBOX_COMMIT into .agentbox-src")
 	}
+	run := script.String()
+	if regexp.MustCompile(`go (build|install)`).MatchString(run) {
+		t.Error("the job runs go build or go install itself: agentbox is built by its own Makefile from .agentbox-src")
+	}
+	build := `make -C .agentbox-src install PREFIX="$RUNNER_TEMP/agentbox"`
 	for _, want := range []string{
-		`go install -tags urfave_cli_no_docs "github.com/agentbox/agentbox@$AGENTBOX_VERSION"`,
+		build,
+		`echo "$RUNNER_TEMP/agentbox/bin" >> "$GITHUB_PATH"`,
 		`npm install -g "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"`,
 		`agentbox run --policy .github/agentbox.toml -- claude -p`,
 	} {
@@ -192,5 +212,59 @@ func TestGitHubActions(t *testing.T) {
 		if strings.Contains(line, "install") && (strings.Contains(line, "@latest") || regexp.MustCompile(`npm install -g \S+$`).MatchString(strings.TrimSpace(line)) && !strings.Contains(line, "@$")) {
 			t.Errorf("unpinned install: %s", line)
 		}
+	}
+
+	// The build line, run on a copy of this source as the job runs it.
+	if testing.Short() {
+		t.Skip("-short: the job's build of agentbox is not run")
+	}
+	skip := func(why string) {
+		t.Helper()
+		if os.Getenv("AGENTBOX_MUST_WORK") == "1" {
+			t.Fatalf("%s (AGENTBOX_MUST_WORK=1 forbids skipping)", why)
+		}
+		t.Skip("skipped: " + why)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		skip("make is not installed")
+	}
+	work := t.TempDir()
+	src := filepath.Join(work, ".agentbox-src")
+	// The files of this checkout; safe.directory, because the tests may
+	// run as a user who does not own it (the unprivileged pass).
+	var stderr strings.Builder
+	cp := exec.Command("git", "-c", "safe.directory=*", "-C", "..", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cp.Stderr = &stderr
+	files, err := cp.Output()
+	if err != nil {
+		skip(fmt.Sprintf("not a git checkout, nothing to build from: %v: %s", err, strings.TrimSpace(stderr.String())))
+	}
+	for _, f := range strings.Split(strings.TrimSuffix(string(files), "\x00"), "\x00") {
+		fi, err := os.Lstat(filepath.Join("..", f))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // listed, but gone from the work tree, or not a file
+		}
+		b, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, f), b, fi.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "sh", "-c", build)
+	c.Dir = work
+	c.Env = append(os.Environ(), "RUNNER_TEMP="+filepath.Join(work, "runner"))
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", build, err, out)
+	}
+	out, err := exec.Command(filepath.Join(work, "runner", "agentbox", "bin", "agentbox"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "agentbox ") {
+		t.Fatalf("the agentbox the job builds: %v\n%s", err, out)
 	}
 }

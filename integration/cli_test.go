@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -408,9 +409,9 @@ func TestCompletionMatchesInstalled(t *testing.T) {
 	}
 }
 
-// A run that auto gives to Landlock because bwrap is missing says so once,
-// in its one warning line, with the install line; a run that asks for
-// Landlock does not blame bwrap.
+// A run that auto gives to Landlock because bwrap is missing says so in
+// one line, once per project; a run that asks for Landlock does not blame
+// bwrap.
 func TestLandlockFallbackSaysWhy(t *testing.T) {
 	w := newWorld(t)
 	pathDir := filepath.Join(w.base, "bin")
@@ -428,11 +429,43 @@ func TestLandlockFallbackSaysWhy(t *testing.T) {
 	r := w.run("run", "--", "true")
 	expectCode(t, r, 0)
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "agentbox: warning: bubblewrap (bwrap) is not installed or not on PATH, so landlock confines this run") ||
-		!strings.Contains(lines[0], "apt-get install bubblewrap") {
-		t.Errorf("want one warning naming bwrap and its install line, got:\n%s", r.stderr)
+	if len(lines) != 1 || lines[0] != "agentbox: notice: using Landlock: bwrap is not installed (agentbox doctor)" {
+		t.Errorf("want one notice naming bwrap, got:\n%s", r.stderr)
+	}
+	r = w.run("run", "--", "true")
+	expectCode(t, r, 0)
+	if r.stderr != "" {
+		t.Errorf("the notice again in the same project:\n%s", r.stderr)
 	}
 	r = w.run("run", "--backend", "landlock", "--", "true")
 	expectCode(t, r, 0)
 	expectNotContains(t, "stderr", r.stderr, "bwrap")
+}
+
+// Run from the home folder, agentbox refuses to make it writable, and its
+// first message gives the whole command that works, which then runs.
+// Before, the hint said --writable ~, which was refused again for
+// --allow-broad-writable.
+func TestHomeFolderGivesTheCommandThatWorks(t *testing.T) {
+	w := newWorld(t)
+	w.cwd = w.home
+	r := w.run("run", "--network", "none", "--", "sh", "-c", "echo ran > here && cat here")
+	expectCode(t, r, 125)
+	const lead = "to let the box write here: "
+	i := strings.Index(r.stderr, lead)
+	if i < 0 {
+		t.Fatalf("no command in the refusal:\n%s", r.stderr)
+	}
+	cmdline := strings.TrimSpace(strings.SplitN(r.stderr[i+len(lead):], "\n", 2)[0])
+	if !strings.HasPrefix(cmdline, "agentbox run ") || !strings.Contains(cmdline, "--allow-broad-writable") || !strings.Contains(cmdline, "--network none") {
+		t.Fatalf("the command %q is not the whole command", cmdline)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, "sh", "-c", `exec "$0" `+strings.TrimPrefix(cmdline, "agentbox "), bin)
+	c.Dir, c.Env = w.cwd, w.env
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ran") {
+		t.Fatalf("%s: %v\n%s", cmdline, err, out)
+	}
 }

@@ -249,7 +249,7 @@ func TestKubernetesPodExample(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(work, "test.sh")); string(data) != "fixed\n" {
 		t.Errorf("the agent's fix is not in the checkout: %q", data)
 	}
-	expectContains(t, "stderr", r.stderr, "so landlock confines this run")
+	expectContains(t, "stderr", r.stderr, "agentbox: notice: using Landlock: /proc is masked")
 }
 
 // examplePolicy is the absolute path of an example policy.

@@ -75,6 +75,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // fakeAPI is a scripted stand-in of a model API on 127.0.0.1, so the real
@@ -462,9 +464,8 @@ func runCLI(t *testing.T, w *world, api *fakeAPI, argv []string) result {
 	c.Dir = w.cwd
 	c.Env = append(append([]string(nil), w.env...), api.Env()...)
 	c.Stdin = strings.NewReader("")
-	// Its own process group, so a hung turn is killed whole.
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	// Its own session, so a hung turn is killed whole.
+	proctest.Own(t, c)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()

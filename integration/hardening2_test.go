@@ -115,7 +115,7 @@ func TestRaceSwappedFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { cancel(); a.Wait() }()
-		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "swapping\n" {
+		if line := readLine(t, bufio.NewReader(out)); line != "swapping\n" {
 			cancel()
 			a.Wait()
 			t.Fatalf("the swapping box did not start: %q %s", line, aerr.String())

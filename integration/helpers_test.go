@@ -3,9 +3,11 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,12 +15,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // bin is the agentbox binary under test.
 var bin string
 
 func TestMain(m *testing.M) {
+	// What the tests start gets the default signal dispositions, even
+	// when this binary inherited them ignored (nohup, a shell's &).
+	proctest.DefaultSignals()
 	bin = os.Getenv("AGENTBOX_BIN")
 	if bin == "" {
 		// Outside /tmp: the box replaces /tmp, and tests run the binary
@@ -41,6 +48,40 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
+}
+
+// bound is the longest a test waits for any one thing a process it
+// started should say or do (a line, its end); past it the test fails and
+// what it started is killed.
+const bound = 60 * time.Second
+
+// readLine reads one line from r within bound.
+func readLine(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	return proctest.Line(t, r, bound)
+}
+
+// waitCmd waits for c within bound and returns its exit error.
+func waitCmd(t *testing.T, c *exec.Cmd) error {
+	t.Helper()
+	return proctest.Wait(t, c, bound)
+}
+
+// readRest reads r to its end within bound.
+func readRest(t *testing.T, r io.Reader) string {
+	t.Helper()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- b
+	}()
+	select {
+	case b := <-got:
+		return string(b)
+	case <-time.After(bound):
+		t.Fatalf("the output did not end within %v", bound)
+	}
+	return ""
 }
 
 // need skips the test with why when a capability is missing, and fails it
@@ -138,7 +179,9 @@ func (w *world) cmd(args ...string) *exec.Cmd {
 // command is agentbox with args in the world. For a test that asked for the
 // network tests' names (netNames), it starts in a mount namespace of its
 // own whose /etc/hosts has them, so the host's file is never edited;
-// unshare and sh exec, so the process is agentbox itself.
+// unshare and sh exec, so the process is agentbox itself. It is the
+// test's (proctest.Own): in a session of its own, killed whole when ctx
+// ends or the test does, its output waited for a bounded time.
 func (w *world) command(ctx context.Context, args ...string) *exec.Cmd {
 	var c *exec.Cmd
 	if hosts := hostsFileFor(w.t); hosts != "" {
@@ -149,6 +192,7 @@ func (w *world) command(ctx context.Context, args ...string) *exec.Cmd {
 	}
 	c.Dir = w.cwd
 	c.Env = w.env
+	proctest.Own(w.t, c)
 	return c
 }
 

@@ -5,7 +5,6 @@ package integration
 import (
 	"bufio"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -320,7 +319,7 @@ func TestHostExecCheckAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-		line, _ := bufio.NewReader(out).ReadString('\n')
+		line := readLine(t, bufio.NewReader(out))
 		if line != "ready\n" {
 			t.Fatalf("waiting for ready: %q", line)
 		}
@@ -671,7 +670,7 @@ echo ready; read line`)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+	if line := readLine(t, bufio.NewReader(out)); line != "ready\n" {
 		t.Fatalf("waiting for ready: %q", line)
 	}
 	w.hostGit(w.project, "status")
@@ -689,7 +688,7 @@ echo ready; read line`)
 		}
 	}
 	in.Write([]byte("go\n"))
-	c.Wait()
+	waitCmd(t, c)
 	for _, p := range []string{".mcp.json", ".claude"} {
 		if exists(filepath.Join(w.project, p)) {
 			t.Errorf("the placeholder %s is left after the run", p)
@@ -714,7 +713,7 @@ echo '{}' > .mcp.json 2>/dev/null && echo mcp=written || echo mcp=refused`)
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	br := bufio.NewReader(out)
-	if line, _ := br.ReadString('\n'); line != "ready\n" {
+	if line := readLine(t, br); line != "ready\n" {
 		t.Fatalf("waiting for ready: %q", line)
 	}
 	r := w.run("run", "--backend", "bwrap", "--", "true")
@@ -723,9 +722,9 @@ echo '{}' > .mcp.json 2>/dev/null && echo mcp=written || echo mcp=refused`)
 		t.Fatalf("the first run's placeholder went with the second run: %v", err)
 	}
 	write(t, filepath.Join(w.project, "go"), "")
-	rest, _ := io.ReadAll(br)
-	c.Wait()
-	expectContains(t, "first run", string(rest), "mcp=refused")
+	rest := readRest(t, br)
+	waitCmd(t, c)
+	expectContains(t, "first run", rest, "mcp=refused")
 	if exists(filepath.Join(w.project, ".mcp.json")) {
 		t.Error("the last run out left the placeholder")
 	}

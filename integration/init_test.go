@@ -104,10 +104,10 @@ func TestInitForwardsEverySignal(t *testing.T) {
 				if err := c.Process.Signal(sig); err != nil {
 					t.Fatal(err)
 				}
-				if line, _ := br.ReadString('\n'); line != "got "+name+"\n" {
+				if line := readLine(t, br); line != "got "+name+"\n" {
 					t.Fatalf("CMD did not see %s: %q", name, line)
 				}
-				if err := c.Wait(); exitCode(err) != 7 {
+				if err := waitCmd(t, c); exitCode(err) != 7 {
 					t.Fatalf("want exit 7 from the trap, got %v", err)
 				}
 			})

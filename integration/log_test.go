@@ -585,7 +585,7 @@ func TestLogFollow(t *testing.T) {
 			if err := c.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Wait(); err != nil {
+			if err := waitCmd(t, c); err != nil {
 				t.Fatalf("follow did not end cleanly on SIGINT: %v\n%s", err, stderr.String())
 			}
 			return

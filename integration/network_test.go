@@ -422,7 +422,7 @@ func TestNetworkLeavesNothing(t *testing.T) {
 				stdin.Write([]byte("go\n"))
 			}
 			stdin.Close()
-			err = c.Wait()
+			err = waitCmd(t, c)
 			if !kill && err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}

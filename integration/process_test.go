@@ -65,9 +65,8 @@ func startWaiting(t *testing.T, w *world, script string) (*exec.Cmd, *bufio.Read
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	br := bufio.NewReader(out)
-	line, err := br.ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("waiting for ready: %q %v", line, err)
+	if line := readLine(t, br); line != "ready\n" {
+		t.Fatalf("waiting for ready: %q", line)
 	}
 	return c, br
 }
@@ -82,11 +81,11 @@ func TestSignalsReachCommand(t *testing.T) {
 			if err := c.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			line, _ := br.ReadString('\n')
+			line := readLine(t, br)
 			if line != "got "+name+"\n" {
 				t.Fatalf("CMD did not see %s: %q", name, line)
 			}
-			err := c.Wait()
+			err := waitCmd(t, c)
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
 				t.Fatalf("want exit 7 from the trap, got %v", err)
 			}

@@ -56,6 +56,7 @@ except OSError as e:
 				port, _ := strconv.Atoi(got)
 				c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
 				if err == nil {
+					c.SetReadDeadline(time.Now().Add(5 * time.Second))
 					line, _ := bufio.NewReader(c).ReadString('\n')
 					c.Close()
 					if line != "" {
@@ -75,11 +76,21 @@ except OSError as e:
 // distributions), a box with network allowlist or none sends ICMP echo
 // requests to any address and reads the replies: a channel out that the
 // allowlist plan does not even mention. The test sets the range in a
-// network namespace of its own (root only), never the host's.
+// network namespace of its own (root only), never the host's, and brings
+// its loopback up with python3 (which the probe needs anyway) rather than
+// ip(8), which a minimal system lacks.
 func TestLandlockNoICMPOut(t *testing.T) {
 	needLandlock(t)
 	rootOnly(t, "sets net.ipv4.ping_group_range in a network namespace of its own")
+	python, err := exec.LookPath("python3")
+	need(t, err == nil, "python3 is not installed")
 	w := newWorld(t)
+	// SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP: ip link set lo up.
+	write(t, filepath.Join(w.project, "lo_up.py"), `import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH", b"lo", 0)))[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", flags | 1))
+`)
 	write(t, filepath.Join(w.project, "ping.py"), `import socket, struct
 try:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
@@ -94,9 +105,9 @@ except OSError as e:
 `)
 	for _, mode := range [][]string{{"--network", "none"}, {"--network", "allowlist", "--allow", "example.com"}} {
 		t.Run(mode[1], func(t *testing.T) {
-			args := append([]string{"--net", "--", "sh", "-c", `ip link set lo up && echo "0 2147483647" > /proc/sys/net/ipv4/ping_group_range && exec "$@"`, "sh",
+			args := append([]string{"--net", "--", "sh", "-c", `"$0" lo_up.py && echo "0 2147483647" > /proc/sys/net/ipv4/ping_group_range && exec "$@"`, python,
 				bin, "run", "--backend", "landlock"}, mode...)
-			c := exec.Command("unshare", append(args, "--", "/usr/bin/python3", "ping.py")...)
+			c := exec.Command("unshare", append(args, "--", python, "ping.py")...)
 			c.Dir, c.Env = w.project, w.env
 			out, err := c.CombinedOutput()
 			if err != nil {

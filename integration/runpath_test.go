@@ -109,11 +109,14 @@ func TestSupervisorOutsideBoxCgroup(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { stdin.Close(); c.Wait() }()
+	defer func() { stdin.Close(); waitCmd(t, c) }()
 	var boxCg []string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() && sc.Text() != "done" {
-		boxCg = append(boxCg, sc.Text())
+	br := bufio.NewReader(out)
+	for line := readLine(t, br); line != "done\n"; line = readLine(t, br) {
+		if line == "" {
+			t.Fatal("the box ended before it said done")
+		}
+		boxCg = append(boxCg, strings.TrimSuffix(line, "\n"))
 	}
 	self, err := os.ReadFile("/proc/" + itoa(c.Process.Pid) + "/cgroup")
 	if err != nil {

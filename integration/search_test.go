@@ -299,7 +299,7 @@ func TestSearchCheckFailsClosed(t *testing.T) {
 			c.Wait()
 			t.Fatalf("prlimit: %v: %s", err, b)
 		}
-		werr := c.Wait()
+		werr := waitCmd(t, c)
 		if werr == nil {
 			t.Fatalf("the check could not open a file, yet the run exited 0:\n%s\n%s", out.String(), errb.String())
 		}

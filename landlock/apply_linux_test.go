@@ -12,8 +12,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/proctest"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,6 +28,7 @@ import (
 var helperPath string
 
 func TestMain(m *testing.M) {
+	proctest.DefaultSignals()
 	code := func() int {
 		if p := os.Getenv("AGENTBOX_LANDLOCK_HELPER"); p != "" {
 			helperPath = p
@@ -122,7 +125,7 @@ func run(t *testing.T, f fixture, p *plan.Plan, script string, helperArgs ...str
 		"TMPWS="+f.tmpws, "OUTSIDE="+f.outside)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
+	err = proctest.Run(t, cmd, 2*time.Minute)
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -348,7 +351,10 @@ exec $drop "$HELPER" "$PLAN" /bin/sh -c '
 	cmd.SysProcAttr = attr
 	cmd.Env = append(os.Environ(), "HELPER="+helperPath, "PLAN="+pf, "HOME_="+f.home, "PROJ="+f.proj,
 		"WORK="+f.work, "OUTSIDE="+f.outside)
-	out, err := cmd.CombinedOutput()
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err = proctest.Run(t, cmd, 2*time.Minute)
+	out := buf.Bytes()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() >= 3 {
 		t.Fatalf("exit %d: %s", ee.ExitCode(), out)

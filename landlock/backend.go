@@ -176,7 +176,13 @@ func (l *Landlock) Describe(p *plan.Plan, w io.Writer) {
 	a, _ := AssessmentOf(p)
 	fmt.Fprintf(w, "landlock:  ABI %d; how each rule is enforced:\n", a.ABI)
 	for _, r := range p.Box.Rules {
-		fmt.Fprintf(w, "  %-16s %-32s %s: %s\n", r.Level, r.Rule, r.Path, r.How)
+		// A row of plan.Fit's table: the rule stays on its line, where
+		// and how may go below it.
+		how := plan.Escape(r.How)
+		if r.Path != "" {
+			how = plan.Escape(r.Path) + ": " + how
+		}
+		fmt.Fprintf(w, "  %s\t%s\v%s\n", r.Level, plan.Escape(r.Rule), how)
 	}
 	seccomp.Describe(p.Seccomp, a.extraSeccomp(), w)
 }

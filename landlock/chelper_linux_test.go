@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock"
 
 	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/proctest"
 	"github.com/agentbox/agentbox/seccomp"
 )
 
@@ -51,7 +53,7 @@ func TestCHelper(t *testing.T) {
 	c.ExtraFiles = []*os.File{helper, rs, mfd}
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
+	if err := proctest.Run(t, c, time.Minute); err != nil {
 		t.Fatalf("%v: %s", err, errb.String())
 	}
 	want := "refused\n66\nNoNewPrivs: 1\nSeccomp: 2\n0 1 2 3 "

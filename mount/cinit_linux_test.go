@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/netproxy"
+	"github.com/agentbox/agentbox/proctest"
 	"github.com/agentbox/agentbox/supervise"
 )
 
@@ -74,11 +75,15 @@ func (a cinitArch) command(t *testing.T, args ...string) *exec.Cmd {
 	return c
 }
 
+// cinitTimeout bounds every run of the C init here (under qemu-user on a
+// busy machine, seconds).
+const cinitTimeout = 60 * time.Second
+
 func runCInit(t *testing.T, c *exec.Cmd) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
+	err := proctest.Run(t, c, cinitTimeout)
 	code = 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -184,14 +189,15 @@ func TestCInitReadySignals(t *testing.T) {
 			c.ExtraFiles = []*os.File{w, leak}
 			var out bytes.Buffer
 			c.Stdout = &out
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
+			proctest.Start(t, c)
 			w.Close()
 			leak.Close()
+			// The read ends when the init writes or exits: Wait bounds both.
+			r.SetReadDeadline(time.Now().Add(cinitTimeout))
 			b := make([]byte, 2)
 			n, _ := r.Read(b)
-			c.Wait()
+			r.Close()
+			proctest.Wait(t, c, cinitTimeout)
 			if n != 1 || b[0] != 'R' {
 				t.Errorf("ready byte: got %q", b[:n])
 			}
@@ -200,6 +206,10 @@ func TestCInitReadySignals(t *testing.T) {
 				t.Errorf("CMD holds descriptors %v, want only 0, 1, 2 and ls's own", fds)
 			}
 
+			// The trap relies on the signals' default disposition in the
+			// shell, which TestMain gives every process the tests start
+			// (a shell ignores for good what it inherits ignored, as under
+			// nohup or a shell's &).
 			for _, sig := range []syscall.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2} {
 				name := strings.TrimPrefix(unix.SignalName(sig), "SIG")
 				c := a.command(t, "--", "sh", "-c", `trap 'echo got `+name+`; exit 7' `+name+`; echo ready; while :; do sleep 0.05; done`)
@@ -207,23 +217,14 @@ func TestCInitReadySignals(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := c.Start(); err != nil {
-					t.Fatal(err)
-				}
+				proctest.Start(t, c)
 				br := bufio.NewReader(stdout)
-				if line, _ := br.ReadString('\n'); line != "ready\n" {
+				if line := proctest.Line(t, br, cinitTimeout); line != "ready\n" {
 					t.Fatalf("%s: %q", name, line)
 				}
 				c.Process.Signal(sig)
-				line, _ := br.ReadString('\n')
-				done := make(chan error, 1)
-				go func() { done <- c.Wait() }()
-				select {
-				case err = <-done:
-				case <-time.After(10 * time.Second):
-					c.Process.Kill()
-					err = <-done
-				}
+				line := proctest.Line(t, br, 10*time.Second)
+				err = proctest.Wait(t, c, 10*time.Second)
 				if ee, ok := err.(*exec.ExitError); line != "got "+name+"\n" || !ok || ee.ExitCode() != 7 {
 					t.Errorf("%s: CMD printed %q and the init ended with %v, want the trap's exit 7", name, line, err)
 				}
@@ -233,7 +234,11 @@ func TestCInitReadySignals(t *testing.T) {
 }
 
 // The C init's mount check says what the Go one (verifyMounts) says about
-// the same records.
+// the same records. Whatever / is here (a tmpfs in some containers and
+// live systems), the records that must fail name paths that cannot pass:
+// /proc is never a tmpfs, and /dev/shm is a tmpfs case only where it is a
+// writable tmpfs mounted there (not a folder of /dev's own tmpfs, as in a
+// bwrap box).
 func TestCInitCheckMatchesGo(t *testing.T) {
 	var root unix.Stat_t
 	if err := unix.Stat("/", &root); err != nil {
@@ -261,12 +266,15 @@ func TestCInitCheckMatchesGo(t *testing.T) {
 		{"missing", rec("bind", 1, 1, filepath.Join(dir, "gone")), false},
 		{"hidden folder not a tmpfs", rec("hide-dir", 0, 0, "/proc"), false},
 		{"hidden file not a tmpfs", rec("hide-file", 0, 0, "/proc"), false},
-		{"tmpfs not a tmpfs", rec("tmpfs", 0, 0, "/"), false},
+		{"tmpfs not a tmpfs", rec("tmpfs", 0, 0, "/proc"), false},
 		{"second record fails", rec("bind", root.Dev, root.Ino, "/") + rec("tmpfs", 0, 0, "/proc"), false},
 		{"empty", "", true},
 	}
 	var shm unix.Statfs_t
-	if unix.Statfs("/dev/shm", &shm) == nil && shm.Type == unix.TMPFS_MAGIC && shm.Flags&unix.ST_RDONLY == 0 {
+	var shmx unix.Statx_t
+	mounted := unix.Statx(unix.AT_FDCWD, "/dev/shm", unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &shmx) == nil &&
+		shmx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && shmx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	if mounted && unix.Statfs("/dev/shm", &shm) == nil && shm.Type == unix.TMPFS_MAGIC && shm.Flags&unix.ST_RDONLY == 0 {
 		cases = append(cases,
 			struct {
 				name, data string
@@ -350,7 +358,10 @@ func TestCInitClosesWithoutCloseRange(t *testing.T) {
 	args = append(args, "--seccomp", "3", "--as-pid-1", "--", exe, InitCommand, "--", "sh", "-c", `ls /proc/self/fd | tr '\n' ' '`)
 	c := exec.Command(bwrap, args...)
 	c.ExtraFiles = []*os.File{filter, leak1, leak2}
-	out, err := c.CombinedOutput()
+	var b bytes.Buffer
+	c.Stdout, c.Stderr = &b, &b
+	err = proctest.Run(t, c, cinitTimeout)
+	out := b.Bytes()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -395,21 +406,16 @@ sys.exit(3)
 			c.ExtraFiles = []*os.File{box}
 			var out bytes.Buffer
 			c.Stdout, c.Stderr = &out, &out
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
+			proctest.Start(t, c)
 			box.Close()
-			done := make(chan error, 1)
-			go func() { done <- c.Wait() }()
-			select {
-			case err := <-done:
+			// Wait fails the test if the init hangs on a proxy that does
+			// not read (CMD having ended).
+			if err := proctest.Wait(t, c, cinitTimeout); err != nil {
 				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 					t.Fatalf("want CMD's exit 3, got %v: %s", err, out.String())
 				}
-			case <-time.After(60 * time.Second):
-				c.Process.Kill()
-				<-done
-				t.Fatalf("the init hung on a proxy that does not read (CMD had ended): %s", out.String())
+			} else {
+				t.Fatalf("want CMD's exit 3, got 0: %s", out.String())
 			}
 			if !strings.Contains(out.String(), "connected") {
 				t.Fatalf("CMD did not run: %s", out.String())
@@ -427,6 +433,8 @@ func TestCInitLogWithoutFilter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Non-blocking, so that the read below can have a deadline.
+			unix.SetNonblock(fds[0], true)
 			host, box := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "box")
 			defer host.Close()
 			defer box.Close()
@@ -437,6 +445,7 @@ func TestCInitLogWithoutFilter(t *testing.T) {
 				t.Fatalf("want CMD's exit 4, got %d: %s", code, stderr)
 			}
 			buf := make([]byte, 256)
+			host.SetReadDeadline(time.Now().Add(cinitTimeout))
 			n, err := host.Read(buf)
 			if err != nil || string(buf[:n]) != "Ethe log's filter did not come from agentbox" {
 				t.Fatalf("the init said %q (%v)", buf[:n], err)

@@ -109,19 +109,21 @@ func probe(path string) string {
 	return err.Error()
 }
 
-// fixFor is the fix for a probe failure, by bwrap's message.
+// fixFor is the fix for a probe failure, by bwrap's message. A masked
+// /proc is checked first: its message ends in "Operation not permitted"
+// too, while user namespaces work.
 func fixFor(msg string) string {
 	switch {
+	case strings.Contains(msg, "Can't mount proc"):
+		return "/proc cannot be mounted here (a container with a masked /proc): give the container an unmasked /proc " +
+			"(Kubernetes: spec.hostUsers: false and securityContext.procMount: Unmasked; Docker: --security-opt systempaths=unconfined), or let agentbox use its Landlock backend (--backend landlock)"
 	case strings.Contains(msg, "uid map") || strings.Contains(msg, "RTM_NEWADDR") || strings.Contains(msg, "Permission denied"):
 		return "unprivileged user namespaces are restricted; on Ubuntu 23.10+/24.04 AppArmor does this: " +
 			"add an AppArmor profile that grants bwrap `userns` (agentbox doctor prints it), or " +
 			"sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0 (weaker: for every program)"
 	case strings.Contains(msg, "No permissions to create") || strings.Contains(msg, "Operation not permitted"):
-		return "user namespaces are disabled here (a container, or sysctl user.max_user_namespaces=0): " +
-			"enable them, or let agentbox use its Landlock backend (--backend landlock; auto picks it)"
-	case strings.Contains(msg, "Can't mount proc"):
-		return "/proc cannot be mounted here (a container with a masked /proc): give the container an unmasked /proc " +
-			"(Kubernetes: spec.hostUsers: false and securityContext.procMount: Unmasked; Docker: --security-opt systempaths=unconfined), or let agentbox use its Landlock backend (--backend landlock)"
+		return "bwrap may not create namespaces here (a container's profile, or a sysctl: agentbox doctor says which): " +
+			"allow them, or let agentbox use its Landlock backend (--backend landlock; auto picks it)"
 	}
 	return "run `agentbox doctor` to see what this machine can enforce"
 }

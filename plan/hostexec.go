@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // Keep says how one thing a host program runs or obeys is kept safe from
@@ -142,21 +141,23 @@ func (h *HostExec) GuardAt(path string) (Guard, bool) {
 }
 
 // writeText prints the guards and the after-run check, as `agentbox plan`
-// shows them.
+// shows them (with Fit's table marks, every name escaped).
 func (h *HostExec) writeText(w io.Writer) {
 	if len(h.Roots) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched; %d of %d folders listed, the others unchanged since the last search):\n", h.Visited, h.Listed, h.Folders)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, g := range h.Guards {
-		kind := g.Kind
+		kind := Escape(g.Kind)
 		if g.Target != "" {
-			kind += " -> " + g.Target
+			kind += " -> " + Escape(g.Target)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", g.Keep, g.Path, g.Rule, kind, g.Note)
+		fmt.Fprintf(w, "  %s\t%s\v%s\t%s\t%s\n", g.Keep, Escape(g.Path), Escape(g.Rule), kind, Escape(g.Note))
 	}
-	tw.Flush()
+	roots := make([]string, len(h.Roots))
+	for i, r := range h.Roots {
+		roots[i] = Escape(r)
+	}
 	fmt.Fprintf(w, "  after the run, with every process of the run ended: new repositories, .git entries, worktree and submodule folders and control files anywhere in %s are neutralised (moved to %s)\n",
-		strings.Join(h.Roots, ", "), h.State+"/quarantine")
+		strings.Join(roots, ", "), Escape(h.State+"/quarantine"))
 }

@@ -384,6 +384,25 @@ type Log struct {
 	Reads bool `json:"reads,omitempty"`
 }
 
+// How often a notice is shown (notice.backend).
+const (
+	NoticeOnce   = "once"
+	NoticeAlways = "always"
+	NoticeNever  = "never"
+)
+
+// Notice is how often the one line about the run's backend is shown (the
+// Landlock fallback, rules enforced weaker): once per project until what
+// it says changes, always, or never. Errors and the warning of an
+// unconfined run are not notices: they are always shown.
+type Notice struct {
+	Backend string `json:"backend"`
+	Origin  Origin `json:"origin"`
+	// Dir keeps, per project, what the last notice said, in agentbox's
+	// state folder (out of every box's reach).
+	Dir string `json:"dir,omitempty"`
+}
+
 // Enforcement levels.
 const (
 	Require    = "require"
@@ -458,6 +477,8 @@ type Plan struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Log is whether the run is recorded in the audit log, and where.
 	Log Log `json:"log"`
+	// Notice is how often the run's notices are shown.
+	Notice Notice `json:"notice"`
 	// Caches are the package and build caches the box uses, per tool;
 	// CacheDir is the folder holding the workspace's private ones.
 	Caches   []Cache `json:"caches,omitempty"`

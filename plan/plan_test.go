@@ -5,7 +5,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -209,30 +212,56 @@ func TestWriteText(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := good()
-			p.RunID = "0123456789ab"
-			p.Box = Box{Backend: "bwrap", Tmpdir: "/tmp", Rules: []RuleStatus{{Rule: "network", Level: Enforced, How: "the box shares the host's network"}}}
-			tc.change(p)
-			var b bytes.Buffer
-			p.WriteText(&b)
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
+		for _, width := range []int{0, 80} {
+			name := tc.name
+			if width > 0 {
+				name += "-" + strconv.Itoa(width)
+			}
+			t.Run(name, func(t *testing.T) {
+				p := good()
+				p.RunID = "0123456789ab"
+				p.Box = Box{Backend: "bwrap", Tmpdir: "/tmp", Rules: []RuleStatus{{Rule: "network", Level: Enforced, How: "the box shares the host's network"}}}
+				tc.change(p)
+				var b bytes.Buffer
+				p.WriteText(&b, width)
+				if width > 0 {
+					checkWidth(t, b.String(), width)
 				}
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./plan -update to write it)", err)
-			}
-			if diff := cmp.Diff(string(want), b.String()); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", golden, diff)
-			}
-		})
+				golden(t, name, b.String())
+			})
+		}
+	}
+}
+
+// checkWidth fails for a line wider than width that is more than one
+// word (a path longer than a line is never cut).
+func checkWidth(t *testing.T, text string, width int) {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if utf8.RuneCountInString(l) > width && len(strings.Fields(l)) > 1 {
+			t.Errorf("%d columns, want at most %d: %q", utf8.RuneCountInString(l), width, l)
+		}
+	}
+}
+
+// golden compares got with testdata/<name>.golden; -update rewrites it.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./plan -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
 	}
 }
 
@@ -247,6 +276,27 @@ func TestOutermost(t *testing.T) {
 	for _, tc := range tests {
 		if diff := cmp.Diff(tc.want, Outermost(tc.in)); diff != "" {
 			t.Errorf("Outermost(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+// Names reach the readable plan escaped: a folder named with a tab, a line
+// break or a terminal escape shows as text and cannot split a row.
+// Before, the plan printed them raw.
+func TestWriteTextEscapes(t *testing.T) {
+	p := good()
+	evil := "/home/u/a\tb\n\x1b[2Jc"
+	p.Mounts = append(p.Mounts, Mount{Stage: StageDeny, Op: HideDir, Path: evil, Access: Hidden, Origin: Origin{Key: "flag --deny"}, Note: "x\x1b]0;title\x07"})
+	p.Cwd = evil
+	for _, width := range []int{0, 60} {
+		var b bytes.Buffer
+		p.WriteText(&b, width)
+		out := b.String()
+		if strings.ContainsAny(out, "\t\x1b\x07\v") {
+			t.Errorf("width %d: a control character reached the output:\n%q", width, out)
+		}
+		if !strings.Contains(out, `/home/u/a\tb\n\x1b[2Jc`) {
+			t.Errorf("width %d: the name is not shown escaped:\n%s", width, out)
 		}
 	}
 }

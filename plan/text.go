@@ -6,23 +6,30 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
-// WriteText prints the plan as the readable table `agentbox plan` shows:
-// layers, the backend and what it enforces, identity, every mount in order
-// with the rule that asked for it, network, environment changes, limits,
-// provider, skips and warnings. The backend adds its own lines after it.
-func (p *Plan) WriteText(w io.Writer) {
+// WriteText prints the plan as the readable table `agentbox plan` shows,
+// fitted to width columns (Fit; 0 for no limit): layers, the backend and
+// what it enforces, identity, every mount in order with the rule that
+// asked for it, network, environment changes, limits, provider, skips and
+// warnings. The backend adds its own lines after it.
+func (p *Plan) WriteText(w io.Writer, width int) error {
+	var b strings.Builder
+	p.writeText(&b)
+	return Fit(w, b.String(), width)
+}
+
+// writeText writes the plan's text with Fit's table marks, every name
+// escaped.
+func (p *Plan) writeText(w io.Writer) {
+	e := Escape
 	fmt.Fprintln(w, "layers:")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, l := range p.Layers {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Name, l.Status, l.File)
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", e(l.Name), e(l.Status), e(l.File))
 		if l.Note != "" {
-			fmt.Fprintf(tw, "  \t(%s)\t\n", l.Note)
+			fmt.Fprintf(w, "  \t(%s)\n", e(l.Note))
 		}
 	}
-	tw.Flush()
 	backend := p.Box.Backend
 	switch {
 	case p.Box.Outer != "":
@@ -30,19 +37,19 @@ func (p *Plan) WriteText(w io.Writer) {
 	case !p.Confined():
 		backend = "none, UNCONFINED: " + p.Box.Degraded
 	}
-	fmt.Fprintf(w, "backend:   %s (requested %s), enforce %s\n", backend, p.Backend, p.Enforce)
+	fmt.Fprintf(w, "backend:   %s (requested %s), enforce %s\n", e(backend), e(p.Backend), e(p.Enforce))
 	for _, why := range p.Box.Passed {
-		fmt.Fprintf(w, "  passed over: %s\n", why)
+		fmt.Fprintf(w, "  passed over: %s\n", e(why))
 	}
 	fmt.Fprintf(w, "run:       %s\n", p.RunID)
-	fmt.Fprintf(w, "identity:  uid %d gid %d home %s", p.Identity.UID, p.Identity.GID, p.Identity.Home)
+	fmt.Fprintf(w, "identity:  uid %d gid %d home %s", p.Identity.UID, p.Identity.GID, e(p.Identity.Home))
 	if p.Identity.Root() {
 		fmt.Fprint(w, " (root: every capability dropped)")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "command:   %s\n", strings.Join(p.Command, " "))
+	fmt.Fprintf(w, "command:   %s\n", escapeAll(p.Command))
 	if strings.Join(p.Command, "\x00") != strings.Join(p.Args, "\x00") {
-		fmt.Fprintf(w, "  (given:  %s)\n", strings.Join(p.Args, " "))
+		fmt.Fprintf(w, "  (given:  %s)\n", escapeAll(p.Args))
 	}
 	prov := "none"
 	if p.Provider.Name != "" {
@@ -51,20 +58,20 @@ func (p *Plan) WriteText(w io.Writer) {
 			prov += " (NOT verified inside the sandbox)"
 		}
 	}
-	fmt.Fprintf(w, "provider:  %s — %s\n", prov, p.Provider.Reason)
+	fmt.Fprintf(w, "provider:  %s — %s\n", e(prov), e(p.Provider.Reason))
 	if p.Provider.Adjusted != "" {
-		fmt.Fprintf(w, "  %s\n", p.Provider.Adjusted)
+		fmt.Fprintf(w, "  %s\n", e(p.Provider.Adjusted))
 	}
 	if len(p.Provider.ConfinedEnv) > 0 {
-		fmt.Fprintf(w, "  confined, it gets %s\n", strings.Join(p.Provider.ConfinedEnv, " "))
+		fmt.Fprintf(w, "  confined, it gets %s\n", escapeAll(p.Provider.ConfinedEnv))
 	}
 	if s := p.Provider.State; s != nil {
-		fmt.Fprintf(w, "  its settings: %s is merged into its copy %s before every run (the box never writes %s)\n", s.Host, s.Box, s.Host)
+		fmt.Fprintf(w, "  its settings: %s is merged into its copy %s before every run (the box never writes %s)\n", e(s.Host), e(s.Box), e(s.Host))
 	}
 	if p.Workspace.Root != "" {
-		fmt.Fprintf(w, "workspace: %s in %s", p.Workspace.ID, p.Workspace.Root)
+		fmt.Fprintf(w, "workspace: %s in %s", e(p.Workspace.ID), e(p.Workspace.Root))
 		if p.Workspace.Task != "" {
-			fmt.Fprintf(w, ", task %s", p.Workspace.Task)
+			fmt.Fprintf(w, ", task %s", e(p.Workspace.Task))
 		}
 		fmt.Fprintln(w)
 	}
@@ -75,20 +82,18 @@ func (p *Plan) WriteText(w io.Writer) {
 	if p.Box.Tmpdir != "" {
 		tmp += ", TMPDIR=" + p.Box.Tmpdir
 	}
-	fmt.Fprintf(w, "tmp:       %s\n", tmp)
-	fmt.Fprintf(w, "cwd:       %s\n", p.Cwd)
+	fmt.Fprintf(w, "tmp:       %s\n", e(tmp))
+	fmt.Fprintf(w, "cwd:       %s\n", e(p.Cwd))
 	fmt.Fprintln(w, "mounts, in order (later ones cover earlier ones):")
-	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tstage\top\taccess\tpath\tfrom\tnote")
+	fmt.Fprintln(w, "  #\tstage\top\taccess\tpath\vfrom\tnote")
 	for i, m := range p.Mounts {
-		path := m.Path
+		path := e(m.Path)
 		if m.Source != "" && m.Source != m.Path {
-			path = m.Source + " -> " + m.Path
+			path = e(m.Source) + " -> " + path
 		}
-		fmt.Fprintf(tw, "  %d\t%d %s\t%s\t%s\t%s\t%s\t%s\n", i+1, m.Stage, m.Stage, m.Op, m.Access, path, m.Origin, m.Note)
+		fmt.Fprintf(w, "  %d\t%d %s\t%s\t%s\t%s\v%s\t%s\n", i+1, m.Stage, m.Stage, m.Op, m.Access, path, e(m.Origin.String()), e(m.Note))
 	}
-	fmt.Fprintf(tw, "  %d\t7 chdir\tchdir\t\t%s\t\t\n", len(p.Mounts)+1, p.Cwd)
-	tw.Flush()
+	fmt.Fprintf(w, "  %d\t7 chdir\tchdir\t\t%s\n", len(p.Mounts)+1, e(p.Cwd))
 	net := p.Network.Mode
 	for _, r := range p.Box.Rules {
 		if r.Rule == "network" && r.How != "" {
@@ -96,9 +101,9 @@ func (p *Plan) WriteText(w io.Writer) {
 			break
 		}
 	}
-	fmt.Fprintf(w, "network:   %s\n", net)
+	fmt.Fprintf(w, "network:   %s\n", e(net))
 	if p.Network.Implied != "" {
-		fmt.Fprintf(w, "  mode:    %s\n", p.Network.Implied)
+		fmt.Fprintf(w, "  mode:    %s\n", e(p.Network.Implied))
 	}
 	if p.Network.Mode == NetAllowlist {
 		if len(p.Network.Allow) == 0 {
@@ -106,15 +111,15 @@ func (p *Plan) WriteText(w io.Writer) {
 		}
 	}
 	if len(p.Network.Allow) > 0 {
-		fmt.Fprintf(w, "  allow:   %s\n", strings.Join(p.Network.Allow, ", "))
+		fmt.Fprintf(w, "  allow:   %s\n", e(strings.Join(p.Network.Allow, ", ")))
 	}
 	if len(p.Network.Deny) > 0 {
-		fmt.Fprintf(w, "  deny:    %s\n", strings.Join(p.Network.Deny, ", "))
+		fmt.Fprintf(w, "  deny:    %s\n", e(strings.Join(p.Network.Deny, ", ")))
 	}
 	if p.Network.Mode == NetAllowlist {
 		for _, f := range p.Network.Forwards() {
 			port := f[strings.LastIndex(f, ":")+1:]
-			fmt.Fprintf(w, "  forward: 127.0.0.1:%s in the box -> %s on the host\n", port, f)
+			fmt.Fprintf(w, "  forward: 127.0.0.1:%s in the box -> %s on the host\n", e(port), e(f))
 		}
 	}
 	socks := "none of the host's outside the writable roots"
@@ -128,12 +133,12 @@ func (p *Plan) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  unix sockets: %s\n", socks)
 	p.Network.writeText(w)
-	fmt.Fprintf(w, "env:       %s", p.Env.Mode)
+	fmt.Fprintf(w, "env:       %s", e(p.Env.Mode))
 	if len(p.Env.Kept) > 0 {
-		fmt.Fprintf(w, "; kept (the provider's own key): %s", strings.Join(p.Env.Kept, ", "))
+		fmt.Fprintf(w, "; kept (the provider's own key): %s", e(strings.Join(p.Env.Kept, ", ")))
 	}
 	if len(p.Env.Removed) > 0 {
-		fmt.Fprintf(w, "; removed: %s", strings.Join(p.Env.Removed, ", "))
+		fmt.Fprintf(w, "; removed: %s", e(strings.Join(p.Env.Removed, ", ")))
 	}
 	if len(p.Env.Set) > 0 {
 		var keys []string
@@ -141,7 +146,7 @@ func (p *Plan) WriteText(w io.Writer) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		fmt.Fprintf(w, "; set: %s", strings.Join(keys, ", "))
+		fmt.Fprintf(w, "; set: %s", e(strings.Join(keys, ", ")))
 	}
 	fmt.Fprintln(w)
 	p.writeCaches(w)
@@ -150,7 +155,7 @@ func (p *Plan) WriteText(w io.Writer) {
 			l.Processes, l.OpenFiles, l.Memory, l.CPUTime, l.FileSize)
 		for _, r := range p.Box.Rules {
 			if r.Rule == "limits" {
-				fmt.Fprintf(w, "  %s: %s: %s\n", r.Path, r.Level, r.How)
+				fmt.Fprintf(w, "  %s: %s: %s\n", e(r.Path), r.Level, e(r.How))
 			}
 		}
 	}
@@ -161,7 +166,7 @@ func (p *Plan) WriteText(w io.Writer) {
 	if o := p.Log.Origin.String(); o != "" {
 		log += " (" + o + ")"
 	}
-	fmt.Fprintf(w, "log:       %s\n", log)
+	fmt.Fprintf(w, "log:       %s\n", e(log))
 	if p.Log.Enabled {
 		fmt.Fprintf(w, "  filesystem refusals: %s\n", filesystemLog(p))
 	}
@@ -169,11 +174,11 @@ func (p *Plan) WriteText(w io.Writer) {
 	if len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "not applied:")
 		for _, s := range p.Skipped {
-			fmt.Fprintf(w, "  %s: %s (%s)\n", s.Path, s.Reason, s.Origin)
+			fmt.Fprintf(w, "  %s: %s (%s)\n", e(s.Path), e(s.Reason), e(s.Origin.String()))
 		}
 	}
 	for _, warn := range p.Warnings {
-		fmt.Fprintf(w, "WARNING:   %s\n", warn)
+		fmt.Fprintf(w, "WARNING:   %s\n", e(warn))
 	}
 }
 
@@ -209,6 +214,15 @@ func (n Network) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  intercepted: %s: TLS terminated with this run's own certificate authority, which only the box trusts; every other host is tunnelled unread\n",
 			strings.Join(n.Intercept, ", "))
 	}
+}
+
+// escapeAll escapes each word of a command line and joins them with spaces.
+func escapeAll(words []string) string {
+	out := make([]string, len(words))
+	for i, s := range words {
+		out[i] = Escape(s)
+	}
+	return strings.Join(out, " ")
 }
 
 // ProxyPort is the port the allowlist proxy is reached at inside the box,

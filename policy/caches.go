@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentbox/agentbox/cache"
 	"github.com/agentbox/agentbox/plan"
@@ -62,7 +63,7 @@ func (r *resolver) caches(add func(p string, o plan.Origin, note string)) error 
 		mode, origin := r.cacheMode(t.Name)
 		c := plan.Cache{Tool: t.Name, Mode: mode, Origin: origin}
 		for _, d := range t.Dirs {
-			host := d.Host(r.env.Home, r.env.Getenv)
+			host := d.Host(r.env.Home, r.toolGetenv)
 			path := host
 			switch mode {
 			case cache.Off:
@@ -179,8 +180,204 @@ func (r *resolver) cacheVars() map[string]string {
 			name, _, _ := cutEq(d.Var)
 			out[name] = d.Var
 		}
+		for _, rd := range c.Reads {
+			name, value, _ := cutEq(rd.Var)
+			if rd.Prepend {
+				value = prependList(value, r.toolDefault(name))
+			}
+			out[name] = name + "=" + value
+		}
 	}
 	return out
+}
+
+// prependList puts first before the comma-separated list, once.
+func prependList(first, list string) string {
+	if list == "" || list == first {
+		return first
+	}
+	if strings.HasPrefix(list, first+",") {
+		return list
+	}
+	return first + "," + list
+}
+
+// toolDefault is the value a variable a cache read prepends to has for
+// the tool without agentbox: its value in the environment or the tool's
+// settings file, else the tool's default.
+func (r *resolver) toolDefault(name string) string {
+	if v := r.toolGetenv(name); v != "" {
+		return v
+	}
+	if name == "GOPROXY" {
+		return cache.GoProxyDefault
+	}
+	return ""
+}
+
+// toolGetenv looks a variable up as the tools read it: in the
+// environment, and for go's own variables then in the file `go env -w`
+// writes, which the go command reads beneath the environment (where the
+// host's go keeps its caches, which proxy it uses).
+func (r *resolver) toolGetenv(name string) string {
+	if v := r.env.Getenv(name); v != "" {
+		return v
+	}
+	if !strings.HasPrefix(name, "GO") {
+		return ""
+	}
+	if r.goEnv == nil {
+		r.goEnv = readGoEnv(r.env)
+	}
+	return r.goEnv[name]
+}
+
+// readGoEnv reads the go command's settings file: $GOENV, else
+// $XDG_CONFIG_HOME/go/env (~/.config/go/env), NAME=VALUE lines. A file
+// that cannot be read holds nothing.
+func readGoEnv(env Env) map[string]string {
+	out := map[string]string{}
+	file := env.Getenv("GOENV")
+	if file == "off" {
+		return out
+	}
+	if !filepath.IsAbs(file) {
+		dir := env.Getenv("XDG_CONFIG_HOME")
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(env.Home, ".config")
+		}
+		file = filepath.Join(dir, "go", "env")
+	}
+	data, err := env.FS.ReadFile(file)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && k != "" && !strings.HasPrefix(k, "#") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// cacheReads lets the box's go read the host's caches beneath its private
+// ones, read-only (plan.CacheRead): the build cache through agentbox's
+// GOCACHEPROG (cache.GoProg), which runs in the box and writes the private
+// cache only, and the module downloads as a file:// proxy ahead of the
+// usual ones. A module from there is checked against go.sum and the
+// checksum database as one from the network is; whatever the box's
+// variables say about those checks, they decide only what enters its own
+// private cache, since the host's folders are read-only to everything in
+// the box.
+//
+// Each read needs what it reads to exist, to be visible in the box, and
+// not to lie in a folder the box can write; the build cache needs
+// agentbox's executable visible in the box too. Without that read,
+// GOCACHEPROG is set empty: a program set for the host's builds would
+// take the box's builds out of the private cache.
+func (r *resolver) cacheReads() error {
+	if r.env.GOOS == "windows" {
+		return nil
+	}
+	for i := range r.p.Caches {
+		c := &r.p.Caches[i]
+		if c.Tool != "go" || c.Mode != cache.Private || len(c.Dirs) == 0 {
+			continue
+		}
+		build, mod := cacheDirOf(c, "GOCACHE"), cacheDirOf(c, "GOMODCACHE")
+		if build != nil {
+			c.Reads = append(c.Reads, r.goBuildRead(build))
+		}
+		if mod != nil {
+			if rd, ok := r.goModRead(mod); ok {
+				c.Reads = append(c.Reads, rd)
+			}
+		}
+	}
+	return nil
+}
+
+func cacheDirOf(c *plan.Cache, name string) *plan.CacheDir {
+	for i := range c.Dirs {
+		if n, _, _ := cutEq(c.Dirs[i].Var); n == name {
+			return &c.Dirs[i]
+		}
+	}
+	return nil
+}
+
+// goBuildRead is the read of the host's go build cache, or GOCACHEPROG
+// set empty with the reason.
+func (r *resolver) goBuildRead(build *plan.CacheDir) plan.CacheRead {
+	off := func(why string) plan.CacheRead {
+		return plan.CacheRead{Var: "GOCACHEPROG=", How: "the host's build cache " + build.Host + " is not read: " + why}
+	}
+	host, why := r.hostCacheReadable(build.Host)
+	switch {
+	case why != "":
+		return off(why)
+	case r.env.Self == "":
+		return off("agentbox's own executable was not found")
+	case !r.visible(r.env.Self):
+		return off("agentbox's executable " + r.env.Self + " is not visible in the box")
+	}
+	v, ok := cache.GoProgSetting(r.env.Self, host, build.Path)
+	if !ok {
+		return off("a folder's name holds both kinds of quote or a line break")
+	}
+	return plan.CacheRead{Host: host, Var: v, How: "GOCACHEPROG (go 1.24 and later): agentbox, run by go in the box, finds what the host built; what the box builds goes to the private cache"}
+}
+
+// goModRead is the read of the host's module downloads.
+func (r *resolver) goModRead(mod *plan.CacheDir) (plan.CacheRead, bool) {
+	host, why := r.hostCacheReadable(filepath.Join(mod.Host, "cache", "download"))
+	if why != "" {
+		return plan.CacheRead{}, false
+	}
+	v, ok := cache.GoProxySetting(host)
+	if !ok {
+		return plan.CacheRead{}, false
+	}
+	return plan.CacheRead{Host: host, Var: v, Prepend: true, How: "a file:// proxy ahead of the usual ones: each module is checked against go.sum and the checksum database, then copied into the private module cache"}, true
+}
+
+// hostCacheReadable resolves a host cache folder and says why the box
+// cannot read it as a host cache ("" when it can).
+func (r *resolver) hostCacheReadable(p string) (string, string) {
+	real, err := r.real(p)
+	if err != nil {
+		return p, "it does not exist"
+	}
+	if fi, err := r.env.FS.Stat(real); err != nil || !fi.IsDir() {
+		return real, "it is not a folder"
+	}
+	if r.inWritable(real) {
+		return real, "it lies in a folder the box can write"
+	}
+	if !r.visible(real) {
+		return real, "it is hidden in the box"
+	}
+	return real, ""
+}
+
+// visible reports whether the box sees the host's path p at p, as the
+// mounts leave it: the last mount at or above p decides.
+func (r *resolver) visible(p string) bool {
+	seen := false
+	for _, m := range r.p.Mounts {
+		if !plan.Within(p, m.Path) {
+			continue
+		}
+		switch m.Op {
+		case plan.ROBind, plan.Bind, plan.Pin:
+			seen = m.Access != plan.Hidden && m.Src() == m.Path
+		case plan.RemountRO:
+			// Read-only now: what is there stays.
+		default:
+			seen = false // a fresh /dev or /proc, a tmpfs, a hidden path
+		}
+	}
+	return seen
 }
 
 func cutEq(kv string) (string, string, bool) {

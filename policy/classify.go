@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/cache"
 	"github.com/agentbox/agentbox/hostexec"
@@ -47,13 +46,68 @@ const (
 	outsideHome = "outside your home folder"
 	tightens    = "tightens"
 	sets        = "sets"
+	unchanged   = "unchanged"
 )
 
-// Classify lists what layer l asks for, classified, in a stable order: the
-// paths it makes writable one by one, then the other lists, the settings
-// and the providers it declares. env gives the home folder and the
-// variables paths are expanded with.
-func Classify(l *Layer, env Env) []Grant {
+// Baseline is what each setting (a scalar key, "network.mode") is without
+// the policy being classified: the built-in defaults with your own
+// configuration over them. A setting a policy gives the value it has
+// anyway changes nothing, and is not marked, whatever that value is.
+type Baseline map[string]string
+
+// BaselineOf is the baseline the layers make, the last one winning.
+func BaselineOf(layers []*Layer) Baseline {
+	b := Baseline{}
+	for k, e := range merge(layers).scalars {
+		b[k] = e.Value
+	}
+	return b
+}
+
+// UserBaseline is the baseline a project policy is classified against:
+// the built-in defaults and your own configuration (the defaults alone
+// when it cannot be read).
+func UserBaseline(env Env) Baseline {
+	layers := []*Layer{Defaults()}
+	if l, err := loadFile(env, "user", ConfigPath(env), true); err == nil {
+		layers = append(layers, l)
+	}
+	return BaselineOf(layers)
+}
+
+// value is what base says key is, with the defaults that live in code
+// rather than in the defaults layer (a tool's cache mode).
+func (base Baseline) value(key string) string {
+	if v, ok := base[key]; ok {
+		return v
+	}
+	if tool, ok := strings.CutPrefix(key, "caches."); ok {
+		if v, ok := base["caches.default"]; ok && tool != "default" {
+			return v
+		}
+		return cache.Private
+	}
+	return ""
+}
+
+// sameSetting reports whether v is what key is anyway: the same value, or
+// for a limit, zero and unset, which both mean unlimited.
+func sameSetting(key, v, base string) bool {
+	if v == base {
+		return true
+	}
+	if strings.HasPrefix(key, "limits.") {
+		return (v == "" || v == "0") && (base == "" || base == "0")
+	}
+	return false
+}
+
+// Classify lists what layer l asks for, classified against base (what
+// each setting is without l), in a stable order: the paths it makes
+// writable one by one, then the other lists, the settings and the
+// providers it declares. env gives the home folder and the variables
+// paths are expanded with.
+func Classify(l *Layer, env Env, base Baseline) []Grant {
 	if l == nil {
 		return nil
 	}
@@ -106,6 +160,9 @@ func Classify(l *Layer, env Env) []Grant {
 	for _, k := range keys {
 		v := l.Scalars[k].Value
 		danger, category, why := classifyScalar(k, v)
+		if sameSetting(k, v, base.value(k)) {
+			danger, category, why = false, unchanged, "already so without this policy"
+		}
 		if k == "network.upstream" {
 			v = redact(v) // a password written in the URL is not shown
 		}
@@ -236,6 +293,8 @@ func classifyScalar(k, v string) (bool, string, string) {
 			return false, sets, ""
 		}
 		return true, "chooses the provider", "its folders become writable whatever the command"
+	case "notice.backend":
+		return false, sets, "how often a run says which backend confines it"
 	case "limits.processes", "limits.open_files", "limits.memory", "limits.cpu_time", "limits.file_size":
 		if v == "" || v == "0" {
 			return true, "loosens limits", "unlimited"
@@ -291,31 +350,6 @@ func printable(s string) string {
 // returns, newlines, bidirectional overrides) and every byte that is not
 // UTF-8 becomes a Go-style escape; the rest is kept. Names from the file
 // system (a folder called "\x1b]0;…") and from policies pass through it
-// before they reach the user's terminal.
-func Escape(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !strconv.IsPrint(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += n
-	}
-	return b.String()
-}
+// before they reach the user's terminal. It is plan.Escape, which the
+// readable plan uses.
+func Escape(s string) string { return plan.Escape(s) }

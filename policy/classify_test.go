@@ -63,7 +63,7 @@ processes = 0
 			"! loosens the environment (passes these variables into the box): env.pass = *",
 			"! loosens seccomp: seccomp.allow = userns, ptrace",
 			"! exposes your SSH private keys: filesystem.ssh_keys = visible: everything in the box can read and copy them",
-			"! loosens limits: limits.processes = 0: unlimited",
+			"  unchanged: limits.processes = 0: already so without this policy",
 			"! loosens the network: network.mode = open: the host's network",
 			"! chooses the provider: provider.name = claude: its folders become writable whatever the command",
 			"! loosens the backend: sandbox.backend = windows: a backend weaker than bubblewrap, or one that cannot run here (with best-effort: unconfined)",
@@ -101,7 +101,7 @@ hosts = ["x.test", "*.x.test"]
 				t.Fatal(err)
 			}
 			var got []string
-			for _, g := range Classify(l, fakeEnv(nil)) {
+			for _, g := range Classify(l, fakeEnv(nil), Baseline{}) {
 				got = append(got, g.String())
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -141,5 +141,61 @@ func TestEscape(t *testing.T) {
 		if got := Escape(in); got != want {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A policy is classified against what each setting is without it: the
+// built-in defaults and your own configuration. The starter policy of
+// agentbox init sets nothing but defaults and tightening, so nothing in
+// it is marked; the same value loosens when your own configuration is
+// tighter. Before, the starter's network.mode and env.mode were marked
+// "! loosens" although they are the defaults.
+func TestClassifyAgainstBaseline(t *testing.T) {
+	starter, err := Parse("project", "/home/u/proj/.agentbox.toml", []byte(Starter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := BaselineOf([]*Layer{Defaults()})
+	for _, g := range Classify(starter, fakeEnv(nil), defaults) {
+		if g.Danger {
+			t.Errorf("the starter policy, against the defaults: %s", g)
+		}
+	}
+	own, err := Parse("user", "/home/u/.config/agentbox/config.toml", []byte("[network]\nmode = \"none\"\n[env]\nmode = \"clean\"\n[limits]\nprocesses = 4096\n[caches]\ndefault = \"off\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := BaselineOf([]*Layer{Defaults(), own})
+	proj, err := Parse("project", "/home/u/proj/.agentbox.toml", []byte("[network]\nmode = \"open\"\n[tmp]\nmode = \"workspace\"\n[limits]\nprocesses = 0\n[caches]\ngo = \"off\"\nnpm = \"private\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range Classify(proj, fakeEnv(nil), strict) {
+		got = append(got, g.String())
+	}
+	want := []string{
+		"  unchanged: caches.go = off: already so without this policy",
+		"  sets: caches.npm = private",
+		"! loosens limits: limits.processes = 0: unlimited",
+		"! loosens the network: network.mode = open: the host's network",
+		"  unchanged: tmp.mode = workspace: already so without this policy",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("against a stricter configuration (-want +got):\n%s", diff)
+	}
+	got = nil
+	for _, g := range Classify(proj, fakeEnv(nil), defaults) {
+		got = append(got, g.String())
+	}
+	want = []string{
+		"  sets: caches.go = off",
+		"  unchanged: caches.npm = private: already so without this policy",
+		"  unchanged: limits.processes = 0: already so without this policy",
+		"  unchanged: network.mode = open: already so without this policy",
+		"  unchanged: tmp.mode = workspace: already so without this policy",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("against the defaults (-want +got):\n%s", diff)
 	}
 }

@@ -128,6 +128,10 @@ type Env struct {
 	User    string
 	Environ []string
 	FS      FS
+	// Self is the agentbox executable, which the box runs for the
+	// processes agentbox serves inside it (the go command's build cache
+	// program); "" when it is not known, and then nothing relies on it.
+	Self string
 }
 
 // Getenv returns the value of name in e.Environ.

@@ -167,10 +167,14 @@ func withoutCacheVars(p *plan.Plan) []string {
 		for _, d := range c.Dirs {
 			set[d.Var] = true
 		}
+		for _, rd := range c.Reads {
+			name, _, _ := strings.Cut(rd.Var, "=")
+			set[name] = true
+		}
 	}
 	var out []string
 	for _, kv := range p.Environ {
-		if !set[kv] {
+		if name, _, _ := strings.Cut(kv, "="); !set[kv] && !set[name] {
 			out = append(out, kv)
 		}
 	}

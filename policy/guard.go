@@ -232,10 +232,32 @@ func (r *resolver) checkDefaultWritable(dir, why string) error {
 			}
 		}
 	}
-	return &policyError{where: "default writable folder", msg: fmt.Sprintf(
-		"%s (%s) is %s; agentbox does not make it writable unless you name it: run agentbox from your project, or pass --writable %s",
-		dir, strings.TrimPrefix(why, "default: "), bad, dir)}
+	flags := []string{"--writable", dir}
+	if r.needsBroad(dir) {
+		flags = append(flags, "--allow-broad-writable")
+	}
+	return &NeedFlags{Flags: flags, Err: &policyError{where: "default writable folder", msg: fmt.Sprintf(
+		"%s (%s) is %s; agentbox does not make it writable unless you name it",
+		dir, strings.TrimPrefix(why, "default: "), bad)}}
 }
+
+// needsBroad reports whether a writable dir needs --allow-broad-writable:
+// it is / or holds the home folder, and the flag is not given.
+func (r *resolver) needsBroad(dir string) bool {
+	return !r.opts.AllowBroad && (dir == "/" || plan.Within(r.env.Home, dir))
+}
+
+// NeedFlags is an error that the command-line flags Flags would resolve:
+// a folder that is writable only when the user names it (and says
+// --allow-broad-writable when it holds the home folder). The CLI shows
+// the whole command line that works, with them added.
+type NeedFlags struct {
+	Err   error
+	Flags []string
+}
+
+func (e *NeedFlags) Error() string { return e.Err.Error() }
+func (e *NeedFlags) Unwrap() error { return e.Err }
 
 // denyPaths are the real paths of every deny rule, from the policies and
 // the defaults, that exist.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,8 +50,9 @@ func TestDefaultWritableRefused(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--writable "+tc.cwd) {
-				t.Fatalf("error %v, want one saying %q and naming --writable", err, tc.want)
+			var nf *NeedFlags
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &nf) || strings.Join(nf.Flags, " ") != "--writable "+tc.cwd {
+				t.Fatalf("error %v, want one saying %q with the flag --writable %s", err, tc.want, tc.cwd)
 			}
 			// Named explicitly, it is the user's choice.
 			layers, err = Load(env, Flags{Writable: []string{tc.cwd}})
@@ -61,6 +63,42 @@ func TestDefaultWritableRefused(t *testing.T) {
 				t.Errorf("named with --writable, still refused: %v", err)
 			}
 		})
+	}
+}
+
+// The refusal of a default writable folder carries every flag that makes
+// it writable, --allow-broad-writable too where the folder is / or holds
+// the home folder, so the CLI can show the whole command that works.
+// Before, the home folder's refusal named --writable alone, and that
+// command was refused again for --allow-broad-writable.
+func TestDefaultWritableNeedsFlags(t *testing.T) {
+	files := mapFS{"/home/u/.config/x": "", "/etc/hosts": ""}
+	for cwd, want := range map[string]string{
+		"/home/u":         "--writable /home/u --allow-broad-writable",
+		"/":               "--writable / --allow-broad-writable",
+		"/home/u/.config": "--writable /home/u/.config",
+		"/etc":            "--writable /etc",
+	} {
+		env := fakeEnv(files)
+		env.Cwd = cwd
+		layers, err := Load(env, Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Resolve(layers, env, []string{"true"}, Options{})
+		var nf *NeedFlags
+		if !errors.As(err, &nf) || strings.Join(nf.Flags, " ") != want {
+			t.Errorf("%s: %v, want the flags %s", cwd, err, want)
+			continue
+		}
+		// Those flags make it run.
+		flags := Flags{Writable: []string{cwd}, AllowBroad: strings.Contains(want, "--allow-broad-writable")}
+		if layers, err = Load(env, flags); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Resolve(layers, env, []string{"true"}, Options{AllowBroad: flags.AllowBroad}); err != nil {
+			t.Errorf("%s with %s: %v", cwd, want, err)
+		}
 	}
 }
 

@@ -50,6 +50,9 @@ type Layer struct {
 	File   string // the policy file, if any
 	Status string // "loaded", "absent", "trusted", "set"
 	Hash   string // SHA-256 of a policy file's bytes, hex
+	// Meaning is the SHA-256 of what the file says (see Meaning), hex:
+	// what trust pins.
+	Meaning string
 	// Note says what was left out of the layer and why.
 	Note string
 
@@ -80,6 +83,7 @@ var choices = map[string][]string{
 	"env.mode":            {"inherit", "clean"},
 	"filesystem.ssh_keys": {"hidden", "visible"},
 	"log.enabled":         {"true", "false"},
+	"notice.backend":      {plan.NoticeOnce, plan.NoticeAlways, plan.NoticeNever},
 }
 
 // Choices returns the values the scalar key accepts ("network.mode"), nil
@@ -201,6 +205,7 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	scalar("log.enabled", strconv.FormatBool(s.Log.Enabled))
 	scalar("log.filesystem", strconv.FormatBool(s.Log.Filesystem))
 	scalar("log.filesystem_reads", strconv.FormatBool(s.Log.FilesystemReads))
+	scalar("notice.backend", s.Notice.Backend)
 	list("filesystem.writable", s.Filesystem.Writable)
 	list("filesystem.read_only", s.Filesystem.ReadOnly)
 	list("filesystem.deny", s.Filesystem.Deny)

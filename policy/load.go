@@ -36,6 +36,8 @@ type Flags struct {
 	Require       bool
 	// AllowBroad permits a writable root that is / or holds the home folder.
 	AllowBroad bool
+	// Quiet shows no notices (notice.backend = "never").
+	Quiet bool
 }
 
 // Defaults is the built-in first layer.
@@ -57,6 +59,7 @@ func Defaults() *Layer {
 	// refusal, reads too, for its run.
 	set("log.filesystem", "false")
 	set("log.filesystem_reads", "false")
+	set("notice.backend", plan.NoticeOnce)
 	return l
 }
 
@@ -76,8 +79,16 @@ func Load(env Env, flags Flags) ([]*Layer, error) {
 
 	if proj := FindProject(env, env.Cwd); proj != "" && proj != user {
 		l, err := loadFile(env, "project", proj, false)
+		var ue *UntrustedError
+		if errors.As(err, &ue) {
+			ue.Base = BaselineOf(layers)
+			ue.Proposal = ProposalsOf(env).Waiting(proj)
+		}
 		if err != nil {
 			return nil, err
+		}
+		if ProposalsOf(env).Waiting(proj) {
+			l.Note = "agentbox learn left a proposal for it, not in force: agentbox trust --proposal shows and applies it"
 		}
 		layers = append(layers, l)
 	} else {
@@ -152,6 +163,7 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 		return nil, err
 	}
 	l.Hash = Hash(data)
+	l.Meaning = Meaning(l)
 	if trusted {
 		return l, nil
 	}
@@ -160,7 +172,9 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pinned != l.Hash {
+	// The pin is what the policy means; a pin of its exact bytes (as
+	// agentbox once pinned) means the same.
+	if pinned != l.Meaning && pinned != l.Hash {
 		ue := &UntrustedError{File: path, Edited: pinned != "", Layer: l, Env: env}
 		if old, err := store.Content(pinned); err == nil {
 			ue.Trusted, _ = Parse(name, path, old)
@@ -301,6 +315,9 @@ func flagLayer(f Flags) (*Layer, error) {
 	}
 	if f.Require {
 		scalar("require", "sandbox.enforce", plan.Require)
+	}
+	if f.Quiet {
+		scalar("quiet", "notice.backend", plan.NoticeNever)
 	}
 	scalar("backend", "sandbox.backend", f.Backend)
 	scalar("network", "network.mode", f.Network)

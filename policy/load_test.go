@@ -387,6 +387,7 @@ func TestDefaults(t *testing.T) {
 		"log.enabled":           "true",
 		"log.filesystem":        "false",
 		"log.filesystem_reads":  "false",
+		"notice.backend":        "once",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -423,6 +424,56 @@ func TestEnvHelpers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// [notice] backend chooses how often the backend notice is shown; --quiet
+// is "never" for one command, and wins over every file. A value outside
+// the three is an error naming the file, line and key.
+func TestNoticeSetting(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy string
+		quiet  bool
+		want   plan.Notice
+		err    string
+	}{
+		{name: "default", want: plan.Notice{Backend: "once", Origin: plan.Origin{Key: "default"}}},
+		{name: "always", policy: "[notice]\nbackend = \"always\"\n", want: plan.Notice{Backend: "always", Origin: plan.Origin{File: "$ROOT/p.toml", Line: 2, Key: "notice.backend"}}},
+		{name: "never", policy: "[notice]\nbackend = \"never\"\n", want: plan.Notice{Backend: "never", Origin: plan.Origin{File: "$ROOT/p.toml", Line: 2, Key: "notice.backend"}}},
+		{name: "--quiet wins", policy: "[notice]\nbackend = \"always\"\n", quiet: true, want: plan.Notice{Backend: "never", Origin: plan.Origin{Key: "flag --quiet"}}},
+		{name: "bad value", policy: "[notice]\nbackend = \"sometimes\"\n", err: `$ROOT/p.toml:2: notice.backend: "sometimes" is not one of once, always, never`},
+		{name: "unknown key", policy: "[notice]\nfallback = false\n", err: "$ROOT/p.toml:2: notice.fallback: unknown key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			flags := Flags{Quiet: tc.quiet}
+			if tc.policy != "" {
+				w.write("p.toml", tc.policy)
+				flags.Policy = []string{w.path("p.toml")}
+			}
+			p, err := w.resolve(flags, Options{}, "true")
+			if tc.err != "" {
+				if err == nil || w.norm(err.Error()) != tc.err {
+					t.Fatalf("got %v, want %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.Notice
+			got.Origin.File = w.norm(got.Origin.File)
+			wantDir := ""
+			if tc.want.Backend == "once" {
+				wantDir = w.path("state/agentbox/notices")
+			}
+			tc.want.Dir = wantDir
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("notice (-want +got):\n%s", diff)
 			}
 		})
 	}

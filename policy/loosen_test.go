@@ -57,17 +57,26 @@ func TestProjectCannotLoosen(t *testing.T) {
 	}
 }
 
-// The trust store keeps the bytes it trusted, so that an edit is shown as
-// what changed; content that does not match its hash is refused.
+// The trust store keeps the bytes it trusted under their pin (what they
+// mean), so that an edit is shown as what changed; content that neither
+// means nor is what its pin says is refused. A copy kept under the hash
+// of its bytes, as agentbox once kept them, is read too.
 func TestTrustStoreContent(t *testing.T) {
 	store := TrustStore{Path: filepath.Join(t.TempDir(), "agentbox", "trusted")}
 	v1 := []byte("version = 1\n[filesystem]\nwritable = [\"build\"]\n")
-	if err := store.Save(v1); err != nil {
+	l1, _ := Parse("project", "/p/.agentbox.toml", v1)
+	if err := store.Save(Meaning(l1), v1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := store.Content(Hash(v1))
+	got, err := store.Content(Meaning(l1))
 	if err != nil || string(got) != string(v1) {
 		t.Fatalf("Content = %q, %v", got, err)
+	}
+	if err := store.Save(Hash(v1), v1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Content(Hash(v1)); err != nil || string(got) != string(v1) {
+		t.Fatalf("Content by bytes = %q, %v", got, err)
 	}
 	if _, err := store.Content(Hash([]byte("never saved"))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("content never saved: %v, want not found", err)
@@ -88,7 +97,7 @@ func TestTrustStoreContent(t *testing.T) {
 func TestUntrustedExplainsChange(t *testing.T) {
 	v1, _ := Parse("project", "/home/u/proj/.agentbox.toml", []byte("version = 1\n[filesystem]\nwritable = [\"build\"]\nread_only = [\"docs\"]\n"))
 	v2, _ := Parse("project", "/home/u/proj/.agentbox.toml", []byte("version = 1\n[filesystem]\nwritable = [\"build\", \"~/.ssh\"]\n"))
-	ue := &UntrustedError{File: "/home/u/proj/.agentbox.toml", Edited: true, Layer: v2, Trusted: v1, Env: fakeEnv(nil)}
+	ue := &UntrustedError{File: "/home/u/proj/.agentbox.toml", Edited: true, Layer: v2, Trusted: v1, Env: fakeEnv(nil), Base: BaselineOf([]*Layer{Defaults()})}
 	want := []string{
 		"what changed since you trusted it (+ added, - removed; ! loosens your sandbox):",
 		"+ ! elsewhere in your home folder: filesystem.writable = ~/.ssh (/home/u/.ssh)",

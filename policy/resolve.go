@@ -73,7 +73,8 @@ type resolver struct {
 	m             merged
 	opts          Options
 	p             *plan.Plan
-	defaults      []denied // defaultDenied, once worked out
+	defaults      []denied          // defaultDenied, once worked out
+	goEnv         map[string]string // the go command's settings file, once read
 }
 
 // Resolve turns layers into a plan for command, in the world env.
@@ -94,7 +95,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 	steps := []func() error{
 		r.modes, r.allowedSockets, r.provider, r.workspace, r.cwd, r.rootStage, r.runtimeStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage, r.socketStage,
-		r.secretHosts, r.caBundles, r.environment, r.limits, r.confinedCommand, r.auditLog,
+		r.secretHosts, r.caBundles, r.cacheReads, r.environment, r.limits, r.confinedCommand, r.auditLog, r.notice,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -596,7 +597,8 @@ func (r *resolver) writableStage() error {
 				} else if w.path != r.env.Home {
 					what = "a folder that holds the home folder"
 				}
-				return originError(w.origin, fmt.Sprintf("%s: making %s writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it", w.path, what))
+				return &NeedFlags{Flags: []string{"--allow-broad-writable"},
+					Err: originError(w.origin, fmt.Sprintf("%s: making %s writable lets the agent change your shell startup files and tools, unless you also pass --allow-broad-writable, which keeps those read-only", w.path, what))}
 			}
 			r.p.Warnings = append(r.p.Warnings, fmt.Sprintf("WRITABLE %s (%s): allowed by --allow-broad-writable; what the home folder runs at login, in shells and in common tools stays read-only, or is blocked for the run when missing (see host programs below)", w.path, w.origin))
 		}
@@ -1278,6 +1280,17 @@ func (r *resolver) auditLog() error {
 			r.p.Log.Filesystem = "auto"
 			r.p.Log.Reads = reads
 		}
+	}
+	return nil
+}
+
+// notice works out how often the run's notices are shown, and where what
+// they said is kept.
+func (r *resolver) notice() error {
+	e := r.m.scalars["notice.backend"]
+	r.p.Notice = plan.Notice{Backend: e.Value, Origin: e.Origin}
+	if e.Value == plan.NoticeOnce {
+		r.p.Notice.Dir = filepath.Join(StateDir(r.env), "notices")
 	}
 	return nil
 }

@@ -335,9 +335,9 @@ func TestResolveBroadWritable(t *testing.T) {
 		writable string
 		want     string
 	}{
-		{"root", "/", "flag --writable: /: making / writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it"},
-		{"home", "~", "flag --writable: $ROOT/home/u: making the home folder writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it"},
-		{"a folder holding home", "$ROOT/home", "flag --writable: $ROOT/home: making a folder that holds the home folder writable lets the agent change your shell startup files and tools; pass --allow-broad-writable if you mean it"},
+		{"root", "/", "flag --writable: /: making / writable lets the agent change your shell startup files and tools, unless you also pass --allow-broad-writable, which keeps those read-only"},
+		{"home", "~", "flag --writable: $ROOT/home/u: making the home folder writable lets the agent change your shell startup files and tools, unless you also pass --allow-broad-writable, which keeps those read-only"},
+		{"a folder holding home", "$ROOT/home", "flag --writable: $ROOT/home: making a folder that holds the home folder writable lets the agent change your shell startup files and tools, unless you also pass --allow-broad-writable, which keeps those read-only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

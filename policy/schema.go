@@ -15,6 +15,7 @@ type Schema struct {
 	Provider   ProviderSchema                `toml:"provider"`
 	Providers  map[string]ProviderDeclSchema `toml:"providers"`
 	Log        LogSchema                     `toml:"log"`
+	Notice     NoticeSchema                  `toml:"notice"`
 	// Caches chooses, per tool ("npm", "go", …, or "default" for every
 	// tool not named), how the box gets its package and build caches:
 	// "private", "host-read-only", "host-writable" or "off".
@@ -123,4 +124,15 @@ type LogSchema struct {
 	Enabled         bool `toml:"enabled"`
 	Filesystem      bool `toml:"filesystem"`
 	FilesystemReads bool `toml:"filesystem_reads"`
+}
+
+// NoticeSchema is the [notice] table: how often agentbox's notices are
+// shown. They say what the run gets, never what it is refused: errors,
+// and the warning of a run that is not confined at all, are always shown.
+type NoticeSchema struct {
+	// Backend is "once" (the default: once per project, until what it
+	// says changes), "always" or "never", for the one line a confined run
+	// prints when Landlock confines it because bwrap cannot, or when its
+	// backend enforces rules weaker than the policy asks.
+	Backend string `toml:"backend"`
 }

@@ -12,9 +12,11 @@ import (
 )
 
 // A project policy comes with the repository, so a stranger may have written
-// it. It is used only after the user has trusted exactly these bytes: the
-// trust store pins each file's SHA-256, and any edit needs trusting again
-// (the model is direnv's and mise's "allow").
+// it. It is used only after the user has trusted what it says: the trust
+// store pins, per file, the SHA-256 of its meaning (Meaning: the parsed,
+// canonical content), so an edit of a comment or of the layout needs no
+// new trust and any change of what it says does (the model is direnv's and
+// mise's "allow", for meaning rather than bytes).
 
 // Hash returns the hex SHA-256 of a policy file's bytes.
 func Hash(data []byte) string {
@@ -60,12 +62,17 @@ func (s TrustStore) read() (map[string]string, error) {
 	return out, nil
 }
 
-// contentDir is where the trusted policies' bytes are kept, by hash, so
-// that a policy edited since can be shown as what changed.
+// contentDir is where the trusted policies' bytes are kept, by the hash
+// they were pinned with, so that a policy edited since can be shown as
+// what changed.
 func (s TrustStore) contentDir() string { return s.Path + ".d" }
 
-// Save keeps a copy of the policy bytes data that are being trusted.
-func (s TrustStore) Save(data []byte) error {
+// Save keeps a copy of the policy bytes data being trusted under hash,
+// the pin (the policy's Meaning).
+func (s TrustStore) Save(hash string, data []byte) error {
+	if len(hash) != 64 || strings.ContainsAny(hash, "/.") {
+		return fmt.Errorf("writing trust store: %q is not a hash", hash)
+	}
 	dir := s.contentDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("writing trust store: %w", err)
@@ -79,7 +86,7 @@ func (s TrustStore) Save(data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, Hash(data)+".toml"))
+		err = os.Rename(tmp.Name(), filepath.Join(dir, hash+".toml"))
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -88,8 +95,10 @@ func (s TrustStore) Save(data []byte) error {
 	return nil
 }
 
-// Content returns the bytes of the trusted policy with hash, as Save kept
-// them; an error when there are none (or they do not match the hash).
+// Content returns the bytes of the trusted policy pinned as hash, as Save
+// kept them; an error when there are none, or when they neither mean what
+// the hash says nor are the bytes it hashes (a pin of bytes, as agentbox
+// once made).
 func (s TrustStore) Content(hash string) ([]byte, error) {
 	if len(hash) != 64 || strings.ContainsAny(hash, "/.") {
 		return nil, fmt.Errorf("no trusted content for %q", hash)
@@ -98,7 +107,7 @@ func (s TrustStore) Content(hash string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if Hash(data) != hash {
+	if Hash(data) != hash && meaningOf(data) != hash {
 		return nil, fmt.Errorf("the trusted copy %s does not match its hash", hash)
 	}
 	return data, nil
@@ -170,6 +179,11 @@ type UntrustedError struct {
 	// Env is the world the grants are classified in (home folder,
 	// environment); the zero Env classifies without one.
 	Env Env
+	// Base is what each setting is without the policy (the layers before
+	// it), which its grants are classified against.
+	Base Baseline
+	// Proposal is true when agentbox learn left a proposal for the file.
+	Proposal bool
 }
 
 func (e *UntrustedError) Error() string {
@@ -185,10 +199,10 @@ func (e *UntrustedError) Error() string {
 func (e *UntrustedError) Explain() []string {
 	if e.Edited && e.Trusted != nil {
 		out := []string{"what changed since you trusted it (+ added, - removed; ! loosens your sandbox):"}
-		return append(out, Diff(Classify(e.Trusted, e.Env), Classify(e.Layer, e.Env))...)
+		return append(out, Diff(Classify(e.Trusted, e.Env, e.Base), Classify(e.Layer, e.Env, e.Base))...)
 	}
 	out := []string{"it would grant (! loosens your sandbox):"}
-	for _, g := range Classify(e.Layer, e.Env) {
+	for _, g := range Classify(e.Layer, e.Env, e.Base) {
 		out = append(out, "  "+g.String())
 	}
 	return out
@@ -197,7 +211,7 @@ func (e *UntrustedError) Explain() []string {
 // Grants describes, one line each, what the untrusted policy would grant.
 func (e *UntrustedError) Grants() []string {
 	var out []string
-	for _, g := range Classify(e.Layer, e.Env) {
+	for _, g := range Classify(e.Layer, e.Env, e.Base) {
 		out = append(out, g.String())
 	}
 	return out

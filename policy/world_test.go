@@ -34,7 +34,25 @@ type world struct {
 // resolution (which resolves symlinks) and the tables agree.
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
+	return newWorldIn(t, t.TempDir())
+}
+
+// newWorldOutsideTmp is newWorld in a folder outside the host's /tmp, for
+// tests of what a box sees (a box of the default tmp mode sees none of
+// the host's /tmp).
+func newWorldOutsideTmp(t *testing.T) *world {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "agentbox-policy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return newWorldIn(t, dir)
+}
+
+func newWorldIn(t *testing.T, dir string) *world {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

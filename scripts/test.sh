@@ -14,6 +14,12 @@
 # file: the network tests' names resolve through a private /etc/hosts in a
 # mount namespace of the tests' own. Two runs at once would share that
 # user: run it under flock /var/tmp/agentbox-fullsuite.lock when others may.
+#
+# Both passes always run, the second even when the first failed, and the
+# end says how each went (and which packages failed); the exit status is
+# 1 when anything failed. Every test binary has a time limit, and the tests
+# give what they start the default signal dispositions, so the suite also
+# finishes under nohup or started with & (SIGHUP, SIGINT ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -27,14 +33,16 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - 
 
 # What the tests need. As root, install what is missing; otherwise say what.
 missing=()
-for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshare:util-linux \
-	python3:python3 curl:curl npm:npm make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg \
-	direnv:direnv pre-commit:pre-commit prlimit:util-linux \
+for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshare:util-linux prlimit:util-linux \
+	script:bsdutils python3:python3 curl:curl npm:npm make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg \
+	direnv:direnv pre-commit:pre-commit strace:strace \
 	aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static; do
 	command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 # The completion tests load bash's completion the way a login shell does.
 [ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion)
+# The pip tests make a virtual environment (Debian splits venv out).
+python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		say "installing ${missing[*]} with apt-get (a minute or two)"
@@ -111,8 +119,17 @@ say "building agentbox"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$work/agentbox" .
 export AGENTBOX_BIN="$work/agentbox"
 
-say "tests as $(id -un): every package (the integration tests run the real binary)"
-go test -count=1 -timeout 40m ./...
+# Each pass's outcome, for the summary at the end; a failure does not stop
+# the other pass.
+first=$(id -un)
+first_status="passed"
+second_status="not run (only as root: it needs a user of its own)"
+failed_pkgs=()
+
+say "tests as $first: every package (the integration tests run the real binary)"
+if ! go test -count=1 -timeout 40m ./...; then
+	first_status="FAILED (the failures are above)"
+fi
 
 if [ "$(id -u)" = 0 ]; then
 	uhome=$(getent passwd "$user" | cut -d: -f6)
@@ -136,38 +153,57 @@ if [ "$(id -u)" = 0 ]; then
 	chmod -R a+rX "$work"
 	pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
 	say "tests as the unprivileged user $user: each package's test binary"
-	status=0
+	second_status="passed"
 	for pkg in $pkgs; do
 		rel=${pkg#$(go list -m)}
 		rel=${rel#/}
 		name=$(echo "${rel:-root}" | tr / _)
-		go test -c -o "$work/$name.test" "$pkg"
+		if ! go test -c -o "$work/$name.test" "$pkg"; then
+			failed_pkgs+=("$pkg (does not build)")
+			continue
+		fi
 		[ -f "$work/$name.test" ] || continue
 		chmod 755 "$work/$name.test"
 		echo "--- $pkg"
+		# The same time limit as go test gives the first pass.
 		if ! (cd "$work/src/$rel" && unshare --mount --propagation private -- \
 			sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" \
 			setpriv --reuid="$user" --regid="$user" --init-groups \
 			env -i PATH="/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin" HOME="$uhome" \
 			AGENTBOX_BIN="$AGENTBOX_BIN" AGENTBOX_MUST_WORK="${AGENTBOX_MUST_WORK:-}" AGENTBOX_TEST_USER="$user" GOFLAGS=-mod=mod \
 			GOCACHE="$cache/go-build" GOMODCACHE="$cache/mod" GOPATH="$uhome/go" \
-			"$work/$name.test" -test.count=1); then
-			status=1
+			"$work/$name.test" -test.count=1 -test.timeout=40m); then
+			failed_pkgs+=("$pkg")
 		fi
 	done
-	[ $status = 0 ] || { echo "tests failed as $user" >&2; exit 1; }
+	if [ ${#failed_pkgs[@]} -gt 0 ]; then
+		second_status="FAILED: ${failed_pkgs[*]}"
+	fi
 fi
 
+release_status="passed"
 say "release: goreleaser check and a snapshot build (scripts/release-check.sh)"
-scripts/release-check.sh
+scripts/release-check.sh || release_status="FAILED (above)"
 
+windows_status="not run (no scripts/test-windows.sh)"
 if [ -x scripts/test-windows.sh ]; then
 	say "windows: the Windows code paths under Wine (scripts/test-windows.sh)"
-	scripts/test-windows.sh
+	windows_status="passed"
+	scripts/test-windows.sh || windows_status="FAILED (above)"
 fi
 # A report, not a test: the launch-speed goals side by side (20 rounds,
 # at most 40 s of measuring, about a minute in all); it never fails the
 # suite.
 say "speed report: scripts/bench.sh (not a test; figures vary with load)"
 BENCH_ROUNDS=20 BENCH_BUDGET=40 scripts/bench.sh || true
-say "all tests passed"
+
+say "summary"
+printf '%-26s %s\n' "tests as $first:" "$first_status" "tests as $user:" "$second_status" \
+	"release check:" "$release_status" "windows under Wine:" "$windows_status"
+case "$first_status $second_status $release_status $windows_status" in
+*FAILED*)
+	echo "some tests FAILED" >&2
+	exit 1
+	;;
+esac
+echo "all tests passed"

@@ -11,6 +11,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // These tests load the filter into the real kernel through bwrap
@@ -67,7 +70,7 @@ func box(t *testing.T, bwrap string, f *Filter, argv ...string) (stdout, stderr 
 	cmd.Args = append(append([]string{bwrap}, args...), append([]string{"--"}, argv...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
+	err = proctest.Run(t, cmd, time.Minute)
 	return out.String(), errb.String(), err
 }
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
 )
 
 // Report is every check of one box and how it came out.
@@ -45,14 +45,15 @@ func (r Report) Summary() string {
 		r.Backend, r.Run, r.Count(Verified), r.Count(Consistent), r.Count(Failed), r.Count(NotProbed))
 }
 
-// WriteText prints the report: the summary, then one line per check.
-func (r Report) WriteText(w io.Writer) {
-	fmt.Fprintln(w, r.Summary())
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+// WriteText prints the report: the summary, then one line per check,
+// fitted to width columns (plan.Fit; 0 for no limit).
+func (r Report) WriteText(w io.Writer, width int) error {
+	var b strings.Builder
+	fmt.Fprintln(&b, r.Summary())
 	for _, x := range r.Results {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", x.Status, event.Escape(x.Rule), event.Escape(x.What()))
+		fmt.Fprintf(&b, "  %s\t%s\v%s\n", x.Status, event.Escape(x.Rule), event.Escape(x.What()))
 	}
-	tw.Flush()
+	return plan.Fit(w, b.String(), width)
 }
 
 // WriteJSON prints the report as one JSON document.

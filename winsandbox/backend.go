@@ -127,11 +127,11 @@ func (w *Windows) Describe(p *plan.Plan, out io.Writer) {
 		if r.Path != "" {
 			what += " " + r.Path
 		}
-		fmt.Fprintf(out, "  %s: %s: %s\n", what, r.Level, r.How)
+		fmt.Fprintf(out, "  %s: %s: %s\n", plan.Escape(what), r.Level, plan.Escape(r.How))
 	}
 	fmt.Fprintln(out, "windows spec (users, ACEs, firewall rules, WFP filters, the command):")
 	for _, line := range strings.Split(strings.TrimRight(s.Render(), "\n"), "\n") {
-		fmt.Fprintln(out, "  "+line)
+		fmt.Fprintln(out, "  "+plan.Escape(line))
 	}
 }
 

@@ -55,16 +55,16 @@ _agentbox() {
         esac
         if [[ $cur == -* ]]; then
             case $cmd in
-            run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --net-log --verify --help" -- "$cur")) ;;
-            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --argv --help" -- "$cur")) ;;
-            learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --output --help" -- "$cur")) ;;
-            verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --help" -- "$cur")) ;;
+            run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --net-log --verify --help" -- "$cur")) ;;
+            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --argv --wide --help" -- "$cur")) ;;
+            learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --output --help" -- "$cur")) ;;
+            verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --wide --help" -- "$cur")) ;;
             log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --help" -- "$cur")) ;;
             init) COMPREPLY=($(compgen -W "--force --help" -- "$cur")) ;;
             doctor) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            trust) COMPREPLY=($(compgen -W "--revoke --help" -- "$cur")) ;;
-            status) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --json --prompt --help" -- "$cur")) ;;
-            caches) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --clear --all --json --help" -- "$cur")) ;;
+            trust) COMPREPLY=($(compgen -W "--revoke --proposal --help" -- "$cur")) ;;
+            status) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --prompt --help" -- "$cur")) ;;
+            caches) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --clear --all --json --help" -- "$cur")) ;;
             providers) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             shell-init) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             completion) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
