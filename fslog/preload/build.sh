@@ -11,9 +11,10 @@ platform=${1:?platform}; out=${2:?out}
 case $out in /*) ;; *) out=$PWD/$out ;; esac
 cd "$(dirname "$0")"
 case $platform in
-x86_64) cc=${CC:-gcc}; archflags="-m64 -fcf-protection=none" ;;
-i686) cc=${CC:-gcc}; archflags="-m32 -march=i686 -fcf-protection=none" ;;
-aarch64) cc=${CC_AARCH64:-aarch64-linux-gnu-gcc}; archflags="-mbranch-protection=none -Wl,-z,common-page-size=4096" ;;
+x86_64) cc=${CC:-gcc}; nm=nm; archflags="-m64 -fcf-protection=none" ;;
+i686) cc=${CC:-gcc}; nm=nm; archflags="-m32 -march=i686 -fcf-protection=none" ;;
+# -mno-outline-atomics: the atomics inline, not calls into libgcc
+aarch64) cc=${CC_AARCH64:-aarch64-linux-gnu-gcc}; nm=aarch64-linux-gnu-nm; archflags="-mbranch-protection=none -mno-outline-atomics -Wl,-z,common-page-size=4096" ;;
 *) echo "unknown platform $platform" >&2; exit 2 ;;
 esac
 want="12.2.0"
@@ -31,3 +32,6 @@ LC_ALL=C SOURCE_DATE_EPOCH=0 $cc -std=gnu11 -Os -fPIC -shared -nostdlib -nostdin
 	-Wall -Wextra -Werror \
 	-Wl,--build-id=none -Wl,-z,noexecstack -Wl,-z,norelro -Wl,--gc-sections -Wl,--hash-style=both -Wl,-soname,agentbox-fslog.so -s \
 	-o "$out" preload.c
+# It may need nothing from outside but the weak references it checks for.
+undefined=$($nm -D --undefined-only "$out" | awk '$1 != "w" {print $2}')
+[ -z "$undefined" ] || { echo "preload: $out needs $undefined from elsewhere" >&2; rm -f "$out"; exit 1; }
