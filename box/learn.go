@@ -50,7 +50,11 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 		// paths too, even where the policy does not record them.
 		// Not inside another box (Depth > 1), whose own log refuses a
 		// second listener and records what its policy refuses itself.
-		p.Log.Filesystem = filesystemLog(&plan.Plan{GOOS: p.GOOS, Identity: p.Identity, Depth: p.Depth, Log: plan.Log{Enabled: true, Filesystem: "auto"}}, b)
+		// The complete mode, which sees static programs too: a learning
+		// run sees every refusal, whatever it costs.
+		unplanLog(p)
+		p.Log.Off = ""
+		p.Log.Filesystem = filesystemLog(&plan.Plan{GOOS: p.GOOS, Identity: p.Identity, Depth: p.Depth, Log: plan.Log{Enabled: true, Filesystem: "complete"}}, b)
 		p.Log.Reads = p.Log.Filesystem != ""
 		if err := b.Complete(p); err != nil {
 			return err

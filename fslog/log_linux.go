@@ -41,6 +41,9 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
 		return nil
 	}
 	l := &Log{mode: mode, judge: judge, ev: ev, seen: newDedup(), done: make(chan struct{}), stopR: -1, stopW: -1}
+	if mode == Preload {
+		return l.startPreload(p.Log.Preload)
+	}
 	// SOCK_SEQPACKET: one message is one send, with its descriptor.
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -76,8 +79,34 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
 	return l
 }
 
+// startPreload starts the preloaded log, whose records come on a socket
+// in dir, which the box reaches by its path: there is no end of a socket
+// to pass to the box.
+func (l *Log) startPreload(dir string) *Log {
+	fd, err := listenPreload(dir)
+	if err != nil {
+		l.warn(err)
+		return nil
+	}
+	var pipe [2]int
+	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(fd)
+		l.warn(fmt.Errorf("making its pipe: %w", err))
+		return nil
+	}
+	l.stopR, l.stopW = pipe[0], pipe[1]
+	s := &preloadServer{fd: fd, root: -1, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
+	go func() {
+		defer close(l.done)
+		defer unix.Close(fd)
+		s.serve(l.stopR)
+		s.done()
+	}()
+	return l
+}
+
 // Box is the box's end of the log socket, to pass to the box's first
-// process (nil for a nil Log).
+// process (nil for a nil Log, and for the preloaded log, which has none).
 func (l *Log) Box() *os.File {
 	if l == nil {
 		return nil
@@ -101,9 +130,13 @@ func (l *Log) Stop() {
 		return
 	}
 	l.once.Do(func() {
-		l.box.Close()
+		if l.box != nil {
+			l.box.Close()
+		}
 		unix.Write(l.stopW, []byte{1})
-		l.host.Close() // a box side that never armed the log: recvmsg returns
+		if l.host != nil {
+			l.host.Close() // a box side that never armed the log: recvmsg returns
+		}
 		select {
 		case <-l.done:
 		case <-time.After(2 * time.Second):

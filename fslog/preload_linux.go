@@ -1,0 +1,215 @@
+//go:build linux && (amd64 || arm64)
+
+package fslog
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// The rate at which agentbox judges the preloaded library's records, in
+// all: a box that floods the socket gets the rest counted, not judged.
+// Each process of the box sends at most 1,000 a second after a burst of
+// 256 (preload.c), so this bounds what many processes together cost.
+const (
+	preloadRate  = 2000 // records a second
+	preloadBurst = 1000
+)
+
+// listenPreload prepares the run's folder dir (made fresh by the
+// supervisor, for the user alone) for the preloaded log: it writes the
+// library for each platform, and binds the socket the library sends its
+// records to. It returns the socket.
+func listenPreload(dir string) (int, error) {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening its folder %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return -1, fmt.Errorf("opening its folder %s: %w", dir, err)
+	}
+	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
+		return -1, fmt.Errorf("its folder %s is not yours alone", dir)
+	}
+	for platform, lib := range preloadLibraries {
+		name := "agentbox-fslog-" + platform + ".so"
+		f, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+		if err != nil {
+			return -1, fmt.Errorf("writing %s/%s: %w", dir, name, err)
+		}
+		for b := lib; len(b) > 0; {
+			n, err := unix.Write(f, b)
+			if err != nil {
+				unix.Close(f)
+				return -1, fmt.Errorf("writing %s/%s: %w", dir, name, err)
+			}
+			b = b[n:]
+		}
+		unix.Close(f)
+	}
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("making its socket: %w", err)
+	}
+	// Bound through the folder's descriptor: the folder opened above,
+	// whatever its path's length.
+	if err := unix.Bind(s, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + plan.PreloadSocket}); err != nil {
+		unix.Close(s)
+		return -1, fmt.Errorf("making its socket in %s: %w", dir, err)
+	}
+	// The kernel names each record's sender (SCM_CREDENTIALS): what the
+	// box writes in a record cannot change whose it is.
+	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		unix.Close(s)
+		return -1, fmt.Errorf("making its socket: %w", err)
+	}
+	unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
+	return s, nil
+}
+
+// preloadServer judges one run's preloaded records.
+type preloadServer struct {
+	fd    int
+	root  int // the box's root folder (O_PATH), from the first sender
+	judge Judge
+	ev    event.Emitter
+	seen  *dedup
+	// keys are the records already judged, for a box that repeats one.
+	keys map[string]bool
+	// lost counts the refusals the box's processes did not send (past
+	// their rate, or with the socket full), as their records said; over
+	// those agentbox did not judge (past its own rate); bad the
+	// datagrams that were no record.
+	lost, over, bad uint64
+	tokens          float64
+	last            time.Time
+}
+
+func (s *preloadServer) serve(stop int) {
+	buf := make([]byte, 16+5*(maxRecordPath+1)+1)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
+	s.tokens, s.last = preloadBurst, time.Now()
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if fds[0].Revents&unix.POLLIN != 0 {
+			for s.one(buf, oob) {
+			}
+		}
+		if fds[1].Revents != 0 {
+			// The box has ended: what it sent is queued already.
+			for s.one(buf, oob) {
+			}
+			return
+		}
+	}
+}
+
+// one receives and judges one record; false when none is waiting.
+func (s *preloadServer) one(buf, oob []byte) bool {
+	n, oobn, flags, _, err := unix.Recvmsg(s.fd, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+	if err == unix.EINTR {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	pid := 0
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if cred, err := unix.ParseUnixCredentials(&m); err == nil {
+				pid = int(cred.Pid)
+			}
+		}
+	}
+	r, ok := parseRecord(buf[:n])
+	if !ok || pid <= 0 || flags&unix.MSG_TRUNC != 0 {
+		s.bad++
+		return true
+	}
+	s.lost += uint64(r.lost)
+	if !s.take() {
+		s.over++
+		return true
+	}
+	key := r.key()
+	if s.keys[key] {
+		return true
+	}
+	if len(s.keys) < maxSeen {
+		s.keys[key] = true
+	}
+	if s.root < 0 {
+		// Every process of a box has its root: bwrap's new root, or the
+		// host's under Landlock; none can change it (chroot needs a
+		// capability no boxed process has).
+		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return true
+		}
+		s.root = fd
+	}
+	a := Attempt{Pid: pid, Syscall: r.call, Op: r.op, Flags: r.flags}
+	// The source of a rename or link is judged where it is now; a link
+	// to a symbolic link is made of the link itself.
+	follow := !r.noFollow && r.path[1] == ""
+	a.Targets = append(a.Targets, resolveIn(s.root, r.path[0], r.absolute(0), follow))
+	if r.path[1] != "" {
+		a.Targets = append(a.Targets, resolveIn(s.root, r.path[1], r.absolute(1), false))
+	}
+	e, refused := s.judge(a)
+	if refused && s.seen.first(e) {
+		e.Process = processName(pid)
+		if strings.HasPrefix(e.Process, "? ") && r.prog != "" {
+			// Gone already: the name it gave itself.
+			e.Process = r.prog + strings.TrimPrefix(e.Process, "?")
+		}
+		s.ev.Emit(e)
+	}
+	return true
+}
+
+// take reports whether a record may be judged now: a token bucket of
+// preloadBurst records refilled at preloadRate a second.
+func (s *preloadServer) take() bool {
+	now := time.Now()
+	s.tokens = min(preloadBurst, s.tokens+now.Sub(s.last).Seconds()*preloadRate)
+	s.last = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+// done says, once the run is over, what was not recorded.
+func (s *preloadServer) done() {
+	if s.root >= 0 {
+		unix.Close(s.root)
+	}
+	if n := s.lost + s.over; n > 0 {
+		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
+			"filesystem log: %d refusals were not recorded: the box made them faster than the log takes them "+
+				"(each process reports at most 1,000 a second, and agentbox judges at most %d a second)", n, preloadRate)})
+	}
+	if s.bad > 0 {
+		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
+			"filesystem log: %d messages on its socket were not records of the preloaded library, and were ignored", s.bad)})
+	}
+}
