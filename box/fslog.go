@@ -76,13 +76,21 @@ func unplanLog(p *plan.Plan) {
 }
 
 // judge is what decides, during a run of p, which filesystem calls the
-// policy refuses.
-func judge(p *plan.Plan) fslog.Judge {
+// policy refuses; nil when the run records none.
+func judge(p *plan.Plan) *refusal.Judge {
 	if p.Log.Filesystem == "" {
 		return nil
 	}
 	return refusal.New(p, func(path string) bool {
 		_, err := os.Stat(path)
 		return err == nil
-	}).Func()
+	})
+}
+
+// judgeFunc is j as the log takes it (nil for none).
+func judgeFunc(j *refusal.Judge) fslog.Judge {
+	if j == nil {
+		return nil
+	}
+	return j.Func()
 }

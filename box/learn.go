@@ -80,7 +80,7 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr}, &refusal.Summary{W: os.Stderr, Plan: p}, nets)
+	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr}, &refusal.Summary{W: os.Stderr, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)}, nets)
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
@@ -103,7 +103,7 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 		return hint(fmt.Errorf("learn: %s changed while the command ran; nothing was proposed", file),
 			"the box may have written it: look at it before you trust or remove it")
 	}
-	prop := learn.Propose(p, append(j.Refusals(), nets.refused()...), ShellJoin(req.Command))
+	prop := learn.Propose(p, append(j.Refusals(), nets.refused()...), ShellJoin(req.Command), hostRun(p, 0))
 	var report bytes.Buffer
 	var diff string
 	if len(prop.Adds) > 0 {
