@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,8 +28,10 @@ type Log struct {
 	// stopR and stopW end the serving once the box has ended.
 	stopR, stopW int
 	audit        *auditReader
-	done         chan struct{}
-	once         sync.Once
+	// first is the pid of the box's first process (Started).
+	first atomic.Int64
+	done  chan struct{}
+	once  sync.Once
 }
 
 // Start opens the log of a run of p: the socket the box's side arms it
@@ -42,7 +45,7 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
 	}
 	l := &Log{mode: mode, judge: judge, ev: ev, seen: newDedup(), done: make(chan struct{}), stopR: -1, stopW: -1}
 	if mode == Preload {
-		return l.startPreload(p.Log.Preload)
+		return l.startPreload(p.Log.Preload, p.Box.Backend == "landlock")
 	}
 	// SOCK_SEQPACKET: one message is one send, with its descriptor.
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -82,7 +85,7 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
 // startPreload starts the preloaded log, whose records come on a socket
 // in dir, which the box reaches by its path: there is no end of a socket
 // to pass to the box.
-func (l *Log) startPreload(dir string) *Log {
+func (l *Log) startPreload(dir string, landlock bool) *Log {
 	fd, err := listenPreload(dir)
 	if err != nil {
 		l.warn(err)
@@ -95,7 +98,7 @@ func (l *Log) startPreload(dir string) *Log {
 		return nil
 	}
 	l.stopR, l.stopW = pipe[0], pipe[1]
-	s := &preloadServer{fd: fd, root: -1, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
+	s := &preloadServer{fd: fd, root: -1, landlock: landlock, first: &l.first, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
 	go func() {
 		defer close(l.done)
 		defer unix.Close(fd)
@@ -114,11 +117,18 @@ func (l *Log) Box() *os.File {
 	return l.box
 }
 
-// Started closes the supervisor's copy of the box's end once the box's
-// first process has its own: the log then sees the socket's end when the
-// box's side is gone without arming it.
-func (l *Log) Started() {
-	if l != nil && l.box != nil {
+// Started is told the pid of the box's first process once it has started
+// (0 when it could not be), and closes the supervisor's copy of the box's
+// end, which the box's first process has its own of: the log then sees the
+// socket's end when the box's side is gone without arming it.
+func (l *Log) Started(pid int) {
+	if l == nil {
+		return
+	}
+	if pid > 0 {
+		l.first.CompareAndSwap(0, int64(pid))
+	}
+	if l.box != nil {
 		l.box.Close()
 	}
 }

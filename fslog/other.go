@@ -20,7 +20,7 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log { return nil }
 func (l *Log) Box() *os.File { return nil }
 
 // Started does nothing.
-func (l *Log) Started() {}
+func (l *Log) Started(pid int) {}
 
 // Stop does nothing.
 func (l *Log) Stop() {}

@@ -118,10 +118,12 @@ func parseRecord(b []byte) (record, bool) {
 		return r, false
 	}
 	op := int(b[4])
-	if op < 1 || op > len(recordOps) {
+	if op > len(recordOps) {
 		return r, false
 	}
-	r.op = recordOps[op-1]
+	if op > 0 {
+		r.op = recordOps[op-1]
+	}
 	fl := b[5]
 	r.noFollow = fl&recNoFollow != 0
 	if fl&recExcl != 0 {
@@ -141,6 +143,16 @@ func parseRecord(b []byte) (record, bool) {
 		if len(f) > maxRecordPath {
 			return r, false
 		}
+	}
+	if op == 0 {
+		// Only a count of what was lost (a process that lost some, at
+		// its exit): no call, no paths.
+		for _, f := range fields[:6] {
+			if len(f) != 0 {
+				return record{}, false
+			}
+		}
+		return record{lost: r.lost}, true
 	}
 	r.call = string(fields[0])
 	if r.call == "" || len(r.call) > 32 || strings.Trim(r.call, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {

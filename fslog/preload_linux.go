@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -79,8 +80,14 @@ func listenPreload(dir string) (int, error) {
 
 // preloadServer judges one run's preloaded records.
 type preloadServer struct {
-	fd    int
-	root  int // the box's root folder (O_PATH), from the first sender
+	fd int
+	// root is the box's root folder (O_PATH), found at the first record
+	// (boxRoot); landlock says the box has the host's.
+	root     int
+	landlock bool
+	// first is the box's first process (bwrap, or the Landlock child),
+	// once it has started.
+	first *atomic.Int64
 	judge Judge
 	ev    event.Emitter
 	seen  *dedup
@@ -89,10 +96,11 @@ type preloadServer struct {
 	// lost counts the refusals the box's processes did not send (past
 	// their rate, or with the socket full), as their records said; over
 	// those agentbox did not judge (past its own rate); bad the
-	// datagrams that were no record.
-	lost, over, bad uint64
-	tokens          float64
-	last            time.Time
+	// datagrams that were no record; blind those that came when the
+	// box's root could not be found.
+	lost, over, bad, blind uint64
+	tokens                 float64
+	last                   time.Time
 }
 
 func (s *preloadServer) serve(stop int) {
@@ -144,6 +152,9 @@ func (s *preloadServer) one(buf, oob []byte) bool {
 		return true
 	}
 	s.lost += uint64(r.lost)
+	if r.op == "" {
+		return true // only a count of what was lost
+	}
 	if !s.take() {
 		s.over++
 		return true
@@ -156,14 +167,10 @@ func (s *preloadServer) one(buf, oob []byte) bool {
 		s.keys[key] = true
 	}
 	if s.root < 0 {
-		// Every process of a box has its root: bwrap's new root, or the
-		// host's under Landlock; none can change it (chroot needs a
-		// capability no boxed process has).
-		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
+		if s.root = s.boxRoot(pid); s.root < 0 {
+			s.blind++
 			return true
 		}
-		s.root = fd
 	}
 	a := Attempt{Pid: pid, Syscall: r.call, Op: r.op, Flags: r.flags}
 	// The source of a rename or link is judged where it is now; a link
@@ -185,6 +192,41 @@ func (s *preloadServer) one(buf, oob []byte) bool {
 	return true
 }
 
+// boxRoot opens the box's root folder: the host's under Landlock (the
+// box cannot chroot: that needs a capability no boxed process has); under
+// bwrap, the root of bwrap's child, the box's pid 1, which lives as long
+// as the box. When that cannot be read (the box has ended before agentbox
+// read its first record), the root of the record's sender if it still
+// runs, else the host's: the box's mounts put its folders at their own
+// paths, so only what a mount hides or replaces (/tmp, a hidden folder)
+// resolves differently there.
+func (s *preloadServer) boxRoot(sender int) int {
+	open := func(p string) int {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1
+		}
+		return fd
+	}
+	if s.landlock {
+		return open("/")
+	}
+	if first := int(s.first.Load()); first > 0 {
+		f := strconv.Itoa(first)
+		if kids, err := os.ReadFile("/proc/" + f + "/task/" + f + "/children"); err == nil {
+			if k := strings.Fields(string(kids)); len(k) > 0 {
+				if fd := open("/proc/" + k[0] + "/root"); fd >= 0 {
+					return fd
+				}
+			}
+		}
+	}
+	if fd := open("/proc/" + strconv.Itoa(sender) + "/root"); fd >= 0 {
+		return fd
+	}
+	return open("/")
+}
+
 // take reports whether a record may be judged now: a token bucket of
 // preloadBurst records refilled at preloadRate a second.
 func (s *preloadServer) take() bool {
@@ -203,7 +245,7 @@ func (s *preloadServer) done() {
 	if s.root >= 0 {
 		unix.Close(s.root)
 	}
-	if n := s.lost + s.over; n > 0 {
+	if n := s.lost + s.over + s.blind; n > 0 {
 		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
 			"filesystem log: %d refusals were not recorded: the box made them faster than the log takes them "+
 				"(each process reports at most 1,000 a second, and agentbox judges at most %d a second)", n, preloadRate)})

@@ -234,7 +234,9 @@ enum { F_NOFOLLOW = 1, F_EXCL = 2, F_TRUNC = 4 };
 /* A record: this header, then six NUL-terminated strings: the call, the
  * folder the first path is relative to ("" when it is absolute or that
  * folder cannot be named), the first path, the same two for the second
- * path ("" when the call has one path), and the program's name. */
+ * path ("" when the call has one path), and the program's name. A record
+ * with no operation and six empty strings only counts what was lost (sent
+ * when a process that lost some exits). */
 struct rec {
 	u8 magic[4]; /* "fsl1" */
 	u8 op, flags, pad[2];
@@ -247,7 +249,8 @@ static int tokens = BURST;
 static u32 refilled; /* CLOCK_MONOTONIC_COARSE, ms, at the last refill */
 static u32 over;     /* refusals past the rate since the clock was read */
 static u32 lost;
-static int busy; /* the buffers below are in use */
+static int lostpid; /* the process that counted them (a forked child inherits the count) */
+static int busy;    /* the buffers below are in use */
 static char bases[8192];
 static char name[64];
 static struct sockaddr_un_ addr;
@@ -270,6 +273,23 @@ static int take(void)
 	if (add > BURST) add = BURST;
 	__atomic_store_n(&tokens, (int)add - 1, __ATOMIC_RELAXED);
 	return 1;
+}
+
+static void addlost(u32 n)
+{
+	if (!__atomic_load_n(&lostpid, __ATOMIC_RELAXED)) __atomic_store_n(&lostpid, (int)sys0(NR_getpid), __ATOMIC_RELAXED);
+	__atomic_add_fetch(&lost, n, __ATOMIC_RELAXED);
+}
+
+/* takelost returns the count to send, and starts it again; a count this
+ * process inherited from the one that forked it is not its own, and that
+ * one reports it. */
+static u32 takelost(void)
+{
+	u32 n = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
+	int owner = __atomic_exchange_n(&lostpid, 0, __ATOMIC_RELAXED);
+	if (n && owner != (int)sys0(NR_getpid)) n = 0;
+	return n;
 }
 
 static char *utoa(char *p, unsigned v)
@@ -302,6 +322,37 @@ static size_t base(int dfd, const char *p, char *b, size_t n)
 	return slen(b, n) + 1;
 }
 
+/* sendlog sends one record (n pieces) to DIR/log, or through a descriptor
+ * of DIR when that path is longer than a socket address holds; the
+ * caller holds busy. It returns sendmsg's result. */
+static long sendlog(struct iovec_ *iov, size_t n, int dl)
+{
+	long dfd = -1, s = -1, r = -1;
+	int alen, viafd = 0;
+	addr.family = AF_UNIX;
+	if ((size_t)dl + 5 < sizeof addr.path) {
+		memcpy(addr.path, dir, (size_t)dl);
+		memcpy(addr.path + dl, "/log", 5);
+		alen = 2 + dl + 5;
+	} else {
+		viafd = 1;
+		dfd = sys4(NR_openat, AT_FDCWD, (long)dir, O_PATH_ | O_DIRECTORY_ | O_CLOEXEC, 0);
+		char *q = addr.path;
+		memcpy(q, "/proc/self/fd/", 14);
+		q = utoa(q + 14, (unsigned)dfd);
+		memcpy(q, "/log", 5);
+		alen = 2 + (int)(q - addr.path) + 5;
+	}
+	if (!viafd || dfd >= 0) s = sys3(NR_socket, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s >= 0) {
+		struct msghdr_ m = {.name = &addr, .namelen = alen, .iov = iov, .iovlen = n};
+		r = sys3(NR_sendmsg, s, (long)&m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		sys1(NR_close, s);
+	}
+	if (viafd && dfd >= 0) sys1(NR_close, dfd);
+	return r;
+}
+
 static void report(const char *call, int op, int fl, int d1, const char *p1, int d2, const char *p2)
 {
 	int *ep = errp();
@@ -315,11 +366,12 @@ static void report(const char *call, int op, int fl, int d1, const char *p1, int
 	if (!take() || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) {
 		/* over the rate, or another thread (or a signal handler
 		 * interrupting this one) is sending */
-		__atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+		addlost(1);
+		*ep = e;
 		return;
 	}
 	struct rec h = {.magic = {'f', 's', 'l', '1'}, .op = (u8)op, .flags = (u8)fl, .err = (u32)e};
-	h.lost = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
+	h.lost = takelost();
 	size_t n1 = base(d1, p1, bases, sizeof bases / 2);
 	size_t n2 = 1;
 	char *b2 = bases + sizeof bases / 2;
@@ -339,34 +391,25 @@ static void report(const char *call, int op, int fl, int d1, const char *p1, int
 		{p2 ? p2 : empty, p2 ? slen(p2, 4096) + 1 : 1},
 		{name, np + 1},
 	};
-	/* The socket: DIR/log, or through a descriptor of DIR when that path
-	 * is longer than a socket address holds. */
-	long dfd = -1, s = -1, r = -1;
-	int alen, viafd = 0;
-	addr.family = AF_UNIX;
-	if ((size_t)dl + 5 < sizeof addr.path) {
-		memcpy(addr.path, dir, (size_t)dl);
-		memcpy(addr.path + dl, "/log", 5);
-		alen = 2 + dl + 5;
-	} else {
-		viafd = 1;
-		dfd = sys4(NR_openat, AT_FDCWD, (long)dir, O_PATH_ | O_DIRECTORY_ | O_CLOEXEC, 0);
-		char *q = addr.path;
-		memcpy(q, "/proc/self/fd/", 14);
-		q = utoa(q + 14, (unsigned)dfd);
-		memcpy(q, "/log", 5);
-		alen = 2 + (int)(q - addr.path) + 5;
-	}
-	if (!viafd || dfd >= 0) s = sys3(NR_socket, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s >= 0) {
-		struct msghdr_ m = {.name = &addr, .namelen = alen, .iov = iov, .iovlen = 7};
-		r = sys3(NR_sendmsg, s, (long)&m, MSG_DONTWAIT | MSG_NOSIGNAL);
-		sys1(NR_close, s);
-	}
-	if (viafd && dfd >= 0) sys1(NR_close, dfd);
-	if (r < 0) __atomic_add_fetch(&lost, h.lost + 1, __ATOMIC_RELAXED);
+	if (sendlog(iov, 7, dl) < 0) addlost(h.lost + 1);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 	*ep = e;
+}
+
+/* At exit, a process that lost records says how many: nothing may follow
+ * to carry the count. */
+__attribute__((destructor)) static void bye(void)
+{
+	int dl = __atomic_load_n(&dirlen, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&lost, __ATOMIC_RELAXED) || dl < 0 || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) return;
+	int *ep = errp();
+	int e = ep ? *ep : 0;
+	struct rec h = {.magic = {'f', 's', 'l', '1'}};
+	h.lost = takelost();
+	struct iovec_ iov[2] = {{&h, sizeof h}, {"\0\0\0\0\0", 6}};
+	if (h.lost) sendlog(iov, 2, dl);
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	if (ep) *ep = e;
 }
 
 /* what an open with flags fl does */

@@ -26,7 +26,7 @@ typedef long long off64_t;
 typedef unsigned int socklen_t;
 
 #if defined(__x86_64__)
-enum { NR_close = 3, NR_socket = 41, NR_sendmsg = 46, NR_getcwd = 79, NR_clock_gettime = 228, NR_openat = 257, NR_readlinkat = 267 };
+enum { NR_getpid = 39, NR_close = 3, NR_socket = 41, NR_sendmsg = 46, NR_getcwd = 79, NR_clock_gettime = 228, NR_openat = 257, NR_readlinkat = 267 };
 #define O_DIRECTORY_ 0200000
 #define O_NOFOLLOW_ 0400000
 static inline long sys3(long n, long a, long b, long c)
@@ -50,7 +50,7 @@ static inline long sys4(long n, long a, long b, long c, long d)
 }
 #elif defined(__i386__)
 /* The direct socket calls (Linux 4.3 and later), not socketcall(2). */
-enum { NR_close = 6, NR_socket = 359, NR_sendmsg = 370, NR_getcwd = 183, NR_clock_gettime = 265, NR_openat = 295, NR_readlinkat = 305 };
+enum { NR_getpid = 20, NR_close = 6, NR_socket = 359, NR_sendmsg = 370, NR_getcwd = 183, NR_clock_gettime = 265, NR_openat = 295, NR_readlinkat = 305 };
 #define O_DIRECTORY_ 0200000
 #define O_NOFOLLOW_ 0400000
 /* int $0x80 takes the arguments in ebx, ecx, edx, esi; gcc (5 and later)
@@ -68,7 +68,7 @@ static inline long sys4(long n, long a, long b, long c, long d)
 	return r;
 }
 #elif defined(__aarch64__)
-enum { NR_close = 57, NR_socket = 198, NR_sendmsg = 211, NR_getcwd = 17, NR_clock_gettime = 113, NR_openat = 56, NR_readlinkat = 78 };
+enum { NR_getpid = 172, NR_close = 57, NR_socket = 198, NR_sendmsg = 211, NR_getcwd = 17, NR_clock_gettime = 113, NR_openat = 56, NR_readlinkat = 78 };
 #define O_DIRECTORY_ 040000
 #define O_NOFOLLOW_ 0100000
 static inline long sys4(long n, long a, long b, long c, long d)
@@ -86,6 +86,7 @@ static inline long sys3(long n, long a, long b, long c) { return sys4(n, a, b, c
 #error "agentbox's preloaded log is built for x86-64, i386 and arm64"
 #endif
 
+#define sys0(n) sys3(n, 0, 0, 0)
 #define sys1(n, a) sys3(n, (long)(a), 0, 0)
 #define sys2(n, a, b) sys3(n, (long)(a), (long)(b), 0)
 
