@@ -36,3 +36,7 @@ func Announce(sock int) error { return errUnsupported }
 
 // AuditStatus reports no audit.
 func AuditStatus() (bool, error) { return false, errUnsupported }
+
+// WritePreload fails: the preloaded log is built for Linux on amd64 and
+// arm64.
+func WritePreload(dir string) error { return errUnsupported }

@@ -15,6 +15,10 @@ import (
 // judges each report against the plan.
 const Preload = "preload"
 
+// PreloadCommand is the hidden subcommand that writes the preloaded log's
+// libraries into a folder (WritePreload), for `agentbox plan --argv`.
+const PreloadCommand = "__fslog-preload"
+
 // PlanPreload gives the run of p, which records its refusals with the
 // preloaded log, the folder that holds the library and the socket: a
 // fresh folder beside agentbox's temporary folders (in

@@ -42,21 +42,8 @@ func listenPreload(dir string) (int, error) {
 	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
 		return -1, fmt.Errorf("its folder %s is not yours alone", dir)
 	}
-	for platform, lib := range preloadLibraries {
-		name := "agentbox-fslog-" + platform + ".so"
-		f, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
-		if err != nil {
-			return -1, fmt.Errorf("writing %s/%s: %w", dir, name, err)
-		}
-		for b := lib; len(b) > 0; {
-			n, err := unix.Write(f, b)
-			if err != nil {
-				unix.Close(f)
-				return -1, fmt.Errorf("writing %s/%s: %w", dir, name, err)
-			}
-			b = b[n:]
-		}
-		unix.Close(f)
+	if err := writeLibraries(dfd, dir); err != nil {
+		return -1, err
 	}
 	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -76,6 +63,47 @@ func listenPreload(dir string) (int, error) {
 	}
 	unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
 	return s, nil
+}
+
+// writeLibraries writes the library for each platform into the folder
+// dir, open as dfd; one already there is left as it is.
+func writeLibraries(dfd int, dir string) error {
+	for platform, lib := range preloadLibraries {
+		name := "agentbox-fslog-" + platform + ".so"
+		f, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s/%s: %w", dir, name, err)
+		}
+		for b := lib; len(b) > 0; {
+			n, err := unix.Write(f, b)
+			if err != nil {
+				unix.Close(f)
+				return fmt.Errorf("writing %s/%s: %w", dir, name, err)
+			}
+			b = b[n:]
+		}
+		unix.Close(f)
+	}
+	return nil
+}
+
+// WritePreload makes the folder dir (for the user alone) and writes the
+// preloaded log's libraries into it, with no socket: what `agentbox plan
+// --argv` runs first, so that the printed command line runs as is (the
+// library's records then go nowhere).
+func WritePreload(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	return writeLibraries(dfd, dir)
 }
 
 // preloadServer judges one run's preloaded records.
