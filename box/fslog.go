@@ -41,7 +41,11 @@ func filesystemLog(p *plan.Plan, b backend.Backend) string {
 // planLog completes p for the filesystem log b keeps: the preloaded log
 // gets its folder, or is off with the reason when it cannot have one.
 func planLog(p *plan.Plan, b backend.Backend) {
+	asked := p.Log.Enabled && p.Log.Filesystem != "" && p.Depth <= 1
 	p.Log.Filesystem = filesystemLog(p, b)
+	if p.Log.Filesystem == "" && asked {
+		p.Log.Off = "the " + b.Name() + " backend does not record them here"
+	}
 	if p.Log.Filesystem != fslog.Preload {
 		return
 	}
