@@ -30,8 +30,10 @@ type Log struct {
 	audit        *auditReader
 	// first is the pid of the box's first process (Started).
 	first atomic.Int64
-	done  chan struct{}
-	once  sync.Once
+	// preload is the preloaded log's socket.
+	preload *os.File
+	done    chan struct{}
+	once    sync.Once
 }
 
 // Start opens the log of a run of p: the socket the box's side arms it
@@ -84,25 +86,27 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter) *Log {
 
 // startPreload starts the preloaded log, whose records come on a socket
 // in dir, which the box reaches by its path: there is no end of a socket
-// to pass to the box.
+// to pass to the box. The socket is read through the Go runtime's poller:
+// no thread of agentbox waits on it, and Stop needs no thread to wake.
 func (l *Log) startPreload(dir string, landlock bool) *Log {
 	fd, err := listenPreload(dir)
 	if err != nil {
 		l.warn(err)
 		return nil
 	}
-	var pipe [2]int
-	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC); err != nil {
-		unix.Close(fd)
-		l.warn(fmt.Errorf("making its pipe: %w", err))
+	f := os.NewFile(uintptr(fd), "fslog-preload")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		l.warn(fmt.Errorf("reading its socket: %w", err))
 		return nil
 	}
-	l.stopR, l.stopW = pipe[0], pipe[1]
+	l.preload = f
 	s := &preloadServer{fd: fd, root: -1, landlock: landlock, first: &l.first, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
 	go func() {
 		defer close(l.done)
-		defer unix.Close(fd)
-		s.serve(l.stopR)
+		defer f.Close()
+		s.serve(rc)
 		s.done()
 	}()
 	return l
@@ -143,7 +147,12 @@ func (l *Log) Stop() {
 		if l.box != nil {
 			l.box.Close()
 		}
-		unix.Write(l.stopW, []byte{1})
+		if l.preload != nil {
+			// The reader takes what is queued, and ends.
+			l.preload.SetReadDeadline(time.Now())
+		} else {
+			unix.Write(l.stopW, []byte{1})
+		}
 		if l.host != nil {
 			l.host.Close() // a box side that never armed the log: recvmsg returns
 		}

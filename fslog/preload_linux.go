@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -131,29 +132,19 @@ type preloadServer struct {
 	last                   time.Time
 }
 
-func (s *preloadServer) serve(stop int) {
-	buf := make([]byte, 16+5*(maxRecordPath+1)+1)
+// serve judges records as they come, until the socket's read deadline
+// (Stop), then what is queued still: the box has ended, so everything it
+// sent is.
+func (s *preloadServer) serve(rc syscall.RawConn) {
+	buf := make([]byte, 16+6*(maxRecordPath+1)+1)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
 	s.tokens, s.last = preloadBurst, time.Now()
-	for {
-		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			return
+	rc.Read(func(uintptr) bool {
+		for s.one(buf, oob) {
 		}
-		if fds[0].Revents&unix.POLLIN != 0 {
-			for s.one(buf, oob) {
-			}
-		}
-		if fds[1].Revents != 0 {
-			// The box has ended: what it sent is queued already.
-			for s.one(buf, oob) {
-			}
-			return
-		}
+		return false // wait for more
+	})
+	for s.one(buf, oob) {
 	}
 }
 
