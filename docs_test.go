@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbox/agentbox/hostexec"
+	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/usage"
 )
 
@@ -116,5 +118,35 @@ func TestPolicyReferenceFlags(t *testing.T) {
 		if !strings.Contains(string(data), name) {
 			t.Errorf("docs/policy.md does not name %s`", name)
 		}
+	}
+}
+
+// TestRegistryDoc keeps the tables of docs/host-programs.md equal to the
+// registry every run applies (hostexec.WriteRegistry).
+func TestRegistryDoc(t *testing.T) {
+	const path = "docs/host-programs.md"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const open, close = "<!-- registry -->\n", "<!-- /registry -->\n"
+	before, rest, ok1 := strings.Cut(string(data), open)
+	_, after, ok2 := strings.Cut(rest, close)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s has no %q … %q section", path, open, close)
+	}
+	var b bytes.Buffer
+	if err := hostexec.WriteRegistry(&b, provider.Builtin()); err != nil {
+		t.Fatal(err)
+	}
+	want := before + open + b.String() + "\n" + close + after
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if diff := cmp.Diff(want, string(data)); diff != "" {
+		t.Errorf("%s is stale: run go test -run TestRegistryDoc -update . (-want +got):\n%s", path, diff)
 	}
 }

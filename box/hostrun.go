@@ -14,9 +14,9 @@ import (
 	"github.com/agentbox/agentbox/refusal"
 )
 
-// summaryLimit bounds the search behind each change the end-of-run
-// summary calls safe: it runs after the box, for at most a few changes.
-// learn searches as far as a run would (hostexec.DefaultLimit).
+// summaryLimit bounds the folders of the search behind each change the
+// end-of-run summary calls safe: it runs after the box, for at most a few
+// changes. learn searches as far as a run would (hostexec.DefaultMaxDirs).
 const summaryLimit = 50_000
 
 // hostRun is how a change that would make a folder writable is classified
@@ -52,12 +52,19 @@ func hostRun(p *plan.Plan, limit int) refusal.HostRun {
 
 func searchHostRun(p *plan.Plan, dir string, limit int) (bool, string) {
 	home := p.Identity.Home
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		// A file holds nothing more than itself: the registry's names.
+		if risky, why := hostexec.Risky(home, provider.Builtin(), dir); risky {
+			return true, strings.ReplaceAll(why, home+"/", "~/")
+		}
+		return false, ""
+	}
 	res, err := hostexec.Resolve(hostexec.Input{GOOS: p.GOOS, Home: home, Getenv: os.Getenv, FS: policy.OSFS{},
-		Regions: []string{dir}, Providers: provider.Builtin(), Limit: limit})
+		Regions: []string{dir}, Providers: provider.Builtin(), MaxDirs: limit})
 	if err != nil {
 		var le *hostexec.LimitError
 		if errors.As(err, &le) {
-			return true, fmt.Sprintf("agentbox did not search all of %s for what host programs run or obey (more than %d entries)", tilde(home, dir), limit)
+			return true, fmt.Sprintf("agentbox did not search all of %s for what host programs run or obey (more than %d folders)", tilde(home, dir), limit)
 		}
 		return true, "agentbox could not search " + tilde(home, dir) + " for what host programs run or obey: " + err.Error()
 	}

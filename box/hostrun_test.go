@@ -1,6 +1,7 @@
 package box
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,11 @@ import (
 // is safe; a folder too large to search is risky.
 func TestHostRun(t *testing.T) {
 	home := t.TempDir()
-	for _, f := range []string{".bashrc", ".npm/_cacache/index", ".cache/tool/repo/.git/HEAD", ".cache/big/a", ".cache/big/b", ".cache/big/c"} {
+	files := []string{".bashrc", ".npm/_cacache/index", ".cache/tool/repo/.git/HEAD"}
+	for i := range 40 {
+		files = append(files, fmt.Sprintf(".cache/big/d%d/x/f", i))
+	}
+	for _, f := range files {
 		p := filepath.Join(home, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -31,11 +36,11 @@ func TestHostRun(t *testing.T) {
 		risky bool
 		why   string
 	}{
-		{dir: ".bashrc", risky: true, why: "~/.bashrc is what a host program runs or obeys (shell .bashrc)"},
+		{dir: ".bashrc", risky: true, why: "~/.bashrc: "},
 		{dir: ".tmux.conf", risky: true, why: "~/.tmux.conf, once created, is what a host program runs or obeys (tmux .tmux.conf)"},
 		{dir: ".npm"},
 		{dir: ".cache/tool", risky: true, why: "~/.cache/tool holds ~/.cache/tool/repo/.git"},
-		{dir: ".cache/big", limit: 2, risky: true, why: "agentbox did not search all of ~/.cache/big for what host programs run or obey (more than 2 entries)"},
+		{dir: ".cache/big", limit: 2, risky: true, why: "agentbox did not search all of ~/.cache/big for what host programs run or obey (more than 2 folders)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.dir, func(t *testing.T) {

@@ -26,8 +26,11 @@ func Run(req Request) (int, error) {
 	// killed, before this run looks at what that run left.
 	if env, err := World(); err == nil {
 		rec := event.NewStream("", &event.Summary{W: os.Stderr})
-		supervise.Recover(policy.StateDir(env), rec)
+		err := supervise.Recover(policy.StateDir(env), rec)
 		rec.Close()
+		if err != nil {
+			return 0, err
+		}
 	}
 	all := Backends()
 	p, b, err := Resolve(req, all)

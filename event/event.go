@@ -40,6 +40,10 @@ const (
 	Denied Kind = "denied"
 	// Warning: something the user should know about the run (Detail).
 	Warning Kind = "warning"
+	// Unseen: something the box changed that git status does not show
+	// (Path, Action, Detail): a tree projects leave out of git, a new
+	// program, a mark in a git index that hid a change (cleared).
+	Unseen Kind = "unseen"
 	// Dropped: the audit log stopped recording the run's events at its
 	// cap; Counts says how many of each kind were left out (Detail names
 	// the cap).

@@ -19,6 +19,10 @@ type Summary struct {
 	W io.Writer
 	// NetLog is the --net-log file; "" for none.
 	NetLog string
+	// What the box changed out of git's sight, summed up in one line at
+	// the end (Close); the audit log has each item.
+	run    string
+	unseen []Event
 }
 
 // Emit writes the lines e calls for.
@@ -34,11 +38,65 @@ func (s *Summary) Emit(e Event) {
 		fmt.Fprintf(s.W, "agentbox: the box hit its %s limit: %s\n", e.Limit, Escape(e.Detail))
 	case Warning:
 		fmt.Fprintf(s.W, "agentbox: warning: %s\n", Escape(e.Detail))
+	case Unseen:
+		s.run = e.Run
+		s.unseen = append(s.unseen, e)
 	}
 }
 
-// Close does nothing: Summary writes as it goes.
-func (s *Summary) Close() error { return nil }
+// Close writes, in one line, what the box changed that git status will
+// not show.
+func (s *Summary) Close() error {
+	if len(s.unseen) > 0 {
+		fmt.Fprintln(s.W, UnseenLine(s.unseen, s.run))
+	}
+	return nil
+}
+
+// UnseenLine sums up Unseen events in one line: the trees out of git
+// changed, the new programs, the index marks cleared, and where the whole
+// list is.
+func UnseenLine(evs []Event, run string) string {
+	var trees, progs, marks, other []string
+	for _, e := range evs {
+		p := Escape(e.Path)
+		switch e.Action {
+		case "ignored tree":
+			n, _, _ := strings.Cut(e.Detail, " folders")
+			trees = append(trees, p+" ("+n+" folders)")
+		case "new program":
+			progs = append(progs, p)
+		case "index mark cleared", "index mark":
+			marks = append(marks, p)
+		default:
+			other = append(other, p)
+		}
+	}
+	short := func(list []string, n int) string {
+		if len(list) <= n {
+			return strings.Join(list, ", ")
+		}
+		return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
+	}
+	var parts []string
+	if len(marks) > 0 {
+		parts = append(parts, "git index marks that hid changes, cleared: "+short(marks, 3))
+	}
+	if len(progs) > 0 {
+		parts = append(parts, "new or changed programs: "+short(progs, 3))
+	}
+	if len(trees) > 0 {
+		parts = append(parts, "ignored trees: "+short(trees, 3))
+	}
+	if len(other) > 0 {
+		parts = append(parts, short(other, 3))
+	}
+	line := "agentbox: out of git's sight the box changed " + strings.Join(parts, "; ")
+	if run != "" {
+		line += "; agentbox log --run " + run + " lists them"
+	}
+	return line
+}
 
 // Escape makes text that a boxed process chose safe to print and to store:
 // every character that is not graphic (control characters such as escape

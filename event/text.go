@@ -135,6 +135,8 @@ func Describe(e Event) string {
 		return s
 	case Quarantine:
 		return join(e.Action+" "+e.Path, e.Detail, opt("rule ", e.Rule))
+	case Unseen:
+		return join(e.Action+" "+e.Path, e.Detail)
 	case Limit:
 		return e.Limit + " limit: " + e.Detail
 	case Denied:

@@ -144,7 +144,9 @@ func TestExamplesWindows(t *testing.T) {
 			p.RunID = "RUN"
 			w := &winsandbox.Windows{Facts: func(*plan.Plan) winsandbox.Options {
 				return winsandbox.Options{
-					ReadRoots: []string{`C:\Program Files\agentbox`},
+					Runner: `C:\Program Files\agentbox\agentbox.exe`,
+					// The port Complete would reserve for an allowlist run.
+					ProxyPort: winsandbox.DefaultProxyPort,
 					Exists:    func(path string) bool { return winFiles[strings.ToLower(path)] },
 					TempDir:   `C:\tmp`,
 					User:      sid,

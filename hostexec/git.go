@@ -3,6 +3,7 @@ package hostexec
 import (
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/agentbox/agentbox/plan"
@@ -35,7 +36,7 @@ func ReadGitFile(data []byte) string {
 }
 
 // repo looks at the .git entry of the work tree top.
-func (r *resolver) repo(top, root string) {
+func (r *resolver) repo(top string) {
 	entry := filepath.Join(top, ".git")
 	fi, err := r.in.FS.Lstat(entry)
 	if err != nil {
@@ -77,11 +78,10 @@ func (r *resolver) repo(top, root string) {
 // submodules.
 func (r *resolver) gitDir(g, top, file string) {
 	g = filepath.Clean(g)
-	for _, d := range r.res.GitDirs {
-		if d == g {
-			return
-		}
+	if r.gitSeen[g] {
+		return
 	}
+	r.gitSeen[g] = true
 	if r.region(g) != "" {
 		r.res.GitDirs = append(r.res.GitDirs, g)
 	}
@@ -98,9 +98,19 @@ func (r *resolver) gitDir(g, top, file string) {
 	}
 	r.hooks(g, common, top)
 	r.add(filepath.Join(common, "config"), "git config", "")
+	r.configRefs(filepath.Join(common, "config"), 0)
 	for _, d := range uniq(g, common) {
 		if _, err := r.in.FS.Lstat(filepath.Join(d, "config.worktree")); err == nil {
 			r.add(filepath.Join(d, "config.worktree"), "git config.worktree", "")
+			r.configRefs(filepath.Join(d, "config.worktree"), 0)
+		}
+	}
+	// What hides files or changes from git status and git diff: kept like
+	// the config (one made during the run is moved away).
+	for _, f := range []string{"info/exclude", "info/attributes"} {
+		p := filepath.Join(common, filepath.FromSlash(f))
+		if r.region(p) != "" {
+			r.add(p, "git "+f, "hides files or changes from git status and git diff")
 		}
 	}
 	if common != g {
@@ -310,6 +320,7 @@ func (r *resolver) hookScripts(d, top string) {
 		return
 	}
 	managers := map[int]bool{}
+	var pythons []string // the interpreters pre-commit's hooks run
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() {
 			continue
@@ -323,9 +334,13 @@ func (r *resolver) hookScripts(d, top string) {
 				managers[i] = true
 			}
 		}
+		for _, m := range installPython.FindAllStringSubmatch(string(data), -1) {
+			pythons = append(pythons, m[1])
+		}
 		if top == "" {
 			continue
 		}
+		r.npx(string(data), top, "git hook (named by "+filepath.Join(d, e.Name())+")")
 		x := Expander{Home: r.in.Home, Dir: top}
 		for _, w := range Words(string(data)) {
 			q, ok := x.Path(w)
@@ -337,6 +352,9 @@ func (r *resolver) hookScripts(d, top string) {
 			}
 		}
 	}
+	for _, py := range pythons {
+		r.interpreter(py)
+	}
 	if top == "" {
 		return
 	}
@@ -345,12 +363,52 @@ func (r *resolver) hookScripts(d, top string) {
 			continue
 		}
 		for _, f := range hookManagers[i].Files {
-			p := filepath.Join(top, f)
+			p := filepath.Join(top, filepath.FromSlash(f))
 			if _, err := r.in.FS.Lstat(p); err == nil {
 				r.add(p, "git hook manager "+hookManagers[i].Mark, "the installed hooks run what it says")
+				r.follow(Spec{Program: hookManagers[i].Mark, Refs: RefsEntries}, p)
 			} else if r.isProject(top) {
 				r.blockAs(top, p, "git hook manager "+hookManagers[i].Mark, false, true)
 			}
+		}
+	}
+}
+
+// installPython is the interpreter pre-commit's installed hook runs.
+var installPython = regexp.MustCompile(`INSTALL_PYTHON=['"]?([^'"\s]+)`)
+
+// interpreter keeps what a hook's interpreter runs at its start, when it
+// lies within the box's reach: the interpreter itself, and for one in a
+// virtual environment its pyvenv.cfg (which names the base interpreter)
+// and the .pth files and sitecustomize/usercustomize modules of its
+// site-packages, which run code in every start of it.
+func (r *resolver) interpreter(py string) {
+	if !filepath.IsAbs(py) {
+		return
+	}
+	rule := "git hook interpreter (pre-commit)"
+	r.reach(py, rule, "")
+	venv := filepath.Dir(filepath.Dir(py))
+	if _, err := r.in.FS.Lstat(filepath.Join(venv, "pyvenv.cfg")); err != nil {
+		return
+	}
+	r.reach(filepath.Join(venv, "pyvenv.cfg"), rule, "names the interpreter the environment runs")
+	lib, err := r.readDir(filepath.Join(venv, "lib"))
+	if err != nil {
+		return
+	}
+	for _, e := range lib {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "python") {
+			continue
+		}
+		site := filepath.Join(venv, "lib", e.Name(), "site-packages")
+		if _, err := r.in.FS.Lstat(site); err != nil || r.region(site) == "" {
+			continue
+		}
+		if _, ok := r.guards[site]; !ok {
+			r.guards[site] = &plan.Guard{Path: site, Rule: rule, Kind: plan.KindDir, Keep: plan.KeepPthDir,
+				Note: "the site-packages of the interpreter the git hooks run: a .pth file or a sitecustomize/usercustomize module the box adds or changes here runs at every start of it, so it is moved away after the run"}
+			r.order = append(r.order, site)
 		}
 	}
 }

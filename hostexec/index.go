@@ -10,13 +10,15 @@ import (
 	"github.com/agentbox/agentbox/plan"
 )
 
-// The index of a search is kept from run to run, one file per writable
-// root, in agentbox's state folder (which the box cannot write): the next
-// search lists again only the folders that changed since (see
-// Search.Index), which makes a search of a large tree that has not changed
-// about twice as fast. An index is never trusted beyond that: a folder
-// whose identity or ctime differ is listed again, and the index only ever
-// says which entries a folder held when it had that very ctime.
+// What a search saw of each writable root (a plan.Tree) is kept from run
+// to run, one file per root, in agentbox's state folder, which the box
+// cannot write: the next search lists again only the folders that changed
+// since, and checks each of the others with one statx. It is never trusted
+// beyond that: a folder whose identity or change time differ is listed
+// again, the tree only says which entries a folder held when it had that
+// very ctime, a file that is not exactly a tree of this root in this form
+// is no tree, and the file is read by descriptor from a folder of the
+// user's own that nobody else can write (ReadIndex).
 
 // indexMagic starts an index file; a file without it is ignored. The
 // rest is binary: varints and length-prefixed strings (see EncodeIndex),
@@ -24,89 +26,106 @@ import (
 // encoding/gob: its package initialisation alone cost about half a
 // million instructions in every agentbox process, the box's init
 // included.
-const indexMagic = "agentbox-index-2\n"
+const indexMagic = "agentbox-index-3\n"
 
-// IndexFile is where the index of the search of root is kept.
+// IndexFile is where the tree of the search of root is kept.
 func IndexFile(state, root string) string {
 	sum := sha256.Sum256([]byte(root))
 	return filepath.Join(state, "index", hex.EncodeToString(sum[:16]))
 }
 
-// EncodeIndex encodes what idx says of the folders in root: root, the
-// time the search began, the number of folders, then for each its path,
-// device, inode, ctime, entry count, whether it is bare, its subfolders
-// and its noted entries.
-func EncodeIndex(idx *plan.Index, root string) []byte {
-	b := make([]byte, 0, 4096)
+// EncodeIndex encodes t: its root, the time the search began, the noted
+// names, then per folder in preorder its subtree size, name, device,
+// inode, ctime, entry count, flags (without DirListed) and notes.
+func EncodeIndex(t *plan.Tree) []byte {
+	b := make([]byte, 0, 64+len(t.Text)+len(t.Dirs)*24)
 	b = append(b, indexMagic...)
-	str := func(s string) {
+	str := func(s []byte) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	strs := func(list []string) {
-		b = binary.AppendUvarint(b, uint64(len(list)))
-		for _, s := range list {
-			str(s)
-		}
+	str([]byte(t.Root))
+	b = binary.AppendVarint(b, t.Taken)
+	b = binary.AppendUvarint(b, uint64(len(t.Names)))
+	for _, n := range t.Names {
+		str([]byte(n))
 	}
-	str(root)
-	b = binary.AppendVarint(b, idx.Taken)
-	var dirs []string
-	for d := range idx.Dirs {
-		if d == root || len(d) > len(root) && d[:len(root)] == root && d[len(root)] == '/' {
-			dirs = append(dirs, d)
+	b = binary.AppendUvarint(b, uint64(t.Entries))
+	b = binary.AppendUvarint(b, uint64(len(t.Dirs)))
+	for i := range t.Dirs {
+		d := &t.Dirs[i]
+		b = binary.AppendUvarint(b, uint64(d.End-int32(i)))
+		str(t.NameBytes(i))
+		b = binary.AppendUvarint(b, d.Dev)
+		b = binary.AppendUvarint(b, d.Ino)
+		b = binary.AppendVarint(b, d.Ctime)
+		b = binary.AppendUvarint(b, uint64(d.Count))
+		b = append(b, d.Flags&^plan.DirListed)
+		b = binary.AppendUvarint(b, uint64(d.NoteLen))
+		for _, x := range t.Notes[d.NoteOff : d.NoteOff+uint32(d.NoteLen)] {
+			b = binary.AppendUvarint(b, uint64(x))
 		}
-	}
-	b = binary.AppendUvarint(b, uint64(len(dirs)))
-	for _, d := range dirs {
-		v := idx.Dirs[d]
-		str(d)
-		b = binary.AppendUvarint(b, v.Dev)
-		b = binary.AppendUvarint(b, v.Ino)
-		b = binary.AppendVarint(b, v.Ctime)
-		b = binary.AppendUvarint(b, uint64(v.Count))
-		bare := byte(0)
-		if v.Bare {
-			bare = 1
-		}
-		b = append(b, bare)
-		strs(v.Subdirs)
-		strs(v.Notes)
 	}
 	return b
 }
 
-// DecodeIndex reads an index of root; nil when data is not one (another
-// root, another format, cut short or damaged).
-func DecodeIndex(data []byte, root string) *plan.Index {
+// DecodeIndex reads the tree of root from data; nil when data is not one
+// (another root, another form, cut short, damaged or inconsistent).
+func DecodeIndex(data []byte, root string) *plan.Tree {
 	rest, ok := bytes.CutPrefix(data, []byte(indexMagic))
 	if !ok {
 		return nil
 	}
 	r := &indexReader{b: rest}
-	if r.str() != root {
+	if string(r.str()) != root {
 		return nil
 	}
-	idx := &plan.Index{Taken: r.varint(), Dirs: map[string]plan.IndexDir{}}
+	t := &plan.Tree{Root: root, Taken: r.varint()}
+	nn := r.count()
+	for i := 0; i < nn && !r.bad; i++ {
+		t.Names = append(t.Names, string(r.str()))
+	}
+	t.Entries = int64(r.uvarint())
 	n := r.count()
-	for i := 0; i < n && !r.bad; i++ {
-		d := r.str()
-		v := plan.IndexDir{Dev: r.uvarint(), Ino: r.uvarint(), Ctime: r.varint(), Count: int(r.uvarint())}
-		switch r.byte() {
-		case 0:
-		case 1:
-			v.Bare = true
-		default:
-			r.bad = true
-		}
-		v.Subdirs = r.strs()
-		v.Notes = r.strs()
-		idx.Dirs[d] = v
-	}
-	if r.bad || len(r.b) != 0 {
+	if r.bad || n > 1<<31-1 {
 		return nil
 	}
-	return idx
+	t.Dirs = make([]plan.TreeDir, 0, n)
+	// The parent of each folder: the nearest folder before it whose
+	// subtree still holds it.
+	var stack []int32
+	for i := 0; i < n && !r.bad; i++ {
+		size := r.uvarint()
+		name := r.str()
+		d := plan.TreeDir{End: int32(i) + int32(min(size, uint64(n))), Dev: r.uvarint(), Ino: r.uvarint(), Ctime: r.varint()}
+		d.Count = uint32(r.uvarint())
+		d.Flags = r.byte()
+		nl := r.count()
+		if size == 0 || size > uint64(n-i) || len(name) > 255 || (i > 0) != (len(name) > 0) || nl > 1<<16-1 {
+			return nil
+		}
+		for len(stack) > 0 && t.Dirs[stack[len(stack)-1]].End <= int32(i) {
+			stack = stack[:len(stack)-1]
+		}
+		d.Parent = -1
+		if len(stack) > 0 {
+			d.Parent = stack[len(stack)-1]
+		} else if i > 0 {
+			return nil
+		}
+		d.NameOff, d.NameLen = uint32(len(t.Text)), uint8(len(name))
+		t.Text = append(t.Text, name...)
+		d.NoteOff, d.NoteLen = uint32(len(t.Notes)), uint16(nl)
+		for j := 0; j < nl && !r.bad; j++ {
+			t.Notes = append(t.Notes, uint16(min(r.uvarint(), 1<<16-1)))
+		}
+		t.Dirs = append(t.Dirs, d)
+		stack = append(stack, int32(i))
+	}
+	if r.bad || len(r.b) != 0 || !t.Valid() {
+		return nil
+	}
+	return t
 }
 
 // indexReader reads EncodeIndex's form; after the first fault every read
@@ -157,22 +176,13 @@ func (r *indexReader) count() int {
 	return int(n)
 }
 
-func (r *indexReader) str() string {
+func (r *indexReader) str() []byte {
 	n := r.uvarint()
 	if r.bad || n > uint64(len(r.b)) {
 		r.bad = true
-		return ""
+		return nil
 	}
-	s := string(r.b[:n])
+	s := r.b[:n]
 	r.b = r.b[n:]
 	return s
-}
-
-func (r *indexReader) strs() []string {
-	n := r.count()
-	var out []string
-	for i := 0; i < n && !r.bad; i++ {
-		out = append(out, r.str())
-	}
-	return out
 }

@@ -8,37 +8,69 @@ import (
 	"github.com/agentbox/agentbox/plan"
 )
 
-// An index reads back as it was written (the folders under its root
-// only), and a file cut short, grown, or made for another root reads as no
-// index at all, without a panic.
+// sampleTree is a small tree: the root with a and "b c", and a/x.
+func sampleTree() *plan.Tree {
+	t := &plan.Tree{Root: "/r", Taken: 1_700_000_000_123_456_789, Names: noteTable([]string{".claude"}), Entries: 9}
+	add := func(name string, parent int32, end int32, notes ...uint16) {
+		t.Dirs = append(t.Dirs, plan.TreeDir{Dev: 2049, Ino: uint64(10 + len(t.Dirs)), Ctime: 1_699_999_999_000_000_001 + int64(len(t.Dirs)),
+			Parent: parent, End: end, NameOff: uint32(len(t.Text)), NameLen: uint8(len(name)),
+			NoteOff: uint32(len(t.Notes)), NoteLen: uint16(len(notes)), Count: uint32(3 * len(t.Dirs))})
+		t.Text = append(t.Text, name...)
+		t.Notes = append(t.Notes, notes...)
+	}
+	add("", -1, 4, 0)
+	add("a", 0, 3)
+	add("x", 1, 3, 1, 2, 3)
+	add("b c", 0, 4, 5)
+	t.Dirs[2].Flags = plan.DirGit
+	t.Dirs[3].Flags = plan.DirUnlisted | plan.DirListed
+	return t
+}
+
+// A tree reads back as it was written (but for DirListed, which says what
+// one search did), and a file cut short, grown, made for another root, or
+// inconsistent reads as no tree at all, without a panic.
 func TestIndexRoundTrip(t *testing.T) {
-	idx := &plan.Index{Taken: 1_700_000_000_123_456_789, Dirs: map[string]plan.IndexDir{
-		"/r":       {Dev: 2049, Ino: 12, Ctime: 1_699_999_999_000_000_001, Count: 3, Subdirs: []string{"a", "b c"}, Notes: []string{".git"}},
-		"/r/a":     {Dev: 2049, Ino: 13, Ctime: -5, Count: 0},
-		"/r/b c":   {Dev: 1 << 60, Ino: 1<<64 - 1, Ctime: 7, Count: 1 << 40, Bare: true},
-		"/rest":    {Dev: 1, Ino: 1}, // not under /r
-		"/other/x": {Dev: 1, Ino: 2},
-	}}
-	data := EncodeIndex(idx, "/r")
+	tree := sampleTree()
+	if !tree.Valid() {
+		t.Fatal("the sample tree is not valid")
+	}
+	data := EncodeIndex(tree)
 	got := DecodeIndex(data, "/r")
-	want := &plan.Index{Taken: idx.Taken, Dirs: map[string]plan.IndexDir{"/r": idx.Dirs["/r"], "/r/a": idx.Dirs["/r/a"], "/r/b c": idx.Dirs["/r/b c"]}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	want := *tree
+	want.Dirs = append([]plan.TreeDir(nil), tree.Dirs...)
+	want.Dirs[3].Flags &^= plan.DirListed
+	if diff := cmp.Diff(&want, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
+	if got.Path(2) != "/r/a/x" || got.Path(3) != "/r/b c" || got.Find("a/x") != 2 || got.Find("a/y") != -1 {
+		t.Errorf("paths: %q %q, find %d %d", got.Path(2), got.Path(3), got.Find("a/x"), got.Find("a/y"))
+	}
 	if DecodeIndex(data, "/other") != nil {
-		t.Error("an index of /r was read as one of /other")
+		t.Error("a tree of /r was read as one of /other")
 	}
 	for n := 0; n < len(data); n++ {
 		if DecodeIndex(data[:n], "/r") != nil {
-			t.Fatalf("an index cut to %d of %d bytes was read", n, len(data))
+			t.Fatalf("a tree cut to %d of %d bytes was read", n, len(data))
 		}
 	}
 	if DecodeIndex(append(data[:len(data):len(data)], 0), "/r") != nil {
-		t.Error("an index with a byte more was read")
+		t.Error("a tree with a byte more was read")
+	}
+	// Every single byte changed: never a panic, and never a tree that
+	// is not Valid.
+	for i := len(indexMagic); i < len(data); i++ {
+		for _, b := range []byte{0, 1, 0x7f, 0xff} {
+			bad := append([]byte(nil), data...)
+			bad[i] = b
+			if tr := DecodeIndex(bad, "/r"); tr != nil && !tr.Valid() {
+				t.Fatalf("byte %d set to %#x: an invalid tree was read", i, b)
+			}
+		}
 	}
 	// A count larger than the file: refused before anything is allocated.
-	huge := append([]byte(indexMagic), 2, '/', 'r', 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)
+	huge := append([]byte(indexMagic), 2, '/', 'r', 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)
 	if DecodeIndex(huge, "/r") != nil {
-		t.Error("an index claiming 2^64-1 folders was read")
+		t.Error("a tree claiming 2^64-1 folders was read")
 	}
 }

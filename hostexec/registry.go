@@ -1,6 +1,69 @@
 package hostexec
 
-import "github.com/agentbox/agentbox/provider"
+import (
+	"slices"
+	"strings"
+
+	"github.com/agentbox/agentbox/provider"
+)
+
+// Trigger is what makes a host program run or obey a path: the class an
+// entry of the registry belongs to.
+type Trigger string
+
+// The triggers, each a class of host programs that run what a project (or
+// the home folder) holds without the user choosing to run the project's
+// code.
+const (
+	// OnCd: on entering the folder or drawing a prompt (git status in a
+	// prompt, direnv, mise, version managers a --version consults).
+	OnCd Trigger = "on cd or at a prompt"
+	// OnOpen: on opening the folder in an editor or IDE (tasks, language
+	// servers).
+	OnOpen Trigger = "on opening the folder in an editor"
+	// OnCommit: on commit, checkout or merge (hooks and what they run).
+	OnCommit Trigger = "on commit, checkout or merge"
+	// OnAgent: on the next start of an agent CLI (its settings, hooks,
+	// MCP servers, commands, skills, rules).
+	OnAgent Trigger = "on the next agent CLI start"
+	// Loosens: project settings that override the user's own (an
+	// .npmrc that turns install scripts back on).
+	Loosens Trigger = "loosens your own settings"
+	// AtLogin: at login, in every shell, or when a common tool starts
+	// (the home folder's startup files).
+	AtLogin Trigger = "at login, in every shell or tool start"
+)
+
+// Refs says what in a file names other files a host program runs or
+// reads: those are kept like the file itself.
+type Refs uint8
+
+// The kinds of Refs.
+const (
+	RefsNone    Refs = iota
+	RefsShell        // ". FILE", "source FILE"
+	RefsDirenv       // source_env, dotenv, PATH_add, layout, use nix/flake …
+	RefsYarnrc       // yarnPath, plugins (.yarnrc.yml); yarn-path (.yarnrc)
+	RefsRustup       // [toolchain] path (rust-toolchain.toml), a path (rust-toolchain)
+	RefsBunfig       // preload
+	RefsMise         // [env] _.source, _.file, _.path; [hooks]
+	RefsToolVer      // path: versions (.tool-versions)
+	RefsEntries      // entry: and run: commands (pre-commit, lefthook)
+)
+
+// Harmless says when a control file that a run created may stay: its
+// content is one that makes its program run nothing (a version pin that
+// names a version, not a path). Any other new one is moved away after the
+// run.
+type Harmless uint8
+
+// The kinds of Harmless.
+const (
+	HarmlessNever   Harmless = iota
+	HarmlessVersion          // plain version names only
+	HarmlessRustup           // no path
+	HarmlessYarnrc           // no yarnPath, yarn-path or plugins
+)
 
 // Spec is one kind of path a host program runs or obeys, relative to a
 // base folder: a project folder, the home folder, or an agent CLI's own
@@ -8,6 +71,12 @@ import "github.com/agentbox/agentbox/provider"
 type Spec struct {
 	// Program is the host program: "git", "claude", "vscode", "shell".
 	Program string
+	// Trigger is the class of the entry.
+	Trigger Trigger
+	// Refs says how the files it names are found.
+	Refs Refs
+	// Harmless says which new ones may stay after the run.
+	Harmless Harmless
 	// Path is relative to the base, slash-separated.
 	Path string
 	// Why says what the host program does with it.
@@ -25,22 +94,88 @@ type Spec struct {
 	// Managed is true for what an agent CLI makes in its own folder on
 	// its first start: missing, it is checked after the run, not blocked.
 	Managed bool
+	// Watch is true for a file that is not kept itself, because its
+	// program asks again after any change (direnv's .envrc): only what it
+	// names (Refs) is kept.
+	Watch bool
 }
 
 // Rule names the spec as plan output shows it: "claude .claude/settings.json".
 func (s Spec) Rule() string { return s.Program + " " + s.Path }
 
-// editorSpecs are what editors and IDEs obey in a project folder.
-var editorSpecs = []Spec{
-	{Program: "vscode", Path: ".vscode", Dir: true, Block: true, Why: "tasks.json tasks that run when the folder opens, settings.json naming programs (terminal profiles, formatters, linters; read again while VS Code runs), launch.json"},
-	{Program: "jetbrains", Path: ".idea", Dir: true, Block: true, Why: "run configurations and startup tasks (workspace.xml, runConfigurations/)"},
-	{Program: "jetbrains", Path: ".run", Dir: true, Why: "shared run configurations"},
-	{Program: "devcontainer", Path: ".devcontainer", Dir: true, Why: "devcontainer.json initializeCommand runs on the host when the folder is opened in a container"},
-	{Program: "devcontainer", Path: ".devcontainer.json", Why: "initializeCommand runs on the host"},
-	{Program: "mise", Path: "mise.toml", Why: "hooks, tasks and env that mise runs on cd once the folder is trusted (by path, not content)"},
-	{Program: "mise", Path: ".mise.toml", Why: "the same as mise.toml"},
-	{Program: "mise", Path: "mise.local.toml", Why: "the same as mise.toml"},
-	{Program: "mise", Path: ".mise", Dir: true, Why: "mise configuration and tasks"},
+// projectRegistry is what host programs other than the agent CLIs run or
+// obey in any folder of a project: editors and IDEs, what a prompt or an
+// entered folder runs, hook managers, agent CLIs agentbox does not
+// confine, and project settings that override the user's own. The agent
+// CLIs agentbox knows add their own (provider.Provider.Control).
+var projectRegistry = []Spec{
+	// Editors and IDEs, on opening the folder.
+	{Program: "vscode", Trigger: OnOpen, Path: ".vscode", Dir: true, Block: true, Why: "tasks.json tasks that run when the folder opens, settings.json naming programs (terminal profiles, formatters, linters; read again while VS Code runs), launch.json, mcp.json servers"},
+	{Program: "jetbrains", Trigger: OnOpen, Path: ".idea", Dir: true, Block: true, Why: "run configurations and startup tasks (workspace.xml, runConfigurations/)"},
+	{Program: "jetbrains", Trigger: OnOpen, Path: ".run", Dir: true, Why: "shared run configurations"},
+	{Program: "fleet", Trigger: OnOpen, Path: ".fleet", Dir: true, Why: "run configurations (run.json) and settings"},
+	{Program: "devcontainer", Trigger: OnOpen, Path: ".devcontainer", Dir: true, Why: "devcontainer.json initializeCommand runs on the host when the folder is opened in a container"},
+	{Program: "devcontainer", Trigger: OnOpen, Path: ".devcontainer.json", Why: "initializeCommand runs on the host"},
+	{Program: "zed", Trigger: OnOpen, Path: ".zed", Dir: true, Why: "settings.json (language servers, formatters, context servers the agent panel starts) and tasks.json"},
+	{Program: "helix", Trigger: OnOpen, Path: ".helix", Dir: true, Why: "languages.toml names the language servers and formatters it starts"},
+	{Program: "neovim", Trigger: OnOpen, Path: ".nvim.lua", Why: "runs with 'exrc' set (once trusted by path and content)"},
+	{Program: "neovim", Trigger: OnOpen, Path: ".nvimrc", Why: "runs with 'exrc' set"},
+	{Program: "vim", Trigger: OnOpen, Path: ".exrc", Why: "runs with 'exrc' set"},
+	{Program: "emacs", Trigger: OnOpen, Path: ".dir-locals.el", Why: "directory variables, eval: forms once marked safe"},
+	{Program: "emacs", Trigger: OnOpen, Path: ".dir-locals-2.el", Why: "the same as .dir-locals.el"},
+	{Program: "rust-analyzer", Trigger: OnOpen, Path: "rust-analyzer.toml", Why: "the commands rust-analyzer runs (cargo overrides, check commands)"},
+	{Program: "cargo", Trigger: OnOpen, Path: ".cargo", Dir: true, Why: "config.toml: build.rustc-wrapper, target runners and [env] run by every cargo command, cargo metadata (what rust-analyzer runs when an editor opens the folder) included"},
+	// On cd or at a prompt.
+	{Program: "direnv", Trigger: OnCd, Path: ".envrc", Refs: RefsDirenv, Watch: true, Why: "direnv runs what it loads with no prompt: its allow covers .envrc alone"},
+	{Program: "mise", Trigger: OnCd, Path: "mise.toml", Refs: RefsMise, Why: "hooks, tasks and env that mise runs on cd once the folder is trusted (by path, not content)"},
+	{Program: "mise", Trigger: OnCd, Path: ".mise.toml", Refs: RefsMise, Why: "the same as mise.toml"},
+	{Program: "mise", Trigger: OnCd, Path: "mise.local.toml", Refs: RefsMise, Why: "the same as mise.toml"},
+	{Program: "mise", Trigger: OnCd, Path: ".mise.local.toml", Refs: RefsMise, Why: "the same as mise.toml"},
+	{Program: "mise", Trigger: OnCd, Path: ".mise", Dir: true, Why: "mise configuration and tasks"},
+	{Program: "mise", Trigger: OnCd, Path: ".rtx.toml", Refs: RefsMise, Why: "the same as mise.toml (its old name)"},
+	{Program: "mise", Trigger: OnCd, Path: ".config/mise.toml", Refs: RefsMise, Why: "the same as mise.toml"},
+	{Program: "mise", Trigger: OnCd, Path: ".config/mise", Dir: true, Why: "mise configuration (config.toml, conf.d)"},
+	{Program: "asdf", Trigger: OnCd, Path: ".tool-versions", Refs: RefsToolVer, Harmless: HarmlessVersion, Why: "which tool asdf and mise run; a path: version runs a program from that folder"},
+	{Program: "rustup", Trigger: OnCd, Path: "rust-toolchain.toml", Refs: RefsRustup, Harmless: HarmlessRustup, Why: "the toolchain every cargo and rustc runs (a prompt's rust module runs rustc --version on cd); path = runs a toolchain from that folder"},
+	{Program: "rustup", Trigger: OnCd, Path: "rust-toolchain", Refs: RefsRustup, Harmless: HarmlessRustup, Why: "the same as rust-toolchain.toml"},
+	{Program: "yarn", Trigger: OnCd, Path: ".yarnrc.yml", Refs: RefsYarnrc, Harmless: HarmlessYarnrc, Why: "yarnPath is the program every yarn command (yarn --version in a prompt) runs, plugins are code it loads"},
+	{Program: "yarn", Trigger: OnCd, Path: ".yarnrc", Refs: RefsYarnrc, Harmless: HarmlessYarnrc, Why: "yarn-path is the program Yarn 1 runs instead of itself"},
+	{Program: "pyenv", Trigger: OnCd, Path: ".python-version", Harmless: HarmlessVersion, Why: "the python pyenv's shims run; a name with a path in it leaves pyenv's folder"},
+	{Program: "nvm", Trigger: OnCd, Path: ".nvmrc", Harmless: HarmlessVersion, Why: "the node nvm and fnm use"},
+	{Program: "nodenv", Trigger: OnCd, Path: ".node-version", Harmless: HarmlessVersion, Why: "the node nodenv, fnm and volta use"},
+	{Program: "rbenv", Trigger: OnCd, Path: ".ruby-version", Harmless: HarmlessVersion, Why: "the ruby rbenv and chruby use"},
+	{Program: "goenv", Trigger: OnCd, Path: ".go-version", Harmless: HarmlessVersion, Why: "the go goenv uses"},
+	{Program: "jenv", Trigger: OnCd, Path: ".java-version", Harmless: HarmlessVersion, Why: "the java jenv uses"},
+	{Program: "sdkman", Trigger: OnCd, Path: ".sdkmanrc", Harmless: HarmlessVersion, Why: "the SDKs sdk env uses"},
+	// Hook managers, on commit, checkout and merge (the files a manager
+	// reads when the installed hooks call it are also blocked at the top
+	// of a project: hookManagers).
+	{Program: "lefthook", Trigger: OnCommit, Path: ".lefthook", Dir: true, Why: "scripts lefthook runs from its hooks"},
+	{Program: "lefthook", Trigger: OnCommit, Path: ".lefthook-local", Dir: true, Why: "the same, per user"},
+	{Program: "overcommit", Trigger: OnCommit, Path: ".git-hooks", Dir: true, Why: "overcommit's own hooks in the repository"},
+	// Agent CLIs agentbox does not confine, on their next start.
+	{Program: "gemini", Trigger: OnAgent, Path: ".gemini", Dir: true, Why: "settings.json: MCP servers it starts, hooks, tool settings"},
+	{Program: "cursor", Trigger: OnAgent, Path: ".cursor", Dir: true, Why: "mcp.json servers it starts, hooks.json, rules"},
+	{Program: "cursor", Trigger: OnAgent, Path: ".cursorrules", Why: "rules loaded into every session"},
+	{Program: "aider", Trigger: OnAgent, Path: ".aider.conf.yml", Why: "lint-cmd and test-cmd are commands aider runs"},
+	{Program: "aider", Trigger: OnAgent, Path: ".aider.model.settings.yml", Why: "model settings it loads"},
+	{Program: "continue", Trigger: OnAgent, Path: ".continue", Dir: true, Why: "config.yaml and mcpServers it starts"},
+	{Program: "continue", Trigger: OnAgent, Path: ".continuerc.json", Why: "the same"},
+	{Program: "cline", Trigger: OnAgent, Path: ".clinerules", Dir: true, Why: "rules and workflows Cline loads"},
+	{Program: "roo", Trigger: OnAgent, Path: ".roo", Dir: true, Why: "rules, modes and MCP servers Roo Code loads"},
+	{Program: "roo", Trigger: OnAgent, Path: ".roomodes", Why: "modes Roo Code loads (with their tool groups)"},
+	{Program: "roo", Trigger: OnAgent, Path: ".roorules", Why: "rules Roo Code loads"},
+	{Program: "kiro", Trigger: OnAgent, Path: ".kiro", Dir: true, Why: "hooks it runs on file events, steering, MCP settings"},
+	{Program: "windsurf", Trigger: OnAgent, Path: ".windsurf", Dir: true, Why: "rules and workflows, MCP settings"},
+	{Program: "windsurf", Trigger: OnAgent, Path: ".windsurfrules", Why: "rules loaded into every session"},
+	{Program: "amazonq", Trigger: OnAgent, Path: ".amazonq", Dir: true, Why: "rules and mcp.json servers"},
+	{Program: "junie", Trigger: OnAgent, Path: ".junie", Dir: true, Why: "guidelines and MCP settings"},
+	// Project settings that override the user's own.
+	{Program: "npm", Trigger: Loosens, Path: ".npmrc", Why: "overrides ~/.npmrc: ignore-scripts, script-shell, node-options, git, registry"},
+	{Program: "bun", Trigger: Loosens, Path: "bunfig.toml", Refs: RefsBunfig, Why: "preload scripts bun runs before every script and test"},
+	{Program: "maven", Trigger: Loosens, Path: ".mvn", Dir: true, Why: "extensions.xml (code Maven loads), jvm.config and maven.config (flags of every mvn), the wrapper's download URL"},
+	{Program: "gradle", Trigger: Loosens, Path: "gradle/wrapper/gradle-wrapper.properties", Why: "distributionUrl: the Gradle every ./gradlew downloads and runs"},
+	{Program: "pip", Trigger: Loosens, Path: "pip.conf", Why: "a virtual environment's pip.conf: where pip installs from"},
 }
 
 // homeSpecs are what runs at login, in every shell, or when common tools
@@ -126,6 +261,44 @@ var homeSpecs = []Spec{
 	{Program: "direnv", Path: ".direnvrc", Why: "the same as ~/.config/direnv/direnvrc"},
 	{Program: "gh", Path: ".config/gh/config.yml", Why: "gh aliases starting with ! run programs"},
 	{Program: "mise", Path: ".config/mise", Dir: true, Why: "mise's global config: hooks, tasks, env"},
+	{Program: "mise", Path: ".local/share/mise", Dir: true, Why: "mise's installed tools and shims, on PATH"},
+	{Program: "asdf", Path: ".asdf", Dir: true, Why: "asdf's installed tools and shims, on PATH; asdf.sh is sourced"},
+	{Program: "asdf", Path: ".tool-versions", Why: "asdf's global versions"},
+	{Program: "nvm", Path: ".nvm", Dir: true, Why: "nvm.sh is sourced by the shell; its node versions are on PATH"},
+	{Program: "pyenv", Path: ".pyenv", Dir: true, Why: "pyenv's shims and versions, on PATH"},
+	{Program: "rbenv", Path: ".rbenv", Dir: true, Why: "rbenv's shims and versions, on PATH"},
+	{Program: "volta", Path: ".volta", Dir: true, Why: "volta's shims, on PATH"},
+	{Program: "bun", Path: ".bun/bin", Dir: true, Why: "on PATH for bun users"},
+	{Program: "bun", Path: ".bunfig.toml", Why: "bun's global preload scripts"},
+	{Program: "deno", Path: ".deno/bin", Dir: true, Why: "on PATH for deno users"},
+	{Program: "rustup", Path: ".rustup", Dir: true, Why: "the toolchains every cargo and rustc runs"},
+	{Program: "sdkman", Path: ".sdkman", Dir: true, Why: "sdkman-init.sh is sourced; its SDKs are on PATH"},
+	{Program: "yarn", Path: ".yarnrc.yml", Why: "yarnPath and plugins for every project"},
+	{Program: "yarn", Path: ".yarnrc", Why: "yarn-path for every project"},
+	{Program: "gradle", Path: ".gradle/init.d", Dir: true, Why: "init scripts every gradle build runs"},
+	{Program: "gradle", Path: ".gradle/init.gradle", Why: "an init script every gradle build runs"},
+	{Program: "gradle", Path: ".gradle/init.gradle.kts", Why: "an init script every gradle build runs"},
+	{Program: "gradle", Path: ".gradle/gradle.properties", Why: "org.gradle.jvmargs of every build"},
+	{Program: "maven", Path: ".mavenrc", Why: "the mvn script sources it"},
+	{Program: "maven", Path: ".m2/settings.xml", Why: "mirrors and profiles of every build"},
+	{Program: "starship", Path: ".config/starship.toml", Why: "custom prompt modules run commands at every prompt"},
+	{Program: "zsh", Path: ".oh-my-zsh", Dir: true, Why: "oh-my-zsh and its plugins run in every zsh"},
+	{Program: "zsh", Path: ".zsh", Dir: true, Why: "plugins the zsh startup files source"},
+	{Program: "zsh", Path: ".config/zsh", Dir: true, Why: "zsh startup files (ZDOTDIR)"},
+	{Program: "zsh", Path: ".p10k.zsh", Sources: true, Why: "powerlevel10k's configuration, sourced by .zshrc"},
+	{Program: "shell", Path: ".fzf.bash", Sources: true, Why: "sourced by .bashrc"},
+	{Program: "shell", Path: ".fzf.zsh", Sources: true, Why: "sourced by .zshrc"},
+	{Program: "nushell", Path: ".config/nushell", Dir: true, Why: "nushell's config and env run at start"},
+	{Program: "powershell", Path: ".config/powershell", Dir: true, Why: "the PowerShell profile runs at start"},
+	{Program: "tmux", Path: ".tmux", Dir: true, Why: "tmux plugins run at start"},
+	{Program: "gemini", Path: ".gemini", Dir: true, Why: "Gemini CLI's settings: MCP servers, hooks"},
+	{Program: "aider", Path: ".aider.conf.yml", Why: "lint-cmd and test-cmd aider runs"},
+	{Program: "continue", Path: ".continue", Dir: true, Why: "Continue's config and MCP servers"},
+	{Program: "kiro", Path: ".kiro", Dir: true, Why: "Kiro's settings, hooks and MCP servers"},
+	{Program: "windsurf", Path: ".codeium", Dir: true, Why: "Windsurf's settings and MCP servers"},
+	{Program: "zed", Path: ".config/zed", Dir: true, Why: "Zed's settings: language servers, context servers, tasks"},
+	{Program: "helix", Path: ".config/helix", Dir: true, Why: "Helix's languages.toml: language servers it starts"},
+	{Program: "amazonq", Path: ".aws/amazonq", Dir: true, Why: "Amazon Q's MCP servers and rules"},
 	// Skills shared by several agent CLIs.
 	{Program: "agents", Path: ".agents", Dir: true, Why: "skills and plugins shared by agent CLIs (Codex, Pi)"},
 }
@@ -164,9 +337,25 @@ var hookManagers = []struct {
 	Files []string // at the top of the work tree
 }{
 	{"pre-commit", []string{".pre-commit-config.yaml"}},
-	{"lefthook", []string{"lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml", "lefthook-local.yml", ".lefthook-local.yml", ".lefthook"}},
-	{"simple-git-hooks", []string{".simple-git-hooks.json", ".simple-git-hooks.js", "simple-git-hooks.json"}},
+	{"lefthook", lefthookFiles()},
+	{"simple-git-hooks", []string{".simple-git-hooks.json", ".simple-git-hooks.js", ".simple-git-hooks.cjs", ".simple-git-hooks.mjs",
+		"simple-git-hooks.json", "simple-git-hooks.js", "simple-git-hooks.cjs", "simple-git-hooks.mjs"}},
 	{"overcommit", []string{".overcommit.yml"}},
+}
+
+// lefthookFiles are every configuration file lefthook reads at the top of
+// a work tree: lefthook, .lefthook, .config/lefthook, each also -local,
+// in YAML, TOML and JSON.
+func lefthookFiles() []string {
+	var out []string
+	for _, base := range []string{"lefthook", ".lefthook", ".config/lefthook"} {
+		for _, local := range []string{"", "-local"} {
+			for _, ext := range []string{".yml", ".yaml", ".toml", ".json"} {
+				out = append(out, base+local+ext)
+			}
+		}
+	}
+	return out
 }
 
 // projectSpecs returns every spec that applies in a project folder: each
@@ -184,10 +373,10 @@ func projectSpecs(providers []provider.Provider) []Spec {
 				continue
 			}
 			seen[c] = true
-			out = append(out, Spec{Program: p.Name, Path: c, Dir: isDirSpec(c), Block: block, Why: p.Title + " obeys it in a project"})
+			out = append(out, Spec{Program: p.Name, Trigger: OnAgent, Path: c, Dir: isDirSpec(c), Block: block, Why: p.Title + " obeys it in a project"})
 		}
 	}
-	for _, s := range editorSpecs {
+	for _, s := range projectRegistry {
 		if !seen[s.Path] {
 			seen[s.Path] = true
 			out = append(out, s)
@@ -204,7 +393,7 @@ func userSpecs(p provider.Provider) []Spec {
 		for _, m := range p.Managed {
 			managed = managed || m == c
 		}
-		out = append(out, Spec{Program: p.Name, Path: c, Dir: isDirSpec(c), Managed: managed, Why: p.Title + " obeys it in every project"})
+		out = append(out, Spec{Program: p.Name, Trigger: OnAgent, Path: c, Dir: isDirSpec(c), Managed: managed, Why: p.Title + " obeys it in every project"})
 	}
 	return out
 }
@@ -237,4 +426,73 @@ func placeholderContent(name string) string {
 		return "{}\n"
 	}
 	return ""
+}
+
+// systemFolders are where the host keeps programs and the configuration
+// of system services: writing there is writing what the host runs
+// (cron tables, systemd units, profile.d scripts, PATH).
+var systemFolders = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/boot",
+	"/var/lib", "/var/spool", "/var/db", "/snap", "/run", "/var/run", "/srv/git"}
+
+// Risky reports whether letting the box write p (absolute, clean) would
+// let it change something a host program runs or obeys later, and why:
+// a system folder, the home folder or a folder holding it, an entry of
+// the home folder's registry (or a folder within or holding one), or a
+// path through a folder a project entry names (.git, .vscode, .claude,
+// .envrc …). It reads the same registry every run keeps safe, so `learn`
+// and `trust` never call safe what a run protects.
+func Risky(home string, providers []provider.Provider, p string) (bool, string) {
+	for _, sys := range systemFolders {
+		if within(p, sys) || within(sys, p) {
+			return true, p + " is a system folder: the host runs programs and reads configuration from it"
+		}
+	}
+	if home != "" && within(home, p) {
+		return true, p + " holds your whole home folder"
+	}
+	if home != "" && within(p, home) {
+		rel := p[len(home)+1:]
+		specs := append(slices.Clone(homeSpecs), providerHomeSpecs(providers)...)
+		for _, s := range specs {
+			if rel == s.Path || strings.HasPrefix(rel, s.Path+"/") || strings.HasPrefix(s.Path, rel+"/") {
+				why := s.Why
+				if why == "" {
+					why = s.Program + " obeys it"
+				}
+				return true, "~/" + s.Path + ": " + why
+			}
+		}
+	}
+	// Project entries, wherever they are: p goes through one (a folder
+	// of that name, or the whole nested path).
+	specs := append(projectSpecs(providers), Spec{Program: "git", Path: ".git", Why: "git runs its hooks and obeys its config"})
+	for _, m := range hookManagers {
+		for _, f := range m.Files {
+			specs = append(specs, Spec{Program: m.Mark, Path: f, Why: "the installed git hooks run what it says"})
+		}
+	}
+	for _, s := range specs {
+		if strings.Contains(p+"/", "/"+s.Path+"/") {
+			return true, s.Path + ": " + s.Program + " — " + s.Why
+		}
+	}
+	return false, ""
+}
+
+// providerHomeSpecs are the agent CLIs' own folders, as home entries.
+func providerHomeSpecs(providers []provider.Provider) []Spec {
+	var out []Spec
+	for _, p := range providers {
+		if strings.HasPrefix(p.Home, "~/") {
+			out = append(out, Spec{Program: p.Name, Path: p.Home[2:], Why: p.Title + " obeys its settings and runs its hooks"})
+		}
+		if strings.HasPrefix(p.Config, "~/") {
+			out = append(out, Spec{Program: p.Name, Path: p.Config[2:], Why: p.Title + "'s settings and MCP servers"})
+		}
+	}
+	return out
+}
+
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }

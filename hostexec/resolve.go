@@ -1,15 +1,12 @@
 package hostexec
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
@@ -34,7 +31,9 @@ type Own struct {
 
 // Input is the world the resolver looks at.
 type Input struct {
-	// GOOS decides what the after-run check can do: it runs on Linux only.
+	// GOOS decides what the after-run check can do: placeholders and the
+	// watched folders (path dir, pth dir) are Linux only; on Windows the
+	// backend decides how the rest is kept after the run.
 	GOOS string
 	Home string
 	// Getenv reads the caller's environment (XDG_CONFIG_HOME,
@@ -64,8 +63,9 @@ type Input struct {
 	Own []Own
 	// Made are folders agentbox makes before the run: taken as existing.
 	Made []string
-	// Limit bounds the search (entries); 0 means DefaultLimit.
-	Limit int
+	// MaxDirs bounds the folders the search keeps in memory; 0 means
+	// DefaultMaxDirs.
+	MaxDirs int
 	// State is agentbox's state folder: the index of the last search of
 	// each root is read from there (IndexFile); "" for none.
 	State string
@@ -84,10 +84,18 @@ type Result struct {
 	// GitDirs are the git folders found (repositories, worktrees' and
 	// submodules' folders).
 	GitDirs []string
-	// Visited is how many entries the search listed.
-	Visited int
-	// Index is what the search saw, for the search after the run.
-	Index *plan.Index
+	// Visited is how many files and folders the writable roots hold.
+	Visited int64
+	// Folders is how many folders they hold, Listed how many of those the
+	// search listed (the others were unchanged since the last search).
+	Folders, Listed int
+	// Noted are the names the search notes in every folder (besides
+	// git's): the search after the run notes the same, so the trees
+	// compare.
+	Noted []string
+	// Trees are what the search saw of each root, for the search after
+	// the run.
+	Trees map[string]*plan.Tree
 	// Controls are the project control paths the search looks for.
 	Controls []string
 }
@@ -99,16 +107,16 @@ type resolver struct {
 	holders map[string]bool // placeholders, by path
 	res     Result
 	cfgs    map[string][]ConfigVar // parsed global git configs by path
+	gitSeen map[string]bool        // git folders looked at
 }
 
 // Resolve finds every registry path within in.Regions and decides how each
-// is kept safe. Its only error is a search over its bound (*LimitError).
+// is kept safe. Its errors are a search that cannot finish: more folders
+// than its bound (*LimitError), or a folder it could not look into for a
+// reason other than permissions (*WalkError).
 func Resolve(in Input) (Result, error) {
-	if in.Limit <= 0 {
-		in.Limit = DefaultLimit
-	}
-	r := &resolver{in: in, guards: map[string]*plan.Guard{}, holders: map[string]bool{}, cfgs: map[string][]ConfigVar{}}
-	r.res.Index = &plan.Index{Dirs: map[string]plan.IndexDir{}}
+	r := &resolver{in: in, guards: map[string]*plan.Guard{}, holders: map[string]bool{}, cfgs: map[string][]ConfigVar{}, gitSeen: map[string]bool{}}
+	r.res.Trees = map[string]*plan.Tree{}
 	if err := r.search(); err != nil {
 		return Result{}, err
 	}
@@ -276,95 +284,82 @@ func rel(root, p string) string {
 	return filepath.ToSlash(r)
 }
 
-// search walks every writable region once, noting repositories and
-// project control files at any depth.
+// search walks every writable region once, noting repositories, git
+// folders and project control files at any depth.
 func (r *resolver) search() error {
 	specs := projectSpecs(r.in.Providers)
 	for _, s := range specs {
-		r.res.Controls = append(r.res.Controls, s.Path)
+		if !s.Watch {
+			r.res.Controls = append(r.res.Controls, s.Path)
+		}
 	}
 	firsts := map[string]bool{}
-	whole := map[string]bool{} // control folders kept as a whole: not searched inside
 	for _, s := range specs {
-		first, _, nested := strings.Cut(s.Path, "/")
+		first, _, _ := strings.Cut(s.Path, "/")
 		firsts[first] = true
-		if !nested && s.Dir {
-			whole[first] = true
-		}
 	}
-	regions := plan.Outermost(r.in.Regions)
-	budget := r.in.Limit
-	type found struct{ root, rel string }
-	var repos, bare []found
-	controls := map[string][]string{} // folder -> control names in it
-	names := map[string]bool{".git": true, "HEAD": true}
+	var names []string
 	for f := range firsts {
-		names[f] = true
+		names = append(names, f)
 	}
-	r.res.Index.Taken = time.Now().UnixNano()
-	for _, root := range regions {
-		// What the last search of this root saw, to list again only
-		// what changed since.
-		var prev *plan.Index
-		if r.in.State != "" {
-			if data, err := r.in.FS.ReadFile(IndexFile(r.in.State, root)); err == nil {
-				prev = DecodeIndex(data, root)
-			}
-		}
-		skip := len(r.in.Skip) > 0
-		visit := func(rl string, entries []Entry) bool {
-			if rl != "" && IsBare(entries) {
-				// A folder git takes for a (bare) repository: its config
-				// applies when git runs in it.
-				bare = append(bare, found{root, rl})
-				return false
-			}
-			for i, e := range entries {
-				switch {
-				case e.Name == ".git":
-					repos = append(repos, found{root, rl})
-				case firsts[e.Name]:
-					dir := filepath.Join(root, filepath.FromSlash(rl))
-					controls[dir] = append(controls[dir], e.Name)
-				}
-				// Not into .git (git's own folders are looked at as
-				// repositories), control folders kept whole, or what the
-				// box cannot write.
-				if e.Type == TypeDir && (e.Name == ".git" || whole[e.Name] || skip && r.skipped(filepath.Join(root, filepath.FromSlash(rl), e.Name))) {
-					entries[i].Type = TypeOther
-				}
-			}
-			return true
-		}
-		s := &Search{Limit: budget, Names: names, Visit: visit, Record: r.res.Index, Index: prev}
-		var n int
+	sort.Strings(names)
+	r.res.Noted = names
+	var repos, gitDirs, unlisted []string
+	controls := map[string][]string{} // folder -> control names in it
+	real := false
+	if x, ok := r.in.FS.(interface{ Real() bool }); ok {
+		real = x.Real()
+	}
+	for _, root := range plan.Outermost(r.in.Regions) {
+		o := WalkOptions{Names: names, Skip: r.in.Skip, MaxDirs: r.in.MaxDirs}
+		var t *plan.Tree
 		var err error
-		if real, ok := r.in.FS.(interface{ Real() bool }); ok && real.Real() {
-			n, err = s.Walk(root)
+		if real {
+			// What the last search of this root saw, to list again only
+			// what changed since.
+			o.Old = ReadIndex(r.in.State, root)
+			t, err = Walk(root, o)
 		} else {
-			n, err = r.walkFS(s, root)
+			t, err = WalkFS(r.in.FS, root, o)
 		}
-		r.res.Visited += n
-		budget -= n
 		if err != nil {
-			var le *LimitError
-			if errors.As(err, &le) {
-				le.Limit = r.in.Limit
-				return le
+			return err
+		}
+		r.res.Trees[root] = t
+		r.res.Visited += t.Entries
+		r.res.Folders += t.Len()
+		r.res.Listed += t.Listed()
+		for _, i := range t.Noted() {
+			dir := t.Path(i)
+			d := t.Dirs[i]
+			if d.Flags&plan.DirUnlisted != 0 {
+				unlisted = append(unlisted, dir)
 			}
-			// The root itself cannot be opened: nothing in it to search.
+			if d.Flags&plan.DirGit != 0 {
+				gitDirs = append(gitDirs, dir)
+			}
+			for _, n := range t.NotesOf(i) {
+				switch {
+				case n == ".git":
+					repos = append(repos, dir)
+				case firsts[n]:
+					controls[dir] = append(controls[dir], n)
+				}
+			}
 		}
 	}
 	// In path order, whatever order the file system listed them in, so a
 	// plan is the same on every machine.
-	at := func(f found) string { return filepath.Join(f.root, filepath.FromSlash(f.rel)) }
-	sort.Slice(repos, func(i, j int) bool { return at(repos[i]) < at(repos[j]) })
-	sort.Slice(bare, func(i, j int) bool { return at(bare[i]) < at(bare[j]) })
-	for _, f := range repos {
-		r.repo(at(f), f.root)
+	sort.Strings(repos)
+	sort.Strings(gitDirs)
+	for _, d := range unlisted {
+		r.unlisted(d)
 	}
-	for _, f := range bare {
-		r.gitDir(at(f), at(f), "")
+	for _, top := range repos {
+		r.repo(top)
+	}
+	for _, g := range gitDirs {
+		r.gitDir(g, g, "")
 	}
 	dirs := make([]string, 0, len(controls))
 	for d := range controls {
@@ -380,62 +375,19 @@ func (r *resolver) search() error {
 	return nil
 }
 
-// walkFS is Search.Walk through the resolver's FS (a world given by a
-// test): ReadDir per folder, no stamps.
-func (r *resolver) walkFS(s *Search, root string) (int, error) {
-	n := 0
-	var dir func(rl string) error
-	dir = func(rl string) error {
-		list, err := r.in.FS.ReadDir(filepath.Join(root, filepath.FromSlash(rl)))
-		if err != nil {
-			return nil
-		}
-		var entries []Entry
-		for _, e := range list {
-			n++
-			if n > s.Limit {
-				return &LimitError{Root: root, Limit: s.Limit, At: filepath.Join(root, filepath.FromSlash(rl))}
-			}
-			t := TypeOther
-			switch m := e.Type(); {
-			case m&fs.ModeSymlink != 0:
-				t = TypeSymlink
-			case m.IsDir():
-				t = TypeDir
-			case m.IsRegular():
-				t = TypeFile
-			}
-			if t != TypeDir && !s.Names[e.Name()] {
-				continue
-			}
-			entries = append(entries, Entry{Name: e.Name(), Type: t})
-		}
-		if !s.Visit(rl, entries) {
-			return nil
-		}
-		for _, e := range entries {
-			if e.Type == TypeDir {
-				if err := dir(path.Join(rl, e.Name)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+// unlisted keeps folder d, which the search could not list, from the box:
+// what is in it is unknown, so nothing may be written there.
+func (r *resolver) unlisted(d string) {
+	if r.region(d) == "" || r.skipped(d) {
+		return
 	}
-	return n, dir("")
-}
-
-// IsBare reports whether a folder with entries is one git takes for a
-// repository of its own: HEAD, objects/ and refs/.
-func IsBare(entries []Entry) bool {
-	n := 0
-	for _, e := range entries {
-		switch {
-		case e.Name == "HEAD" && e.Type == TypeFile, e.Name == "objects" && e.Type == TypeDir, e.Name == "refs" && e.Type == TypeDir:
-			n++
-		}
+	if g, ok := r.guards[d]; ok {
+		g.Keep, g.Kind = plan.KeepReadOnly, plan.KindDir
+		return
 	}
-	return n == 3
+	r.guards[d] = &plan.Guard{Path: d, Rule: plan.RuleUnlisted, Kind: plan.KindDir, Keep: plan.KeepReadOnly,
+		Note: "agentbox cannot list it, so it cannot tell what a host program would run there: kept read-only for the run; to let the box write in it, make it readable (chmod u+rx " + d + ")"}
+	r.order = append(r.order, d)
 }
 
 // controls records the project control files in folder dir, whose
@@ -452,7 +404,10 @@ func (r *resolver) controls(dir string, specs []Spec, names []string) {
 		}
 		p := filepath.Join(dir, filepath.FromSlash(s.Path))
 		if _, err := r.in.FS.Lstat(p); err == nil {
-			r.add(p, s.Rule(), "")
+			if !s.Watch {
+				r.add(p, s.Rule(), "")
+			}
+			r.follow(s, p)
 		}
 	}
 	r.commandFiles(dir, false, "")
@@ -473,7 +428,7 @@ func (r *resolver) projectTop(dir string, specs []Spec) {
 		if r.coveredByParent(p) {
 			continue
 		}
-		if !s.Block {
+		if !s.Block || s.Watch {
 			continue // the after-run check moves away what the box made there
 		}
 		r.blockAs(dir, p, s.Rule(), s.Dir, true)
@@ -514,6 +469,9 @@ func (r *resolver) commandFiles(dir string, user bool, name string) {
 				e.Vars["CLAUDE_PROJECT_DIR"] = dir
 			}
 			for _, s := range CommandStrings(data, cf.Format, cf.Keys) {
+				if !user {
+					r.npx(s, dir, p.Name+" command (named by "+file+")")
+				}
 				for _, w := range Words(s) {
 					q, ok := e.Path(w)
 					if !ok {
@@ -598,30 +556,130 @@ func expandHome(p, home string) string {
 }
 
 // home keeps the home folder's autostart files that lie within the box's
-// reach, and what the shell startup files source.
+// reach, and what the shell startup files source. A file of the home
+// folder outside the writable roots counts too when it leads into one: a
+// symlink into a dotfiles repository, a shell file that sources a file
+// of it, an ssh config that includes one.
 func (r *resolver) home() {
-	if r.region(r.in.Home) == "" && !r.holdsRegion(r.in.Home) {
-		return
-	}
+	writable := r.region(r.in.Home) != "" || r.holdsRegion(r.in.Home)
+	var refs []string // the startup files whose references are followed
 	for _, s := range homeSpecs {
 		p := filepath.Join(r.in.Home, filepath.FromSlash(s.Path))
-		if r.region(p) == "" {
-			continue
-		}
-		if _, err := r.in.FS.Lstat(p); err != nil {
+		_, err := r.in.FS.Lstat(p)
+		switch {
+		case writable && r.region(p) != "" && err != nil:
 			if !r.coveredByParent(p) {
 				r.block(r.in.Home, p, s.Rule(), s.Dir)
 			}
 			continue
+		case writable && r.region(p) != "":
+			r.add(p, s.Rule(), "")
+		case err != nil:
+			continue
+		default:
+			r.reach(p, s.Rule(), "")
 		}
-		r.add(p, s.Rule(), "")
-		if s.Sources {
-			r.sourced(p, 0)
+		if s.Sources || s.Program == "ssh" && s.Path == ".ssh/config" {
+			refs = append(refs, s.Path)
+		}
+	}
+	// What they source or include, once every startup file of their own
+	// is kept (a missing one blocked, not merely checked).
+	for _, rel := range refs {
+		p := filepath.Join(r.in.Home, filepath.FromSlash(rel))
+		if rel == ".ssh/config" {
+			r.sshIncludes(p)
+			continue
+		}
+		r.sourced(p, 0)
+	}
+	// git's own configuration files and what they include, wherever they
+	// are (GIT_CONFIG_GLOBAL, /etc/gitconfig).
+	for _, f := range r.globalConfigs() {
+		r.reach(f, "git config", "")
+		r.configRefs(f, 0)
+	}
+}
+
+// reach keeps p, and what p leads to when it, or a folder above it, is a
+// symlink: where either lies within the box's reach, it is kept as a
+// guard (p missing: checked after the run).
+func (r *resolver) reach(p, rule, note string) {
+	p = filepath.Clean(p)
+	r.add(p, rule, note)
+	if real, err := r.in.FS.EvalSymlinks(p); err == nil {
+		if real != p {
+			r.add(real, rule, "reached through "+p)
+		}
+		return
+	}
+	// Missing: the folder it would be made in may lie elsewhere.
+	if d, err := r.in.FS.EvalSymlinks(filepath.Dir(p)); err == nil && d != filepath.Dir(p) {
+		r.add(filepath.Join(d, filepath.Base(p)), rule, "reached through "+p)
+	}
+}
+
+// configRefs keeps the files git config file f includes (include.path,
+// includeIf.*.path, whatever the condition), and what those include,
+// wherever they lie within the box's reach; one that does not exist yet
+// is checked after the run. A relative path is taken from the folder of f
+// as named, and, when f is a symlink, of what it leads to as well.
+func (r *resolver) configRefs(f string, depth int) {
+	if depth > 8 {
+		return
+	}
+	data, err := r.in.FS.ReadFile(f)
+	if err != nil || len(data) > 1<<20 {
+		return
+	}
+	bases := []string{filepath.Dir(f)}
+	if real, err := r.in.FS.EvalSymlinks(f); err == nil && filepath.Dir(real) != bases[0] {
+		bases = append(bases, filepath.Dir(real))
+	}
+	for _, inc := range Includes(ParseConfig(data).Vars) {
+		p := expandHome(inc, r.in.Home)
+		for _, b := range bases {
+			q := p
+			if !filepath.IsAbs(q) {
+				q = filepath.Join(b, q)
+			}
+			r.reach(q, "git config (included by "+f+")", "")
+			r.configRefs(filepath.Clean(q), depth+1)
+			if filepath.IsAbs(p) {
+				break
+			}
 		}
 	}
 }
 
-// sourced keeps the files shell file f sources, and what those source.
+// sshIncludes keeps what an ssh config includes (Include, with ~ and
+// paths relative to ~/.ssh; a pattern keeps the folder it matches in).
+func (r *resolver) sshIncludes(p string) {
+	data, err := r.in.FS.ReadFile(p)
+	if err != nil || len(data) > 1<<20 {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := Words(strings.TrimSpace(line))
+		if len(f) < 2 || !strings.EqualFold(f[0], "include") {
+			continue
+		}
+		for _, w := range f[1:] {
+			q := expandHome(w, r.in.Home)
+			if !filepath.IsAbs(q) {
+				q = filepath.Join(r.in.Home, ".ssh", q)
+			}
+			if strings.ContainsAny(q, "*?[") {
+				q = filepath.Dir(q)
+			}
+			r.reach(q, "ssh (included by "+p+")", "")
+		}
+	}
+}
+
+// sourced keeps the files shell file f sources, and what those source,
+// wherever they lie within the box's reach; one that does not exist yet
+// is checked after the run.
 func (r *resolver) sourced(f string, depth int) {
 	if depth > 4 {
 		return
@@ -639,11 +697,10 @@ func (r *resolver) sourced(f string, depth int) {
 		if _, seen := r.guards[q]; seen {
 			continue
 		}
-		if _, err := r.in.FS.Lstat(q); err != nil {
-			continue
+		r.reach(q, "shell (sourced by "+f+")", "")
+		if _, err := r.in.FS.Lstat(q); err == nil {
+			r.sourced(q, depth+1)
 		}
-		r.add(q, "shell (sourced by "+f+")", "")
-		r.sourced(q, depth+1)
 	}
 }
 
@@ -659,9 +716,12 @@ func (r *resolver) finish() {
 		if r.coveredByParent(p) && g.Keep != plan.KeepRestored {
 			continue
 		}
+		if r.in.GOOS != "linux" && (g.Keep == plan.KeepPathDir || g.Keep == plan.KeepPthDir) {
+			continue // watched by the Linux after-run check only
+		}
 		if r.in.GOOS != "linux" && g.Keep != plan.KeepReadOnly {
 			g.Keep = plan.KeepNone
-			g.Note = "the after-run check runs on Linux only"
+			g.Note = "no placeholder or read-only mount here: the backend says how it is kept"
 		}
 		r.res.Guards = append(r.res.Guards, *g)
 	}

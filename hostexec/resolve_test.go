@@ -2,9 +2,11 @@ package hostexec
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -135,6 +137,16 @@ func TestResolveGit(t *testing.T) {
 	}
 	got := tr.guards(r)
 	want := []string{
+		"checked missing proj/.git/info/attributes (git info/attributes)",
+		"checked missing proj/.git/info/exclude (git info/exclude)",
+		"checked missing proj/bare.git/info/attributes (git info/attributes)",
+		"checked missing proj/bare.git/info/exclude (git info/exclude)",
+		"checked missing proj/node_modules/a/.git/info/attributes (git info/attributes)",
+		"checked missing proj/node_modules/a/.git/info/exclude (git info/exclude)",
+		"checked missing proj/sub/.git/info/attributes (git info/attributes)",
+		"checked missing proj/sub/.git/info/exclude (git info/exclude)",
+		"checked missing proj/x/y/z/w/v/u/deep/.git/info/attributes (git info/attributes)",
+		"checked missing proj/x/y/z/w/v/u/deep/.git/info/exclude (git info/exclude)",
 		"read-only dir proj/.git/hooks (git hooks)",
 		"read-only dir proj/.husky/_ (git hooks)",
 		"read-only dir proj/bare.git/hooks (git hooks)",
@@ -282,25 +294,33 @@ func TestResolveHome(t *testing.T) {
 	}
 }
 
-// TestResolveLimit: the search fails closed past its bound, over all
-// roots together.
+// TestResolveLimit: the search fails closed past its bound on folders
+// (a bound on memory); files do not count, however many there are.
 func TestResolveLimit(t *testing.T) {
 	tr := newTree(t)
 	for _, d := range []string{"a", "b"} {
 		for i := 0; i < 700; i++ {
-			tr.write(d+"/f"+strings.Repeat("x", i%5)+string(rune('a'+i%26))+strings.Repeat("0", i/26), "")
+			tr.mkdir(fmt.Sprintf("%s/d%d", d, i))
+			tr.write(fmt.Sprintf("%s/f%d", d, i), "")
 		}
 	}
 	in := tr.input("a", "b")
-	in.Limit = 1000
+	in.MaxDirs = 500
 	_, err := Resolve(in)
 	var le *LimitError
-	if !errors.As(err, &le) || le.Limit != 1000 {
-		t.Fatalf("want a LimitError at 1000, got %v", err)
+	if !errors.As(err, &le) || le.Limit != 500 {
+		t.Fatalf("want a LimitError at 500, got %v", err)
 	}
-	in.Limit = 2000
-	if _, err := Resolve(in); err != nil {
+	if !strings.Contains(err.Error(), "holds more than 500 folders") || len(le.Hints()) == 0 {
+		t.Errorf("error %q, hints %q: want the bound and a hint", err, le.Hints())
+	}
+	in.MaxDirs = 2000
+	r, err := Resolve(in)
+	if err != nil {
 		t.Fatalf("within the bound: %v", err)
+	}
+	if r.Visited != 2*1400 {
+		t.Errorf("visited %d entries, want %d", r.Visited, 2*1400)
 	}
 }
 
@@ -387,96 +407,73 @@ func TestInPackageTree(t *testing.T) {
 	}
 }
 
-// TestSearchIndexed: with the index of an earlier search, a folder that has
-// not changed is not listed again (what the index says of it is what the
-// visit sees), and one that changed is.
-func TestSearchIndexed(t *testing.T) {
-	tr := newTree(t)
-	tr.mkdir("proj/a/b")
-	tr.mkdir("proj/c")
-	in := tr.input("proj")
-	in.Projects = nil
-	r, err := Resolve(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := r.Index
-	idx.Taken += 3600e9 // as if the search were an hour ago
-	// The index is trusted for a.
-	a := idx.Dirs[tr.p("proj/a")]
-	a.Notes = append(a.Notes, ".git")
-	idx.Dirs[tr.p("proj/a")] = a
-	// c changes after the search: it is listed again.
-	tr.mkdir("proj/c/.git")
-	var seen []string
-	visit := func(rel string, entries []Entry) bool {
-		for _, e := range entries {
-			if e.Name == ".git" {
-				seen = append(seen, rel)
-				entries = nil
-			}
-		}
-		return true
-	}
-	s := &Search{Limit: 1000, Names: map[string]bool{".git": true}, Visit: visit, Index: idx}
-	if _, err := s.Walk(tr.p("proj")); err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(seen)
-	if diff := cmp.Diff([]string{"a", "c"}, seen); diff != "" {
-		t.Errorf("folders with a .git (-want +got):\n%s", diff)
-	}
-	// Without the index, the truth.
-	seen = nil
-	s.Index = nil
-	s.Walk(tr.p("proj"))
-	if diff := cmp.Diff([]string{"c"}, seen); diff != "" {
-		t.Errorf("without the index (-want +got):\n%s", diff)
-	}
-	// A folder changed just before the search is listed again whatever
-	// its stamp says.
-	idx.Taken -= 3600e9
-	seen = nil
-	s.Index = idx
-	s.Walk(tr.p("proj"))
-	if diff := cmp.Diff([]string{"c"}, seen); diff != "" {
-		t.Errorf("recently changed folders (-want +got):\n%s", diff)
-	}
-}
-
-// TestResolveSavedIndex: the index a check saved for a root is what the
-// next search takes an unchanged folder's entries from (here: an index
-// that says a folder holds 5000 entries makes the search go past its
-// bound); a file that is not an index of that root is ignored.
+// TestResolveSavedIndex: the tree a check saved for a root is what the
+// next search takes an unchanged folder's entries from (here: a tree that
+// says a folder holds a .git makes the search find a repository there);
+// a file that is not a tree of that root, or that someone else could
+// have written, is ignored.
 func TestResolveSavedIndex(t *testing.T) {
 	tr := newTree(t)
 	tr.mkdir("proj/a")
+	tr.mkdir("state")
+	os.Chmod(tr.p("state"), 0o700)
 	in := tr.input("proj")
 	in.Projects = nil
 	in.State = tr.p("state")
-	in.Limit = 1000
 	r, err := Resolve(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := r.Index
-	idx.Taken += 3600e9 // an hour ago: a has not changed since
-	d := idx.Dirs[tr.p("proj/a")]
-	d.Count = 5000
-	idx.Dirs[tr.p("proj/a")] = d
-	tr.mkdir("state/index")
-	if err := os.WriteFile(IndexFile(in.State, tr.p("proj")), EncodeIndex(idx, tr.p("proj")), 0o600); err != nil {
+	old := r.Trees[tr.p("proj")]
+	old.Taken += 3600e9 // an hour later: a has not changed since
+	a := old.Find("a")
+	if a < 0 {
+		t.Fatal("no folder a in the tree")
+	}
+	// Make the tree say a holds a .git (and nothing else changes).
+	forged := *old
+	forged.Notes = append(slices.Clone(old.Notes), 0) // gitNames[0] is .git
+	forged.Dirs = slices.Clone(old.Dirs)
+	forged.Dirs[a].NoteOff, forged.Dirs[a].NoteLen = uint32(len(forged.Notes)-1), 1
+	write := func(data []byte, mode os.FileMode) {
+		t.Helper()
+		os.MkdirAll(tr.p("state/index"), 0o700)
+		f := IndexFile(in.State, tr.p("proj"))
+		os.Remove(f)
+		if err := os.WriteFile(f, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(f, mode)
+	}
+	write(EncodeIndex(&forged), 0o600)
+	r, err = Resolve(in)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var le *LimitError
-	if _, err := Resolve(in); !errors.As(err, &le) {
-		t.Errorf("the saved index was not used: %v", err)
+	if got := r.Trees[tr.p("proj")]; got.Dirs[got.Find("a")].Flags&plan.DirListed != 0 || !got.Has(got.Find("a"), ".git") {
+		t.Errorf("the saved tree was not used for the unchanged folder a: %+v", got.Dirs)
 	}
-	for _, data := range [][]byte{EncodeIndex(idx, tr.p("other")), []byte(indexMagic + "garbage"), []byte("agentbox-index-1\ngob"), []byte("{}")} {
-		os.WriteFile(IndexFile(in.State, tr.p("proj")), data, 0o600)
-		if _, err := Resolve(in); err != nil {
-			t.Errorf("an index that is not this root's was used: %v", err)
+	other := forged
+	other.Root = tr.p("other")
+	for name, data := range map[string][]byte{
+		"another root": EncodeIndex(&other),
+		"garbage":      []byte(indexMagic + "garbage"),
+		"old form":     []byte("agentbox-index-2\n"),
+		"json":         []byte("{}"),
+	} {
+		write(data, 0o600)
+		r, err := Resolve(in)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if got := r.Trees[tr.p("proj")]; got.Has(got.Find("a"), ".git") {
+			t.Errorf("%s: a file that is not this root's tree was used", name)
+		}
+	}
+	// A tree anybody could have written is not read.
+	write(EncodeIndex(&forged), 0o666)
+	if r, _ := Resolve(in); r.Trees[tr.p("proj")].Has(r.Trees[tr.p("proj")].Find("a"), ".git") {
+		t.Error("a tree file writable by others was used")
 	}
 }
 

@@ -2,70 +2,66 @@ package hostexec
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 )
 
 // BenchmarkWalk measures the search of a large tree: set
-// AGENTBOX_BENCH_TREE to a folder (scripts/bench-scan.sh makes one of 100k
-// files). It compares the getdents walk the search uses with a walk by
-// os.ReadDir, and reports entries per walk.
+// AGENTBOX_BENCH_TREE to a folder (scripts/bench-scan.sh makes trees of
+// 100,000 and 1,000,000 files). "first" lists every folder (no earlier
+// tree); "unchanged" checks each folder against the tree of an earlier
+// search (an hour old, so none counts as recently changed) — what every
+// later search of an unchanged tree does; "encode" and "decode" are the
+// tree's file form.
 func BenchmarkWalk(b *testing.B) {
 	root := os.Getenv("AGENTBOX_BENCH_TREE")
 	if root == "" {
 		b.Skip("set AGENTBOX_BENCH_TREE to a folder to walk")
 	}
-	visit := func(rel string, entries []Entry) bool {
-		for i := range entries {
-			if entries[i].Name == ".git" {
-				entries[i].Type = TypeOther
-			}
-		}
-		return true
+	names := []string{".claude", ".vscode", ".idea", ".mcp.json", ".codex", ".agents"}
+	first, err := Walk(root, WalkOptions{Names: names})
+	if err != nil {
+		b.Fatal(err)
 	}
-	names := map[string]bool{".git": true, "HEAD": true, ".claude": true}
-	b.Run("getdents", func(b *testing.B) {
-		n := 0
-		for i := 0; i < b.N; i++ {
-			n, _ = (&Search{Limit: 10_000_000, Names: names, Visit: visit}).Walk(root)
-		}
-		b.ReportMetric(float64(n), "entries")
-	})
-	b.Run("resolve+indexed", func(b *testing.B) {
-		in := Input{GOOS: "linux", Home: "/nonexistent", Getenv: func(string) string { return "" }, FS: osFS{},
-			Regions: []string{root}}
-		r, err := Resolve(in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			(&Search{Limit: 10_000_000, Names: names, Visit: visit, Index: r.Index}).Walk(root)
-		}
-	})
-	b.Run("readdir", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			var walk func(string)
-			walk = func(dir string) {
-				es, err := os.ReadDir(dir)
-				if err != nil {
-					return
-				}
-				for _, e := range es {
-					if e.IsDir() && e.Name() != ".git" {
-						walk(filepath.Join(dir, e.Name()))
-					}
-				}
-			}
-			walk(root)
-		}
-	})
-	b.Run("resolve", func(b *testing.B) {
-		in := Input{GOOS: "linux", Home: "/nonexistent", Getenv: func(string) string { return "" }, FS: osFS{},
-			Regions: []string{root}}
-		for i := 0; i < b.N; i++ {
-			if _, err := Resolve(in); err != nil {
+	b.ReportMetric(float64(first.Len()), "folders")
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Walk(root, WalkOptions{Names: names}); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	old := *first
+	old.Taken += 3600e9
+	b.Run("unchanged", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			t, err := Walk(root, WalkOptions{Names: names, Old: &old})
+			if err != nil || t.Listed() != 0 {
+				b.Fatalf("listed %d folders: %v", t.Listed(), err)
+			}
+		}
+	})
+	for _, w := range []int{1, 2, 4} {
+		b.Run("unchanged-workers-"+string(rune('0'+w)), func(b *testing.B) {
+			for b.Loop() {
+				Walk(root, WalkOptions{Names: names, Old: &old, Workers: w})
+			}
+		})
+	}
+	data := EncodeIndex(first)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			EncodeIndex(first)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ReportMetric(float64(len(data)), "bytes")
+		for b.Loop() {
+			if DecodeIndex(data, root) == nil {
+				b.Fatal("no tree")
 			}
 		}
 	})

@@ -152,6 +152,11 @@ type Options struct {
 func guardPaths(p *plan.Plan) map[string]bool {
 	out := map[string]bool{}
 	for _, g := range p.HostExec.Guards {
+		if g.Rule == plan.RuleUnlisted {
+			// What is in it is unknown, so it cannot be recorded: it is
+			// carved out of the write grant like a read-only path.
+			continue
+		}
 		switch g.Keep {
 		case plan.KeepReadOnly, plan.KeepBlocked, plan.KeepRestored:
 			out[g.Path] = true

@@ -132,6 +132,9 @@ func keepByRecord(p *plan.Plan) {
 	// candidate's Complete by restoring the plan's fields.
 	guards := slices.Clone(p.HostExec.Guards)
 	for i, g := range guards {
+		if g.Rule == plan.RuleUnlisted {
+			continue // carved out of the write grant (guardPaths)
+		}
 		switch g.Keep {
 		case plan.KeepReadOnly, plan.KeepBlocked:
 			guards[i].Keep = plan.KeepRestored

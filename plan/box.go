@@ -110,6 +110,6 @@ func (p *Plan) Clone() *Plan {
 		panic("plan: cloning: " + err.Error())
 	}
 	q.Environ = append([]string(nil), p.Environ...)
-	q.HostExec.Index = p.HostExec.Index // read-only once resolved
+	q.HostExec.Trees = p.HostExec.Trees // read-only once resolved
 	return q
 }

@@ -30,6 +30,17 @@ const (
 	// entry, a new control file deep in a tree); agentbox neutralises it
 	// after the run, with every process of the run ended.
 	KeepChecked Keep = "checked"
+	// KeepPathDir: a folder a host program puts on PATH (direnv's
+	// PATH_add, layout node): after the run, with every process of the run
+	// ended, a program the box added or changed there under the name of a
+	// command on the user's PATH is moved away, so typing that command in
+	// the folder's shell does not run it.
+	KeepPathDir Keep = "path dir"
+	// KeepPthDir: the site-packages of an interpreter a host program runs
+	// (the one pre-commit's hooks run): after the run, a .pth file or a
+	// sitecustomize/usercustomize module the box added or changed there is
+	// moved away, since each runs at every start of the interpreter.
+	KeepPthDir Keep = "pth dir"
 	// KeepNone: not covered on this system; the plan says why.
 	KeepNone Keep = "not covered"
 )
@@ -52,6 +63,11 @@ type Guard struct {
 	// Note says more: why it is kept the way it is.
 	Note string `json:"note,omitempty"`
 }
+
+// RuleUnlisted is the rule of a guard for a folder the search could not
+// list: what is in it is unknown, so it is kept read-only (a backend that
+// cannot keep it so must refuse the run), never kept by recording.
+const RuleUnlisted = "unreadable folder"
 
 // The kinds of Guard.Kind.
 const (
@@ -81,11 +97,20 @@ type HostExec struct {
 	// folder (relative paths: ".claude/settings.json", ".vscode"); one
 	// found after the run that was not there before is moved away.
 	Controls []string `json:"controls,omitempty"`
-	// Limit is the most files and folders the search visits; more is an
-	// error (the search fails closed).
+	// Limit is the most folders the search keeps in memory (0: the
+	// default); more is an error (the search fails closed).
 	Limit int `json:"limit"`
-	// Visited is how many the search before the run visited.
-	Visited int `json:"visited"`
+	// Visited is how many files and folders the writable roots held
+	// when the search before the run looked.
+	Visited int64 `json:"visited"`
+	// Folders is how many folders they held, Listed how many of those
+	// the search listed (the others had not changed since the last one).
+	Folders int `json:"folders"`
+	Listed  int `json:"listed"`
+	// Noted are the names the search notes in every folder besides git's
+	// (first elements of the control paths, and files like .envrc that
+	// are followed, not kept): the search after the run notes the same.
+	Noted []string `json:"noted,omitempty"`
 	// GitDirs are the git folders known before the run (repositories,
 	// worktrees' folders, submodules). One found after the run that is
 	// not here is new, and is neutralised.
@@ -94,38 +119,11 @@ type HostExec struct {
 	// pending records and its quarantine live there, out of the box's
 	// reach.
 	State string `json:"state,omitempty"`
-	// Index is what the search before the run saw, so the search after it
-	// only lists the folders that changed. It is not part of the plan's
-	// JSON form (it can be large); a plan read back has none, and the
-	// search after the run then lists every folder.
-	Index *Index `json:"-"`
-}
-
-// Index is the folders a search saw: for each folder (by path) its
-// identity and change time and what was in it that matters.
-type Index struct {
-	// Taken is when the search began (Unix nanoseconds): a folder changed
-	// shortly before is listed again regardless (file system clocks tick
-	// coarsely).
-	Taken int64
-	Dirs  map[string]IndexDir
-}
-
-// IndexDir is one folder of an Index.
-type IndexDir struct {
-	Dev, Ino uint64
-	// Ctime is the folder's status change time in nanoseconds: any entry
-	// added, removed or renamed in it changes it, and no process can set
-	// it back.
-	Ctime int64
-	// Subdirs are the folders in it (not followed when symlinks).
-	Subdirs []string
-	// Notes are the entries in it that the search reports.
-	Notes []string
-	// Bare is true for a folder git takes for a repository of its own.
-	Bare bool
-	// Count is how many entries the folder held.
-	Count int
+	// Trees are what the search before the run saw of each root, so the
+	// search after it only lists the folders that changed. Not part of
+	// the plan's JSON form (they can be large): a plan read back has
+	// none, and the search after the run then lists every folder.
+	Trees map[string]*Tree `json:"-"`
 }
 
 // GuardAt returns the guard for path, if any.
@@ -144,7 +142,7 @@ func (h *HostExec) writeText(w io.Writer) {
 	if len(h.Roots) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched, at most %d):\n", h.Visited, h.Limit)
+	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched; %d of %d folders listed, the others unchanged since the last search):\n", h.Visited, h.Listed, h.Folders)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, g := range h.Guards {
 		kind := g.Kind

@@ -189,8 +189,8 @@ func classifyScalar(k, v string) (bool, string, string) {
 		}
 		return false, tightens, ""
 	case "filesystem.scan_limit":
-		if n, err := strconv.Atoi(v); err == nil && n < hostexec.DefaultLimit {
-			return false, sets, "a smaller search for what host programs run: a run in a bigger tree is refused"
+		if n, err := strconv.Atoi(v); err == nil && n < hostexec.DefaultMaxDirs {
+			return false, sets, "a smaller bound on the folders the search for what host programs run keeps: a run in a bigger tree is refused"
 		}
 		return false, sets, ""
 	case "filesystem.ssh_keys":

@@ -313,7 +313,7 @@ func (l *Layer) check() error {
 	}
 	if e, ok := l.Scalars["filesystem.scan_limit"]; ok {
 		if n, err := strconv.ParseInt(e.Value, 10, 64); err != nil || n < 1000 || n > 1_000_000_000 {
-			return originError(e.Origin, fmt.Sprintf("%q: want a number of files and folders from 1000 to 1000000000", e.Value))
+			return originError(e.Origin, fmt.Sprintf("%q: want a number of folders from 1000 to 1000000000", e.Value))
 		}
 	}
 	for _, key := range []string{"limits.processes", "limits.open_files"} {

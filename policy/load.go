@@ -43,7 +43,7 @@ func Defaults() *Layer {
 	set := func(k, v string) { l.Scalars[k] = Entry{Value: v, Origin: plan.Origin{Key: "default"}} }
 	set("sandbox.enforce", plan.Require)
 	set("sandbox.backend", "auto")
-	set("filesystem.scan_limit", strconv.Itoa(hostexec.DefaultLimit))
+	set("filesystem.scan_limit", strconv.Itoa(hostexec.DefaultMaxDirs))
 	set("filesystem.ssh_keys", "hidden")
 	set("tmp.mode", plan.TmpWorkspace)
 	set("network.mode", plan.NetOpen)

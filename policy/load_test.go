@@ -378,7 +378,7 @@ func TestDefaults(t *testing.T) {
 	want := map[string]string{
 		"sandbox.enforce":       "require",
 		"sandbox.backend":       "auto",
-		"filesystem.scan_limit": "1000000",
+		"filesystem.scan_limit": "8000000",
 		"filesystem.ssh_keys":   "hidden",
 		"tmp.mode":              "workspace",
 		"network.mode":          "open",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -710,20 +711,23 @@ func (r *resolver) readOnlyStage() error {
 	if err := r.hostExec(userRO, own, made); err != nil {
 		return err
 	}
-	// Each git folder within reach is bound onto itself: a mount point
-	// cannot be renamed, so the agent cannot move .git away and put a
-	// folder with hooks of its own in its place.
+	// What host programs run or obey, within a budget of mounts: beyond it
+	// (a tree with thousands of repositories), a guard is kept by
+	// recording and restoring instead, as under Landlock, so the run
+	// neither refuses nor pays a mount per file.
+	mounted, gitPins := r.guardBudget()
+	// Each git folder within reach that holds a guard kept by a mount is
+	// bound onto itself: a mount point cannot be renamed, so the agent
+	// cannot move .git away and put a folder with hooks of its own in its
+	// place.
 	for _, d := range r.p.HostExec.GitDirs {
-		if r.inPackageTree(d) {
-			continue // kept by the after-run check: a package manager must be able to remove it
-		}
-		if fi, err := r.env.FS.Lstat(d); err == nil && fi.IsDir() && !seen[d] && r.inWritable(d) {
+		if gitPins[d] && !seen[d] {
 			seen[d] = true
 			list = append(list, pathEntry{path: d, origin: plan.Origin{Key: "always: git folder"}, note: "pinned: cannot be renamed or replaced", pin: true})
 		}
 	}
 	for _, g := range r.p.HostExec.Guards {
-		if g.Keep == plan.KeepReadOnly || g.Keep == plan.KeepBlocked {
+		if mounted[g.Path] {
 			addPath(g.Path, plan.Origin{Key: "always: " + g.Rule}, g.Note)
 		}
 	}
@@ -731,21 +735,9 @@ func (r *resolver) readOnlyStage() error {
 	// onto itself as well: a mount point cannot be renamed, so the agent
 	// cannot move the folder away and put one of its own, without the
 	// protection, in its place (mv .claude .old; mkdir .claude; …).
-	regions := r.writableRegions()
-	isRegion := func(d string) bool {
-		if d == "/tmp" && r.hostTmp(d) {
-			return true
-		}
-		for _, w := range regions {
-			if d == w {
-				return true
-			}
-		}
-		return false
-	}
 	var pins []pathEntry
 	for _, e := range list {
-		for d := filepath.Dir(e.path); d != "/" && !isRegion(d) && r.inHostWritable(d); d = filepath.Dir(d) {
+		for d := filepath.Dir(e.path); d != "/" && !r.isRegion(d) && r.inHostWritable(d); d = filepath.Dir(d) {
 			if !seen[d] {
 				seen[d] = true
 				pins = append(pins, pathEntry{path: d, origin: plan.Origin{Key: "always: folder holding a read-only path"}, note: "pinned: cannot be renamed or replaced", pin: true})
@@ -756,7 +748,7 @@ func (r *resolver) readOnlyStage() error {
 	// renamed, it would carry the hidden file out of the path that this
 	// and every later run hides.
 	for _, p := range r.denyPaths() {
-		for d := filepath.Dir(p); d != "/" && !isRegion(d) && r.inHostWritable(d) && !r.hiddenByWorkspace(d); d = filepath.Dir(d) {
+		for d := filepath.Dir(p); d != "/" && !r.isRegion(d) && r.inHostWritable(d) && !r.hiddenByWorkspace(d); d = filepath.Dir(d) {
 			if !seen[d] {
 				seen[d] = true
 				pins = append(pins, pathEntry{path: d, origin: plan.Origin{Key: "always: folder holding a deny path"}, note: "pinned: cannot be renamed or replaced", pin: true})
@@ -765,7 +757,7 @@ func (r *resolver) readOnlyStage() error {
 	}
 	list = append(list, pins...)
 	if n := len(list); n > maxReadOnly {
-		return &policyError{where: "filesystem", msg: fmt.Sprintf("%d paths to keep read-only in the writable roots (more than %d): that many mounts would make every run slow; make fewer or smaller folders writable", n, maxReadOnly)}
+		return &policyError{where: "filesystem", msg: fmt.Sprintf("%d paths to keep read-only in the writable roots (more than %d): that many mounts would make every run slow; name fewer read_only and deny paths inside the writable roots", n, maxReadOnly)}
 	}
 	sortParentsFirst(list)
 	for _, e := range list {
@@ -776,6 +768,129 @@ func (r *resolver) readOnlyStage() error {
 		r.add(plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: e.path, Access: plan.ReadOnly, Origin: e.origin, Note: e.note})
 	}
 	return nil
+}
+
+// isRegion reports whether d is a writable root itself (or the host's
+// /tmp shared with the box).
+func (r *resolver) isRegion(d string) bool {
+	if d == "/tmp" && r.hostTmp(d) {
+		return true
+	}
+	for _, w := range r.writableRegions() {
+		if d == w {
+			return true
+		}
+	}
+	return false
+}
+
+// maxGuardMounts bounds the mounts the registry's guards take (read-only
+// binds, their git folders and the folders above them): a mount costs
+// the launch of every run, and a tree of thousands of repositories must
+// neither refuse to run nor take thousands of mounts.
+const maxGuardMounts = 256
+
+// guardBudget decides which guards kept read-only or blocked get their
+// mount, in order of priority — nearest a writable root first, then by
+// path — while the mounts they take (with the git folder holding them and
+// the folders above them, pinned) stay within maxGuardMounts. The others
+// are kept by recording and restoring (plan.KeepRestored), and their
+// placeholders are dropped. A folder the search could not list always
+// gets its mount. It returns the guards mounted and the git folders to
+// pin.
+func (r *resolver) guardBudget() (mounted, gitPins map[string]bool) {
+	h := &r.p.HostExec
+	mounted, gitPins = map[string]bool{}, map[string]bool{}
+	depth := func(p string) int {
+		best := ""
+		for _, w := range r.writableRegions() {
+			if plan.Within(p, w) && len(w) > len(best) {
+				best = w
+			}
+		}
+		return strings.Count(strings.TrimPrefix(p, best), "/")
+	}
+	var order []int
+	for i, g := range h.Guards {
+		if (g.Keep == plan.KeepReadOnly || g.Keep == plan.KeepBlocked) && r.inHostWritable(g.Path) && !r.hiddenByWorkspace(g.Path) {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := h.Guards[order[a]].Path, h.Guards[order[b]].Path
+		if da, db := depth(pa), depth(pb); da != db {
+			return da < db
+		}
+		return pa < pb
+	})
+	gitDirs := map[string]bool{}
+	for _, d := range h.GitDirs {
+		gitDirs[d] = true
+	}
+	// The innermost git folder holding p (not p itself).
+	gitDirOf := func(p string) string {
+		best := ""
+		for d := filepath.Dir(p); d != filepath.Dir(d); d = filepath.Dir(d) {
+			if gitDirs[d] {
+				best = d
+				break
+			}
+		}
+		if best == "" || r.inPackageTree(best) || !r.inWritable(best) {
+			return ""
+		}
+		if fi, err := r.env.FS.Lstat(best); err != nil || !fi.IsDir() {
+			return ""
+		}
+		return best
+	}
+	taken := map[string]bool{} // paths that take a mount already
+	used := 0
+	demoted := map[string]bool{}
+	for _, i := range order {
+		g := &h.Guards[i]
+		need := []string{g.Path}
+		gd := gitDirOf(g.Path)
+		if gd != "" {
+			need = append(need, gd)
+		}
+		for _, p := range slices.Clone(need) {
+			for d := filepath.Dir(p); d != "/" && !r.isRegion(d) && r.inHostWritable(d); d = filepath.Dir(d) {
+				need = append(need, d)
+			}
+		}
+		n := 0
+		for _, p := range need {
+			if !taken[p] {
+				n++
+			}
+		}
+		if used+n > maxGuardMounts && g.Rule != plan.RuleUnlisted {
+			demoted[g.Path] = g.Keep == plan.KeepBlocked
+			g.Keep = plan.KeepRestored
+			g.Note = fmt.Sprintf("more paths to keep than one run mounts (%d): recorded before the run and put back after it; a host program that reads it while the box runs can see the box's version", maxGuardMounts)
+			continue
+		}
+		used += n
+		for _, p := range need {
+			taken[p] = true
+		}
+		mounted[g.Path] = true
+		if gd != "" {
+			gitPins[gd] = true
+		}
+	}
+	if len(demoted) > 0 {
+		var keep []plan.Prepare
+		for _, d := range r.p.Prepare {
+			if d.Placeholder != "" && demoted[d.Path] {
+				continue
+			}
+			keep = append(keep, d)
+		}
+		r.p.Prepare = keep
+	}
+	return mounted, gitPins
 }
 
 // inPackageTree reports whether p lies in a folder a package manager owns
@@ -847,14 +962,15 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) 
 	res, err := hostexec.Resolve(hostexec.Input{
 		GOOS: r.env.GOOS, Home: r.env.Home, Getenv: r.env.Getenv, FS: r.env.FS,
 		Regions: regions, Skip: userRO, Projects: projects, Project: r.projectTop(),
-		Providers: providers, ProviderHomes: homes, Own: own, Made: made, Limit: limit,
+		Providers: providers, ProviderHomes: homes, Own: own, Made: made, MaxDirs: limit,
 		State: r.realMaybe(StateDir(r.env)),
 	})
 	if err != nil {
 		return err
 	}
 	r.p.HostExec = plan.HostExec{Guards: res.Guards, Roots: regions, Outside: outside, Controls: res.Controls, Limit: limit, Visited: res.Visited,
-		GitDirs: res.GitDirs, State: r.realMaybe(StateDir(r.env)), Index: res.Index}
+		Folders: res.Folders, Listed: res.Listed, Noted: res.Noted,
+		GitDirs: res.GitDirs, State: r.realMaybe(StateDir(r.env)), Trees: res.Trees}
 	for _, d := range res.Create {
 		r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: d, Mode: 0o755, Origin: plan.Origin{Key: "always: git hooks"}})
 	}

@@ -376,8 +376,8 @@ func TestResolveBroadWritableAllowed(t *testing.T) {
 		"writable bind $ROOT/home/u (flag --writable)",
 		"writable bind $ROOT/home/u/proj (default: the working directory)",
 		"read-only ro-bind $ROOT/home/u/.bashrc (always: shell .bashrc)",
-		"read-only ro-bind $ROOT/home/u/.bash_extra (always: shell (sourced by $ROOT/home/u/.bashrc))",
 		"read-only ro-bind $ROOT/home/u/.gitconfig (always: git .gitconfig)",
+		"read-only ro-bind $ROOT/home/u/.bash_extra (always: shell (sourced by $ROOT/home/u/.bashrc))",
 		"read-only pin $ROOT/home/u/.config (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/.cache (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
 		"read-only pin $ROOT/home/u/.local (always: folder holding a read-only path) pinned: cannot be renamed or replaced",
@@ -551,11 +551,25 @@ func TestResolveGitProtection(t *testing.T) {
 		}
 	}
 	wantAfter := []string{
+		"checked $ROOT/home/u/proj/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/.git/info/attributes (git info/attributes)",
 		"checked $ROOT/home/u/proj/a/.git/config (git config)",
+		"checked $ROOT/home/u/proj/a/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/a/.git/info/attributes (git info/attributes)",
 		"restored $ROOT/home/u/proj/node_modules/dep/.git/hooks (git hooks)",
 		"restored $ROOT/home/u/proj/node_modules/dep/.git/config (git config)",
+		"checked $ROOT/home/u/proj/.git/modules/sub/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/.git/modules/sub/info/attributes (git info/attributes)",
 		"restored $ROOT/home/u/proj/lib/vendor/pkg/.git/hooks (git hooks)",
 		"restored $ROOT/home/u/proj/lib/vendor/pkg/.git/config (git config)",
+		"checked $ROOT/home/u/proj/node_modules/dep/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/node_modules/dep/.git/info/attributes (git info/attributes)",
+		"checked $ROOT/home/u/proj/lib/vendor/pkg/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/lib/vendor/pkg/.git/info/attributes (git info/attributes)",
+		"checked $ROOT/home/u/proj/x/y/z/w/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/x/y/z/w/.git/info/attributes (git info/attributes)",
+		"checked $ROOT/home/u/proj/x/y/z/w/v/.git/info/exclude (git info/exclude)",
+		"checked $ROOT/home/u/proj/x/y/z/w/v/.git/info/attributes (git info/attributes)",
 	}
 	if diff := cmp.Diff(wantAfter, after); diff != "" {
 		t.Errorf("guards kept after the run (-want +got):\n%s", diff)
@@ -574,11 +588,12 @@ func TestResolveGitProtection(t *testing.T) {
 }
 
 // TestResolveScanLimit checks that the search of the writable roots fails
-// closed past its bound, with the fix in a hint.
+// closed past its bound on folders (a bound on memory), with the fix in a
+// hint; files do not count.
 func TestResolveScanLimit(t *testing.T) {
 	w := newWorld(t)
 	for i := 0; i < 1100; i++ {
-		w.write(fmt.Sprintf("home/u/proj/d%d/f", i/100), "")
+		w.mkdir(fmt.Sprintf("home/u/proj/d%d/e%d", i/100, i))
 		w.write(fmt.Sprintf("home/u/proj/d%d/f%d", i/100, i), "")
 	}
 	w.write("home/u/proj/.agentbox.toml", "[filesystem]\nscan_limit = 1000\n")
@@ -588,8 +603,13 @@ func TestResolveScanLimit(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("want a *hostexec.LimitError, got %v", err)
 	}
-	if !strings.Contains(err.Error(), "holds more than 1000 files and folders") || len(le.Hints()) == 0 {
+	if !strings.Contains(err.Error(), "holds more than 1000 folders") || len(le.Hints()) == 0 {
 		t.Errorf("error %q, hints %q: want the bound and a hint", err, le.Hints())
+	}
+	w.write("home/u/proj/.agentbox.toml", "[filesystem]\nscan_limit = 2000\n")
+	w.trust("home/u/proj/.agentbox.toml")
+	if _, err := w.resolve(Flags{Tmp: "private"}, Options{}, "true"); err != nil {
+		t.Fatalf("1,100 folders and 1,100 files within a bound of 2,000 folders: %v", err)
 	}
 }
 
@@ -1100,16 +1120,41 @@ func TestResolveHostExecBlocked(t *testing.T) {
 	}
 }
 
-// TestResolveTooManyReadOnly: thousands of repositories (a box can plant
-// them) make resolution fail closed with a clear message, not a bwrap
-// command line too long to start.
-func TestResolveTooManyReadOnly(t *testing.T) {
+// TestResolveManyRepositories: thousands of repositories (a box can plant
+// them) neither make resolution refuse nor take a mount each: the
+// project's own repository keeps its mounts, and the repositories beyond
+// the budget are kept by recording and restoring.
+func TestResolveManyRepositories(t *testing.T) {
 	w := newWorld(t)
+	w.gitRepo("home/u/proj")
 	for i := 0; i < 1400; i++ {
 		w.gitRepo(fmt.Sprintf("home/u/proj/r%d", i))
 	}
-	_, err := w.resolve(Flags{Tmp: "private"}, Options{}, "true")
-	if err == nil || !strings.Contains(err.Error(), "paths to keep read-only in the writable roots (more than 4096)") {
-		t.Fatalf("want the bound, got %v", err)
+	p, err := w.resolve(Flags{Tmp: "private"}, Options{}, "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range p.Mounts {
+		if m.Stage == plan.StageReadOnly {
+			n++
+		}
+	}
+	if n > maxGuardMounts+8 {
+		t.Errorf("%d read-only mounts for 1,400 repositories; want at most about %d", n, maxGuardMounts)
+	}
+	keep := map[string]plan.Keep{}
+	for _, g := range p.HostExec.Guards {
+		keep[g.Path] = g.Keep
+	}
+	for path, want := range map[string]plan.Keep{
+		"home/u/proj/.git/config":       plan.KeepReadOnly,
+		"home/u/proj/.git/hooks":        plan.KeepReadOnly,
+		"home/u/proj/r1399/.git/config": plan.KeepRestored,
+		"home/u/proj/r999/.git/hooks":   plan.KeepRestored,
+	} {
+		if got := keep[w.path(path)]; got != want {
+			t.Errorf("%s kept %q, want %q", path, got, want)
+		}
 	}
 }

@@ -132,9 +132,13 @@ func init() {
 			// servers' commands; hooks.json and hooks/ its hooks; rules/
 			// approves commands without asking; packages holds the
 			// app-server binary Codex copies and runs (it keeps running
-			// after Codex exits, unconfined).
+			// after Codex exits, unconfined). A missing skills/ is blocked
+			// for the run like the rest: Codex 0.171 unpacks its bundled
+			// skills there at every start when they are missing, and starts
+			// and works when it cannot (verified with an empty read-only
+			// folder); what it unpacks outside the box is then kept.
 			Home:    "~/.codex",
-			Managed: []string{"skills", "packages", "plugins"},
+			Managed: []string{"packages", "plugins"},
 			ReadOnly: []string{
 				"config.toml", "hooks.json", "hooks", "rules", "skills", "prompts",
 				"plugins", "agents", "packages", "AGENTS.md", "AGENTS.override.md",

@@ -44,9 +44,9 @@ func TestAdvise(t *testing.T) {
 		{"a new file directly in the home folder", fslog.Create, "/home/u/.tool_history", root,
 			Fix{Risky: true, Why: "it would be created directly in ~, which only making that whole folder writable allows (--writable ~ --allow-broad-writable)"}},
 		{"a shell startup file", fslog.Write, "/home/u/.bashrc", root,
-			Fix{Key: "filesystem.writable", Value: "~/.bashrc", Flag: "--writable ~/.bashrc", Risky: true, Why: "~/.bashrc runs in every interactive bash"}},
+			Fix{Key: "filesystem.writable", Value: "~/.bashrc", Flag: "--writable ~/.bashrc", Risky: true, Why: "~/.bashrc: every interactive bash runs it"}},
 		{"a user's bin", fslog.Create, "/home/u/.local/bin/tool", root,
-			Fix{Key: "filesystem.writable", Value: "~/.local/bin", Flag: "--writable ~/.local/bin", Risky: true, Why: "~/.local/bin is on PATH"}},
+			Fix{Key: "filesystem.writable", Value: "~/.local/bin", Flag: "--writable ~/.local/bin", Risky: true, Why: "~/.local/bin: on PATH: a program there shadows the system's"}},
 		{"a system folder", fslog.Create, "/usr/local/lib/node_modules/x", root,
 			Fix{Key: "filesystem.writable", Value: "/usr/local/lib/node_modules", Flag: "--writable /usr/local/lib/node_modules", Risky: true, Why: "/usr/local/lib/node_modules is a system folder: the host runs programs and reads configuration from it"}},
 		{"another folder", fslog.Create, "/srv/data/out.csv", root,
@@ -171,5 +171,28 @@ agentbox:   create ~/.npm/x, EROFS: --writable ~/.npm (safe: npm's package cache
 	}
 	if f := Recheck(p, Fix{Key: "network.allow", Value: "x"}, registry); f.Risky {
 		t.Errorf("Recheck of a network change: %+v", f)
+	}
+}
+
+// The risk judgement reads the one registry of what host programs run:
+// what a run keeps safe is never proposed as safe to make writable.
+func TestHostExecutedRegistry(t *testing.T) {
+	pl := &plan.Plan{Identity: plan.Identity{Home: "/home/u"}}
+	for p, want := range map[string]bool{
+		"/home/u/.nvm":                     true,
+		"/home/u/.oh-my-zsh/custom":        true,
+		"/home/u/.config/starship.toml":    true,
+		"/var/spool/cron/crontabs":         true,
+		"/home/u/proj/.envrc":              true,
+		"/home/u/proj/lefthook-local.toml": true,
+		"/home/u/proj/.cargo":              true,
+		"/home/u/proj/sub/.yarnrc.yml":     true,
+		"/home/u/.npm":                     false,
+		"/home/u/.config/new":              false,
+		"/home/u/proj/src":                 false,
+	} {
+		if got, why := HostExecuted(pl, p); got != want {
+			t.Errorf("HostExecuted(%s) = %v (%s), want %v", p, got, why, want)
+		}
 	}
 }

@@ -18,10 +18,29 @@
 #     WRITE_RESTRICTED and SeChangeNotifyPrivilege enabled, a job object
 #     with limits, a real child started suspended with CreateProcessAsUser,
 #     put in the job, resumed, its output and stdin relayed, its exit code
-#     reported, the job terminated on request; a DACL read, added to and
-#     cleaned with agentbox's ACEs as bytes; the allowlist proxy's peer
-#     check (the TCP table's owner PID against the job's process list);
-#     Prepare's folders and its refusal of a junction; DPAPI round trips;
+#     reported, the job terminated on request; a runner that cannot be put
+#     in agentbox's job is ended, not resumed; a runner that panics is
+#     reported with its panic (its third pipe, its standard error); a
+#     window station and desktop of the run's own are made and a command
+#     runs on them; a DACL read, added to and cleaned with agentbox's ACEs
+#     as bytes; the allowlist proxy's peer check (the TCP table's owner PID
+#     against the job's process list), including a connection whose owner
+#     the table names late (Wine before 9.17 finds owners by scanning its
+#     processes' open files); Prepare's folders; DPAPI round trips; this
+#     computer's NetBIOS name, its account domain and the caller looked up
+#     as a local account;
+#   - agentbox run's whole path (setup record, passwords, folders, ACE
+#     record, runner, pipes, spawn, output, status 127, the box's own
+#     global git configuration, an allowlist run answered by the proxy, two
+#     allowlist runs at once on two proxy ports, offline mode refused when
+#     the firewall cannot be read), with the runner started as the caller
+#     because Wine's CreateProcessWithLogonW is a stub;
+#   - the after-run check on Windows, through the real run path with a plan
+#     from real Windows resolution: a planted .git\commondir, a new
+#     .claude\settings.json and .vscode\tasks.json, a new repository's
+#     config and hooks and a control file deep in the tree are neutralised;
+#     a guard in a package-manager folder is put back; a killed run's check
+#     is done by the next run;
 #   - every example is resolved by real GOOS=windows resolution (Windows
 #     paths, the user's SID, case-insensitive environment names) and its
 #     Windows plan matches examples/testdata/*.windows.golden; policy's
@@ -39,8 +58,12 @@
 #     on Windows;
 #   - anything about the firewall or WFP: Wine has no working firewall COM
 #     object or filter engine, so setup's firewall and WFP steps and their
-#     read-back never run here;
-#   - ConPTY behaviour (the tests use pipes).
+#     read-back never run here (a run there only shows offline mode being
+#     refused when the firewall cannot be read);
+#   - ConPTY behaviour (the tests use pipes);
+#   - that a window station of the run's own lets the sandbox user's
+#     programs start under SSH (Wine's desktop is interactive), or that
+#     junctions are moved away after a run (Wine cannot make junctions).
 # .github/workflows/windows.yml runs the rest on real Windows.
 #
 # Exit status: non-zero when a build, vet or test fails. When Wine or the

@@ -17,6 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
+# cargo through rustup, which the registry's tests run, lives in the
+# user's own folder.
+[ -d "$HOME/.cargo/bin" ] && export PATH="$PATH:$HOME/.cargo/bin"
 root=$(pwd)
 start=$SECONDS
 
@@ -26,6 +29,7 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - 
 missing=()
 for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshare:util-linux \
 	python3:python3 curl:curl npm:npm make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg \
+	direnv:direnv pre-commit:pre-commit prlimit:util-linux \
 	aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static; do
 	command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
@@ -42,6 +46,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 	else
 		echo "missing: ${missing[*]} (install them, or run this script as root)" >&2
 		exit 1
+	fi
+fi
+
+# The host programs the registry's tests run after a box (Yarn 1 and
+# lefthook from npm), installed from an empty folder: lefthook's install
+# script sets up hooks in the git repository it is run from.
+if ! command -v yarn >/dev/null 2>&1 || ! command -v lefthook >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		say "installing yarn and lefthook from npm"
+		(cd "$(mktemp -d)" && npm install -g --no-fund --no-audit yarn@1.22.22 lefthook@1.11.3 >/dev/null)
 	fi
 fi
 
@@ -104,7 +118,7 @@ CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$work/agentbox" .
 export AGENTBOX_BIN="$work/agentbox"
 
 say "tests as $(id -un): every package (the integration tests run the real binary)"
-go test -count=1 ./...
+go test -count=1 -timeout 40m ./...
 
 if [ "$(id -u)" = 0 ]; then
 	uhome=$(getent passwd "$user" | cut -d: -f6)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,13 +29,19 @@ type checker struct {
 	seen     map[[2]uint64]bool
 	reported map[string]bool
 	specs    []string // project control paths, relative
+	failures []string // what stopped the check from finishing
+	started  int64    // when the run began (Unix ns): what changed since is the box's
+	shadow   map[string]bool
+	before   map[string]indexState // the git indexes' marks before the run
 }
 
 // check runs the after-run check of a run whose plan's registry part is h,
 // with recs the guards recorded before it. It reports each item it moves,
-// rewrites or puts back once, as a quarantine event.
-func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
-	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev,
+// rewrites or puts back once, as a quarantine event. An error is a check
+// that could not finish (*CheckError): what the box planted may still be
+// where a host program finds it.
+func check(h *plan.HostExec, run string, started int64, recs []guardRecord, before map[string]indexState, ev event.Emitter) error {
+	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started, before: before,
 		guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[[2]uint64]bool{}, reported: map[string]bool{}}
 	defer c.q.close()
 	for _, g := range h.Guards {
@@ -46,9 +51,27 @@ func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) {
 		c.known[d] = true
 	}
 	c.specs = h.Controls
+	// The box may have lowered this process's limits (prlimit(2) on a
+	// process of the same user): take back what the hard limit allows.
+	raiseFiles()
 	c.restore(recs)
 	c.created()
+	c.watched()
 	c.search()
+	c.indexMarks()
+	if len(c.failures) > 0 {
+		return &CheckError{Run: run, Failures: c.failures, State: h.State}
+	}
+	return nil
+}
+
+// raiseFiles sets this process's limit on open files to its hard limit.
+func raiseFiles() {
+	var l unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &l)
+	}
 }
 
 // note reports something the check did, once per path and action.
@@ -61,9 +84,19 @@ func (c *checker) note(p, rule, action, detail string) {
 		Reason: "a host program would run or obey it outside the box", Detail: detail})
 }
 
-// warn reports something the check could not do.
+// warn reports something the check could not do, which leaves nothing a
+// host program would run (what the box made was moved away; only the
+// original could not be put back).
 func (c *checker) warn(p, rule, detail string) {
 	c.note(p, rule, "failed", detail+"; do not run "+c.program(rule)+" there before you have looked")
+}
+
+// fail reports something the check could not do that may leave what the
+// box planted where a host program finds it: the check has not finished
+// (see checkError).
+func (c *checker) fail(p, rule, detail string) {
+	c.warn(p, rule, detail)
+	c.failures = append(c.failures, event.Escape(p)+": "+detail)
 }
 
 // moveAway moves name of dfd (at parent) into quarantine and reports it.
@@ -74,7 +107,7 @@ func (c *checker) moveAway(dfd int, parent, name, rule, why string) bool {
 	case errors.Is(err, unix.ENOENT):
 		return false
 	case err != nil:
-		c.warn(full, rule, why+"; it could not be moved out of the way: "+err.Error())
+		c.fail(full, rule, why+"; it could not be moved out of the way: "+err.Error())
 		return false
 	}
 	c.note(full, rule, "moved", why+"; moved to "+event.Escape(where))
@@ -99,76 +132,137 @@ func (c *checker) created() {
 	}
 }
 
+// watched looks, in each folder a host program puts on PATH or loads
+// code from at its start (plan.KeepPathDir, plan.KeepPthDir), at what the
+// box added or changed there during the run, and moves away what a host
+// program would run without being asked: a program under the name of a
+// command on the user's PATH, a .pth file or a sitecustomize module.
+func (c *checker) watched() {
+	for _, g := range c.h.Guards {
+		if g.Keep != plan.KeepPathDir && g.Keep != plan.KeepPthDir {
+			continue
+		}
+		dfd, err := openDir(g.Path)
+		if err != nil {
+			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
+				c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
+			}
+			continue
+		}
+		names, err := listAt(dfd)
+		if err != nil {
+			c.fail(g.Path, g.Rule, "could not be listed after the run: "+err.Error())
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			st, err := lstatAt(dfd, n)
+			if err != nil || st.Ctim.Nano() < c.started {
+				continue // not changed during the run
+			}
+			switch g.Keep {
+			case plan.KeepPathDir:
+				exec := isLink(st) || isReg(st) && st.Mode&0o111 != 0
+				if exec && c.shadows(n) {
+					c.moveAway(dfd, g.Path, n, g.Rule, "a program the box added or changed in a folder on PATH in this folder's shell, under the name of a command on your PATH: typing "+event.Escape(n)+" there would run it")
+				}
+			case plan.KeepPthDir:
+				if strings.HasSuffix(n, ".pth") || n == "sitecustomize.py" || n == "usercustomize.py" || n == "sitecustomize" || n == "usercustomize" {
+					c.moveAway(dfd, g.Path, n, g.Rule, "runs at every start of the interpreter the git hooks run")
+				}
+			}
+		}
+		unix.Close(dfd)
+	}
+}
+
+// shadows reports whether name is a command in a folder of the user's
+// PATH outside the writable roots.
+func (c *checker) shadows(name string) bool {
+	if c.shadow == nil {
+		c.shadow = map[string]bool{}
+		for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+			if !filepath.IsAbs(d) || c.inRoots(d) {
+				continue
+			}
+			es, err := os.ReadDir(d)
+			if err != nil {
+				continue
+			}
+			for _, e := range es {
+				c.shadow[e.Name()] = true
+			}
+		}
+		// What every shell has, whatever PATH says.
+		for _, n := range []string{"sh", "bash", "git", "ls", "cd", "make", "sudo", "ssh", "env", "cat", "cp", "mv", "rm"} {
+			c.shadow[n] = true
+		}
+	}
+	return c.shadow[name]
+}
+
 // found is what the search after the run noted.
 type found struct {
 	repos    []string            // work tree tops holding a .git
-	bare     []string            // folders git takes for repositories
+	bare     []string            // folders git takes for git folders
 	controls map[string][]string // folder -> control names in it
 	links    []string            // symlinks in folders that changed
 }
 
 // search walks every root for repositories and control files, at any
-// depth, and neutralises what is new.
+// depth, and neutralises what is new. It lists only the folders that
+// changed since the search before the run (plan.HostExec.Trees); a folder
+// of the user's own that the box made unreadable is made readable again
+// and searched; anything else that stops the search makes the check fail.
 func (c *checker) search() {
-	firsts := map[string]bool{}
-	whole := map[string]bool{}
-	names := map[string]bool{".git": true, "HEAD": true}
+	// The names the search before the run noted, so that its tree
+	// compares with this one.
+	names := c.h.Noted
+	seen := map[string]bool{}
 	for _, s := range c.specs {
-		first, _, nested := strings.Cut(s, "/")
-		firsts[first] = true
-		names[first] = true
-		if !nested {
-			whole[first] = true
+		first, _, _ := strings.Cut(s, "/")
+		seen[first] = true
+		if c.h.Noted == nil {
+			names = append(names, first)
 		}
 	}
 	f := found{controls: map[string][]string{}}
-	// The box may have made the tree larger than the search before the
-	// run allowed; the search after it goes further before it gives up
-	// (and says so), and the next run refuses to start at all.
-	limit := c.h.Limit
-	if limit <= 0 {
-		limit = hostexec.DefaultLimit
-	}
-	limit *= 4
-	// What this search sees is the next run's index.
-	next := &plan.Index{Taken: time.Now().UnixNano(), Dirs: map[string]plan.IndexDir{}}
+	// The bound on folders is one of memory here, never the policy's
+	// smaller one: the box may have made the tree larger than the search
+	// before the run allowed, and the check must still finish.
+	bound := max(c.h.Limit, hostexec.DefaultMaxDirs)
 	for _, root := range plan.Outermost(c.h.Roots) {
-		visit := func(rl string, entries []hostexec.Entry) bool {
-			dir := path.Join(root, rl)
-			if rl != "" && hostexec.IsBare(entries) {
-				f.bare = append(f.bare, dir)
-				return false
-			}
-			for i, e := range entries {
-				switch {
-				case e.Type == hostexec.TypeSymlink && len(c.h.Outside) > 0:
-					f.links = append(f.links, path.Join(dir, e.Name))
-				}
-				switch {
-				case e.Name == ".git":
-					f.repos = append(f.repos, dir)
-					entries[i].Type = hostexec.TypeOther
-				case firsts[e.Name]:
-					f.controls[dir] = append(f.controls[dir], e.Name)
-					if whole[e.Name] {
-						entries[i].Type = hostexec.TypeOther // kept whole by its guard, or moved away whole
-					}
-				}
-			}
-			return true
-		}
-		// The index of the search before the run: only folders that
-		// changed since are listed again.
-		s := &hostexec.Search{Limit: limit, Names: names, Visit: visit, Index: c.h.Index, Links: len(c.h.Outside) > 0, Record: next}
-		_, err := s.Walk(root)
-		var le *hostexec.LimitError
-		if errors.As(err, &le) {
-			c.warn(root, "git repositories and control files", "not searched to the end: "+le.Error())
+		o := hostexec.WalkOptions{Names: names, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted()}
+		t, err := hostexec.Walk(root, o)
+		if err != nil {
+			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
 			continue
 		}
-		if err == nil {
-			c.saveIndex(next, root)
+		for _, rel := range t.Fixed {
+			c.note(path.Join(root, rel), plan.RuleUnlisted, "made readable",
+				"the box had taken its owner's read or search permission away, which would hide what it planted there from the check (not from git); given back")
 		}
+		for _, rel := range t.Links {
+			f.links = append(f.links, path.Join(root, rel))
+		}
+		for _, i := range t.Noted() {
+			dir := t.Path(i)
+			d := t.Dirs[i]
+			if d.Flags&plan.DirGit != 0 {
+				f.bare = append(f.bare, dir)
+			}
+			for _, n := range t.NotesOf(i) {
+				switch {
+				case n == ".git":
+					f.repos = append(f.repos, dir)
+				case seen[n]:
+					f.controls[dir] = append(f.controls[dir], n)
+				}
+			}
+		}
+		// What changed out of git's sight, then what this search saw,
+		// which the next run's search compares with.
+		c.changes(root, t, c.h.Trees[root])
+		c.saveIndex(t)
 	}
 	for _, l := range f.links {
 		c.outsideLink(l)
@@ -191,14 +285,26 @@ func (c *checker) search() {
 	}
 }
 
-// saveIndex keeps what the search saw of root for the next run's search
+// keptUnlisted are the folders the search before the run could not list
+// that were kept read-only for the run.
+func (c *checker) keptUnlisted() []string {
+	var out []string
+	for _, g := range c.h.Guards {
+		if g.Rule == plan.RuleUnlisted && g.Keep == plan.KeepReadOnly {
+			out = append(out, g.Path)
+		}
+	}
+	return out
+}
+
+// saveIndex keeps what the search saw of a root for the next run's search
 // (hostexec.IndexFile), in agentbox's state folder.
-func (c *checker) saveIndex(idx *plan.Index, root string) {
-	data := hostexec.EncodeIndex(idx, root)
-	if data == nil || c.h.State == "" {
+func (c *checker) saveIndex(t *plan.Tree) {
+	if c.h.State == "" {
 		return
 	}
-	file := hostexec.IndexFile(c.h.State, root)
+	data := hostexec.EncodeIndex(t)
+	file := hostexec.IndexFile(c.h.State, t.Root)
 	if os.MkdirAll(c.h.State, 0o700) != nil {
 		return
 	}
@@ -271,8 +377,15 @@ func (c *checker) controls(dir string) {
 		if err != nil {
 			continue
 		}
-		if _, err := lstatAt(dfd, name); err == nil {
-			c.moveAway(dfd, filepath.Dir(p), name, "control file "+s, "was created by the box; an agent CLI or editor started there would obey it")
+		if st, err := lstatAt(dfd, name); err == nil {
+			if isReg(st) {
+				// A version pin that names a version runs nothing.
+				if data, _, err := readAt(dfd, name, 64<<10); err == nil && hostexec.IsHarmless(s, data) {
+					unix.Close(dfd)
+					continue
+				}
+			}
+			c.moveAway(dfd, filepath.Dir(p), name, "control file "+s, "was created by the box; a host program started there would run or obey it")
 		}
 		unix.Close(dfd)
 	}
@@ -337,7 +450,7 @@ func (c *checker) gitDirAt(p, top string) {
 	gfd, err := openDir(p)
 	if err != nil {
 		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
-			c.warn(p, "git folder", "could not be checked after the run: "+err.Error())
+			c.fail(p, "git folder", "could not be checked after the run: "+err.Error())
 		}
 		return
 	}

@@ -111,7 +111,7 @@ func TestCheckNewRepository(t *testing.T) {
 	b.write(filepath.Join(g, "hooks", "pre-commit"), "#!/bin/sh\nevil\n")
 	b.write(filepath.Join(g, "hooks", "post-checkout.sample"), "") // a sample is left alone
 	ev := &events{}
-	check(b.host(), "run1", nil, ev)
+	check(b.host(), "run1", 0, nil, nil, ev)
 	if got := b.read(filepath.Join(g, "config")); got != "[core]\n\tbare = \"false\"\n" {
 		t.Errorf("config after the check: %q", got)
 	}
@@ -138,7 +138,7 @@ func TestCheckNewRepository(t *testing.T) {
 	}
 	// A second check finds nothing more to do, and reports nothing.
 	ev2 := &events{}
-	check(b.host(), "run2", nil, ev2)
+	check(b.host(), "run2", 0, nil, nil, ev2)
 	if got := ev2.paths(b.root); len(got) != 0 {
 		t.Errorf("a second check reported %v", got)
 	}
@@ -165,7 +165,7 @@ func TestCheckWithRealGit(t *testing.T) {
 		t.Fatal("git did not run core.fsmonitor: the test cannot tell anything")
 	}
 	os.Remove(mark)
-	check(b.host(), "r", nil, &events{})
+	check(b.host(), "r", 0, nil, nil, &events{})
 	run("status")
 	run("commit", "-q", "--allow-empty", "-m", "x")
 	if exists(mark) {
@@ -193,7 +193,7 @@ func TestCheckKnownRepository(t *testing.T) {
 	os.MkdirAll(filepath.Join(fake, "refs"), 0o755)
 	b.write(filepath.Join(fake, "config"), "[core]\n\tpager = evil\n")
 	ev := &events{}
-	check(h, "r", nil, ev)
+	check(h, "r", 0, nil, nil, ev)
 	if b.read(filepath.Join(g, "config")) != "[core]\n\thooksPath = mine\n\tfsmonitor = user's own\n" || !exists(filepath.Join(g, "hooks", "pre-commit")) {
 		t.Error("the user's own config or hooks were changed")
 	}
@@ -240,7 +240,7 @@ func TestCheckSymlinkTricks(t *testing.T) {
 	os.MkdirAll(b.p("e/.claude"), 0o755)
 	os.Symlink(victim, b.p("e/.claude/settings.json"))
 	ev := &events{}
-	check(b.host(), "r", nil, ev)
+	check(b.host(), "r", 0, nil, nil, ev)
 	if got := b.read(victim); got != "[core]\n\tfsmonitor = the user's file\n" {
 		t.Errorf("the file outside was changed: %q", got)
 	}
@@ -270,7 +270,7 @@ func TestCheckPrecreatedNames(t *testing.T) {
 	os.MkdirAll(filepath.Join(g, "commondir.agentbox-quarantined", "x"), 0o755)
 	os.Symlink("/", filepath.Join(g, "commondir.quarantined"))
 	os.MkdirAll(filepath.Join(g, ".agentbox-quarantine-"), 0o755)
-	check(h, "r", nil, &events{})
+	check(h, "r", 0, nil, nil, &events{})
 	if exists(filepath.Join(g, "commondir")) {
 		t.Fatal("commondir is still where git reads it")
 	}
@@ -279,7 +279,7 @@ func TestCheckPrecreatedNames(t *testing.T) {
 	os.MkdirAll(filepath.Join(b.state, "quarantine"), 0o755)
 	os.Symlink(b.out, filepath.Join(b.state, "quarantine", "r2"))
 	ev := &events{}
-	check(h, "r2", nil, ev)
+	check(h, "r2", 0, nil, nil, ev)
 	if exists(filepath.Join(g, "commondir")) {
 		t.Fatal("commondir is still where git reads it")
 	}
@@ -315,7 +315,7 @@ func TestCheckRace(t *testing.T) {
 	}()
 	deadline := time.Now().Add(2 * time.Second)
 	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
-		check(b.host(), "race", nil, &events{})
+		check(b.host(), "race", 0, nil, nil, &events{})
 	}
 	stop.Store(true)
 	<-done
@@ -356,7 +356,7 @@ func TestRecordRestore(t *testing.T) {
 	os.MkdirAll(b.p("link"), 0o755)
 	b.write(b.p(".mcp.json"), "{}")
 	ev := &events{}
-	check(h, "r", recs, ev)
+	check(h, "r", 0, recs, nil, ev)
 	for p, want := range map[string]string{".git/config": "[core]\n\tbare = false\n", ".git/hooks/pre-commit": "#!/bin/sh\nmine\n", ".git/hooks/post-commit": "#!/bin/sh\nmine too\n"} {
 		if got := b.read(b.p(p)); got != want {
 			t.Errorf("%s: %q, want %q", p, got, want)
@@ -489,10 +489,10 @@ func TestRecordAdopted(t *testing.T) {
 	}
 	// The first run ends and puts back its record; the second's box writes
 	// again; the second run ends.
-	check(h, "first", recs, &events{})
+	check(h, "first", 0, recs, nil, &events{})
 	first.done()
 	b.write(b.p(".claude/settings.json"), "evil again\n")
-	check(h, "second", recs2, &events{})
+	check(h, "second", 0, recs2, nil, &events{})
 	second.done()
 	if got := b.read(b.p(".claude/settings.json")); got != "clean\n" {
 		t.Errorf("after both runs: %q", got)
@@ -513,7 +513,7 @@ func TestCheckOutsideLinks(t *testing.T) {
 	h := b.host()
 	h.Outside = []string{tmp}
 	ev := &events{}
-	check(h, "r", nil, ev)
+	check(h, "r", 0, nil, nil, ev)
 	want := []string{"moved abs", "moved sub/rel"}
 	if diff := cmp.Diff(want, ev.paths(b.root)); diff != "" {
 		t.Errorf("reported (-want +got):\n%s", diff)
@@ -528,7 +528,7 @@ func TestCheckOutsideLinks(t *testing.T) {
 func TestCheckSavesIndex(t *testing.T) {
 	b := newBox(t)
 	os.MkdirAll(b.p("a/b"), 0o755)
-	check(b.host(), "r", nil, &events{})
+	check(b.host(), "r", 0, nil, nil, &events{})
 	data, err := os.ReadFile(hostexec.IndexFile(b.state, b.root))
 	if err != nil {
 		t.Fatal(err)

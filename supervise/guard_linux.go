@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"os"
+	"time"
 
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
@@ -18,6 +19,14 @@ type runGuard struct {
 	recs  []guardRecord
 	pins  *Pins
 	done  bool
+	// keep leaves the pending record for the next run: the after-run
+	// check could not finish.
+	keep bool
+	// started0 is when the run began (Unix ns), before anything of it
+	// existed: what changed since in a watched folder is the box's.
+	started0 int64
+	// index is what the git indexes marked before the run.
+	index map[string]indexState
 }
 
 // startGuard does, before the box starts: the check of every earlier run
@@ -25,9 +34,11 @@ type runGuard struct {
 // owns (Prepare), the placeholders, and the record of the guards kept by
 // restoring.
 func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
-	g := &runGuard{p: p, ev: ev}
+	g := &runGuard{p: p, ev: ev, started0: time.Now().UnixNano()}
 	h := &p.HostExec
-	recoverPending(h.State, p.RunID, ev)
+	if err := recoverPending(h.State, p.RunID, ev); err != nil {
+		return nil, err
+	}
 	pend, err := newPending(h.State, p.RunID)
 	if err != nil {
 		// The run still gets its after-run check; only a check after
@@ -48,13 +59,14 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 		g.release()
 		return nil, err
 	}
+	g.index = indexStates(h)
 	return g, nil
 }
 
 // saveRecord writes the pending record: what the check needs, and the
 // box's cgroups (to empty them after a kill).
 func (g *runGuard) saveRecord(cgroups []string) {
-	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups}); err != nil {
+	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index}); err != nil {
 		g.ev.Emit(event.Event{Kind: event.Warning, Detail: "writing the pending record: " + err.Error()})
 	}
 }
@@ -65,9 +77,14 @@ func (g *runGuard) started(pid int) { g.pend.pgrp(pid) }
 // prepared returns the folders Prepare made, by path, for the backend.
 func (g *runGuard) prepared() map[string]*os.File { return g.pins.files }
 
-// check is the after-run check; every process of the run has ended.
-func (g *runGuard) check() {
-	check(&g.p.HostExec, g.p.RunID, g.recs, g.ev)
+// check is the after-run check; every process of the run has ended. When
+// it cannot finish, the pending record stays for the next run.
+func (g *runGuard) check() error {
+	err := check(&g.p.HostExec, g.p.RunID, g.started0, g.recs, g.index, g.ev)
+	if err != nil && g.pend != nil {
+		g.keep = true
+	}
+	return err
 }
 
 // release removes the placeholders no other run relies on and the pending
@@ -79,5 +96,9 @@ func (g *runGuard) release() {
 	g.done = true
 	g.pins.Close()
 	releasePlaceholders(g.holds, g.p.HostExec.State, g.pend)
+	if g.keep {
+		g.pend.leave()
+		return
+	}
 	g.pend.done()
 }

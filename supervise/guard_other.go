@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package supervise
 
@@ -20,14 +20,14 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 
 func (g *runGuard) saveRecord(cgroups []string) {}
 func (g *runGuard) started(pid int)             {}
-func (g *runGuard) check()                      {}
+func (g *runGuard) check() error                { return nil }
 func (g *runGuard) release()                    {}
 
 // prepared is nil: the folders are not pinned by descriptor here.
 func (g *runGuard) prepared() map[string]*os.File { return nil }
 
 // Recover does nothing here: see the Linux version.
-func Recover(state string, ev event.Emitter) {}
+func Recover(state string, ev event.Emitter) error { return nil }
 
 func subreaper()    {}
 func endAll() []int { return nil }

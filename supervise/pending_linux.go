@@ -31,6 +31,10 @@ type pendingRecord struct {
 	HostExec plan.HostExec `json:"host_exec"`
 	Records  []guardRecord `json:"records,omitempty"`
 	Cgroups  []string      `json:"cgroups,omitempty"`
+	// Started is when the run began (Unix ns).
+	Started int64 `json:"started,omitempty"`
+	// Index is what the git indexes marked before the run.
+	Index map[string]indexState `json:"index,omitempty"`
 }
 
 // pending is this run's record, locked.
@@ -128,6 +132,17 @@ func (p *pending) done() {
 	unix.Close(p.dir)
 }
 
+// leave closes the record and leaves it for the next run, which does the
+// check again before it starts (the check could not finish), and
+// releases what of the run's placeholders could not be released now.
+func (p *pending) leave() {
+	if p == nil {
+		return
+	}
+	unix.Close(p.fd)
+	unix.Close(p.dir)
+}
+
 // writeSmall replaces file name in dfd with data, through a new file
 // renamed over it.
 func writeSmall(dfd int, name string, data []byte) error {
@@ -188,21 +203,24 @@ func liveRecords(p *pending) map[string]guardRecord {
 }
 
 // Recover does the after-run check of every earlier run of this user whose
-// agentbox was killed before it could (kill -9): it ends what is left of
-// the run, checks, and releases the run's placeholders. A run calls it
-// before it looks at the writable roots, and Run calls it again.
-func Recover(state string, ev event.Emitter) { recoverPending(state, "", ev) }
+// agentbox was killed before it could (kill -9), or whose check could not
+// finish: it ends what is left of the run, checks, and releases the run's
+// placeholders. A run calls it before it looks at the writable roots, and
+// Run calls it again. An error is a check that still cannot finish: the
+// run must not start (its record stays).
+func Recover(state string, ev event.Emitter) error { return recoverPending(state, "", ev) }
 
 // recoverPending is Recover, leaving the run self alone.
-func recoverPending(state, self string, ev event.Emitter) {
+func recoverPending(state, self string, ev event.Emitter) error {
 	if state == "" {
-		return
+		return nil
 	}
 	dfd, err := existingPendingDir(state)
 	if err != nil {
-		return
+		return nil
 	}
 	defer unix.Close(dfd)
+	var failed error
 	names, _ := listAt(dfd)
 	for _, n := range names {
 		run, ok := strings.CutSuffix(n, ".json")
@@ -220,7 +238,7 @@ func recoverPending(state, self string, ev event.Emitter) {
 		f := os.NewFile(uintptr(fd), n)
 		var rec pendingRecord
 		derr := json.NewDecoder(f).Decode(&rec)
-		ev.Emit(event.Event{Kind: event.Warning, Detail: "run " + run + " ended without its after-run check (agentbox was killed): doing it now"})
+		ev.Emit(event.Event{Kind: event.Warning, Detail: "run " + run + " ended without a finished after-run check (agentbox was killed, or the check could not finish): doing it now"})
 		if data, _, err := readAt(dfd, run+".pgrp", 64); err == nil {
 			if pg, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
 				killGroup(pg)
@@ -230,7 +248,15 @@ func recoverPending(state, self string, ev event.Emitter) {
 			killCgroup(cg)
 		}
 		if derr == nil {
-			check(&rec.HostExec, run, rec.Records, ev)
+			if err := check(&rec.HostExec, run, rec.Started, rec.Records, rec.Index, ev); err != nil {
+				// Still not finished: the record stays, and no run starts.
+				releaseHolds(state, dfd, run)
+				f.Close()
+				if failed == nil {
+					failed = err
+				}
+				continue
+			}
 		}
 		releaseHolds(state, dfd, run)
 		for _, ext := range []string{".pgrp", ".holds", ".json"} {
@@ -238,6 +264,7 @@ func recoverPending(state, self string, ev event.Emitter) {
 		}
 		f.Close()
 	}
+	return failed
 }
 
 // killCgroup kills every process left in the cgroup folder dir and removes

@@ -174,7 +174,7 @@ func (c *checker) restoreGuard(gr guardRecord) {
 		if errors.Is(err, unix.ENOENT) {
 			return // the folder above is gone: nothing to run there
 		}
-		c.warn(gr.Path, gr.Rule, "could not be checked after the run: "+err.Error())
+		c.fail(gr.Path, gr.Rule, "could not be checked after the run: "+err.Error())
 		return
 	}
 	defer unix.Close(dfd)

@@ -117,7 +117,12 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if grp != nil {
 		grp.Close()
 	}
-	g.check()
+	if cerr := g.check(); cerr != nil {
+		if err == nil {
+			err = fmt.Errorf("the command exited with status %d, but %w", status, cerr)
+		}
+		return 0, err
+	}
 	return status, err
 }
 

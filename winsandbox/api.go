@@ -4,8 +4,8 @@ import "io"
 
 // SetupOptions are the choices of `agentbox setup`.
 type SetupOptions struct {
-	// ProxyPort is the loopback port the offline user may reach; 0 means
-	// DefaultProxyPort.
+	// ProxyPort is the first of the ProxyPorts loopback ports the offline
+	// user may reach; 0 means DefaultProxyPort.
 	ProxyPort int
 	// NoElevate makes Setup fail with a hint instead of relaunching itself
 	// elevated (the runas verb) when it is not elevated.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agentbox/agentbox/plan"
@@ -16,10 +17,15 @@ const Backend = "windows"
 // Windows is the Windows backend: sandbox users, ACLs, firewall rules and a
 // restricted token (see the package documentation).
 type Windows struct {
-	// Facts are the machine facts the spec needs (the proxy port from
+	// Facts are the machine facts the spec needs (the proxy ports from
 	// setup, the folders the runner and command live in, a file lookup);
 	// Complete calls it, so tests give fixed answers. machineFacts when nil.
 	Facts func(p *plan.Plan) Options
+	// proxy is the listener Complete reserved for an allowlist run's
+	// proxy, on one of setup's proxy ports (nil elsewhere than Windows):
+	// the port is in the plan (HTTP_PROXY), so it is taken before the plan
+	// is frozen, and Run serves on it.
+	proxy io.Closer
 }
 
 // New returns the Windows backend.
@@ -42,6 +48,15 @@ func (w *Windows) Complete(p *plan.Plan) error {
 		facts = machineFacts
 	}
 	opts := facts(p)
+	if p.Network.Mode == plan.NetAllowlist && opts.ProxyPort == 0 {
+		ports, err := proxyRange(opts.ProxyPorts)
+		if err != nil {
+			return err
+		}
+		if opts.ProxyPort, err = w.reserveProxy(ports); err != nil {
+			return err
+		}
+	}
 	if p.Tmp.Mode == plan.TmpPrivate && p.Tmp.HostDir == "" {
 		if p.RunID == "" || opts.TempDir == "" || opts.User == "" {
 			return errors.New("tmp mode private: no run ID or temporary folder to make this run's tmp folder in")
@@ -56,12 +71,37 @@ func (w *Windows) Complete(p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
+	keepAfterRun(p)
 	box := boxOf(p, s)
 	if box.Detail, err = json.Marshal(s); err != nil {
 		return err
 	}
 	p.Box = box
 	return nil
+}
+
+// keepAfterRun says how the Windows run keeps the guards the registry
+// could not keep with ACEs (plan.KeepNone: what does not exist carries no
+// ACE, and what lies in a folder a package manager replaces must stay
+// changeable): supervise's Windows after-run check moves away what the
+// box made where nothing was (checked), and puts back what was recorded
+// before the run (restored). A new list, not changed entries: backend
+// selection undoes a candidate's Complete by restoring the plan's fields.
+func keepAfterRun(p *plan.Plan) {
+	guards := slices.Clone(p.HostExec.Guards)
+	for i, g := range guards {
+		if g.Keep != plan.KeepNone {
+			continue
+		}
+		if g.Kind == plan.KindMissing {
+			guards[i].Keep = plan.KeepChecked
+			guards[i].Note = "does not exist: what the box makes here is moved away after the run (on Windows nothing stands in for it during the run)"
+		} else {
+			guards[i].Keep = plan.KeepRestored
+			guards[i].Note = "the box may change it: recorded before the run, and put back after it"
+		}
+	}
+	p.HostExec.Guards = guards
 }
 
 func appendPrepare(list []plan.Prepare, d plan.Prepare) []plan.Prepare {

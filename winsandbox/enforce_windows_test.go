@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -212,6 +214,14 @@ func TestWindowsSIDBytes(t *testing.T) {
 // launcher), it is agentbox's runner.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == RunnerArg {
+		// TestWindowsRunnerCrashReported: the runner panics once its
+		// pipes work, in a goroutine (nothing recovers it).
+		if os.Getenv("AGENTBOX_TEST_RUNNER_CRASH") != "" {
+			runnerTestHook = func() {
+				go func() { panic("agentbox test: the runner crashes") }()
+				time.Sleep(time.Minute)
+			}
+		}
 		os.Exit(RunnerMain(os.Args[2:]))
 	}
 	// As a boxed command of an allowlist run: ask the proxy HTTP_PROXY
@@ -228,6 +238,12 @@ func TestMain(m *testing.M) {
 		fmt.Printf("proxy said: %q\n", line)
 		os.Exit(0)
 	}
+	// A client that connects with Winsock's own connect and first uses
+	// the socket 300 ms later: under Wine before 9.17 the TCP table names
+	// no owner for it until then (TestWindowsInJobLateOwner).
+	if port := os.Getenv("AGENTBOX_TEST_RAW_DIAL"); port != "" {
+		os.Exit(rawDial(port))
+	}
 	if addr := os.Getenv("AGENTBOX_TEST_DIAL"); addr != "" {
 		bufio.NewReader(os.Stdin).ReadString('\n')
 		c, err := net.Dial("tcp4", addr)
@@ -241,6 +257,104 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// rawDial connects to 127.0.0.1:port with Winsock's connect, waits 300 ms
+// without touching the socket, sends one byte and waits for the test to
+// end it.
+func rawDial(port string) int {
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return 2
+	}
+	var d windows.WSAData
+	if windows.WSAStartup(0x202, &d) != nil {
+		return 2
+	}
+	s, err := windows.Socket(windows.AF_INET, windows.SOCK_STREAM, windows.IPPROTO_TCP)
+	if err != nil {
+		return 2
+	}
+	if err := windows.Connect(s, &windows.SockaddrInet4{Port: n, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return 2
+	}
+	time.Sleep(300 * time.Millisecond)
+	b := []byte("x")
+	var sent uint32
+	windows.WSASend(s, &windows.WSABuf{Len: 1, Buf: &b[0]}, 1, &sent, 0, nil, nil)
+	time.Sleep(30 * time.Second)
+	return 0
+}
+
+// TestWindowsInJobLateOwner: a process of the run whose connection the TCP
+// table does not attribute at once is still served. Wine before 9.17 finds
+// a socket's owner by looking for it among its processes' open files, and
+// a process that connected but has not used the socket yet holds none (the
+// socket lives in wineserver): the table names process 0 until then. The
+// proxy used to refuse such a connection at once, which made allowlist runs
+// under Wine fail now and then ("proxy said: \"\""). On Windows the owner
+// is recorded when the socket is made, and this passes at the first ask.
+func TestWindowsInJobLateOwner(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	job, err := newJob(JobLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(job)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "AGENTBOX_TEST_RAW_DIAL="+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	// Suspended until it is in the job, as the runner starts a command.
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(h)
+	if err := windows.AssignProcessToJobObject(job, h); err != nil {
+		t.Fatalf("AssignProcessToJobObject: %v", err)
+	}
+	if err := resumeProcess(uint32(cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(60 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := inJob(c, job); err != nil {
+		t.Errorf("a connection of a process in the job whose owner the table names late: %v, want it served", err)
+	}
+}
+
+// resumeProcess resumes every thread of a process started suspended.
+func resumeProcess(pid uint32) error {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(snap)
+	te := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	for err = windows.Thread32First(snap, &te); err == nil; err = windows.Thread32Next(snap, &te) {
+		if te.OwnerProcessID != pid {
+			continue
+		}
+		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, te.ThreadID)
+		if err != nil {
+			return err
+		}
+		windows.ResumeThread(th)
+		windows.CloseHandle(th)
+	}
+	return nil
 }
 
 // TestWindowsInJob: the allowlist proxy serves a connection only when the

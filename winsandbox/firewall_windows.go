@@ -148,19 +148,75 @@ var fwProfiles = []struct {
 
 const fwModifyStateOK = 0
 
-// checkFirewall checks what makes the rules take effect, and reads each rule
-// back and names every difference:
-//   - the firewall is on for every profile that is active now;
-//   - LocalPolicyModifyState is NET_FW_MODIFY_STATE_OK: group policy does
-//     not override local rules (1) and inbound traffic is not blocked
-//     regardless of them (2). (Read through IDispatch, so the S_FALSE Codex
-//     also looks for, "not the same for every active profile", is not
-//     seen here.)
-//   - each rule exists, blocks, is enabled, and its user list grants the
-//     offline user's SID (compared by SID: Windows may rewrite the rest of
-//     the SDDL).
+// firewallState reads what makes the offline user's rules take effect:
+// the active profiles whose firewall is off, and LocalPolicyModifyState
+// (0, NET_FW_MODIFY_STATE_OK, when local rules take effect; 1 when group
+// policy overrides them; 2 when inbound traffic is blocked regardless).
+// LocalPolicyModifyState is read through IDispatch, so the S_FALSE Codex
+// also looks for ("not the same for every active profile") is not seen.
+func firewallState() (profilesOff []string, localPolicy int, err error) {
+	err = withPolicy(func(policy, _ *ole.IDispatch) error {
+		get := func(name string, args ...any) (any, error) {
+			v, err := oleutil.GetProperty(policy, name, args...)
+			if err != nil {
+				return nil, err
+			}
+			defer v.Clear()
+			return v.Value(), nil
+		}
+		cur, err := get("CurrentProfileTypes")
+		if err != nil {
+			return fmt.Errorf("reading the active firewall profiles: %w", err)
+		}
+		mask, _ := cur.(int32)
+		for _, pr := range fwProfiles {
+			if mask&pr.bit == 0 {
+				continue
+			}
+			on, err := get("FirewallEnabled", pr.bit)
+			if err != nil {
+				return fmt.Errorf("reading whether the firewall is on for the %s profile: %w", pr.name, err)
+			}
+			if on != true {
+				profilesOff = append(profilesOff, pr.name)
+			}
+		}
+		st, err := get("LocalPolicyModifyState")
+		if err != nil {
+			return fmt.Errorf("reading LocalPolicyModifyState: %w", err)
+		}
+		n, _ := st.(int32)
+		localPolicy = int(n)
+		return nil
+	})
+	return profilesOff, localPolicy, err
+}
+
+// offlineFacts reads, for a run that needs the offline user, whether its
+// firewall rules take effect now (offline.go).
+func offlineFacts(rec *record) *OfflineFacts {
+	f := &OfflineFacts{}
+	if rec != nil {
+		f.Unavailable = rec.Offline
+	}
+	off, lp, err := firewallState()
+	if err != nil {
+		f.ReadErr = err.Error()
+		return f
+	}
+	f.ProfilesOff, f.LocalPolicyModifyState = off, lp
+	return f
+}
+
+// checkFirewall checks what makes the rules take effect (firewallState),
+// and reads each rule back and names every difference: each rule exists,
+// blocks, is enabled, and its user list grants the offline user's SID
+// (compared by SID: Windows may rewrite the rest of the SDDL).
 func checkFirewall(want []FirewallRule, offlineSID string) []string {
 	var problems []string
+	if why := offlineProblem(*offlineFacts(nil)); why != "" {
+		problems = append(problems, why)
+	}
 	err := withPolicy(func(policy, rules *ole.IDispatch) error {
 		get := func(d *ole.IDispatch, name string, args ...any) (any, error) {
 			v, err := oleutil.GetProperty(d, name, args...)
@@ -169,27 +225,6 @@ func checkFirewall(want []FirewallRule, offlineSID string) []string {
 			}
 			defer v.Clear()
 			return v.Value(), nil
-		}
-		if cur, err := get(policy, "CurrentProfileTypes"); err != nil {
-			problems = append(problems, fmt.Sprintf("reading the active firewall profiles: %v", err))
-		} else {
-			mask, _ := cur.(int32)
-			for _, pr := range fwProfiles {
-				if mask&pr.bit == 0 {
-					continue
-				}
-				on, err := get(policy, "FirewallEnabled", pr.bit)
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("reading whether the firewall is on for the %s profile: %v", pr.name, err))
-				} else if on != true {
-					problems = append(problems, fmt.Sprintf("the Windows Firewall is off for the active %s profile, so the offline user's rules do nothing", pr.name))
-				}
-			}
-		}
-		if st, err := get(policy, "LocalPolicyModifyState"); err != nil {
-			problems = append(problems, fmt.Sprintf("reading LocalPolicyModifyState: %v", err))
-		} else if n, _ := st.(int32); n != fwModifyStateOK {
-			problems = append(problems, fmt.Sprintf("local firewall rules do not take effect here (LocalPolicyModifyState %d: group policy overrides them or blocks inbound traffic regardless)", n))
 		}
 		for _, r := range want {
 			v, err := oleutil.CallMethod(rules, "Item", r.Name)
@@ -234,23 +269,6 @@ func checkFirewall(want []FirewallRule, offlineSID string) []string {
 		problems = append(problems, fmt.Sprintf("reading the firewall: %v", err))
 	}
 	return problems
-}
-
-// localPolicyTakesEffect fails when local firewall rules would be ignored
-// (group policy) on this machine: setup refuses to record rules that do
-// nothing.
-func localPolicyTakesEffect() error {
-	return withPolicy(func(policy, _ *ole.IDispatch) error {
-		v, err := oleutil.GetProperty(policy, "LocalPolicyModifyState")
-		if err != nil {
-			return fmt.Errorf("reading LocalPolicyModifyState: %w", err)
-		}
-		defer v.Clear()
-		if n, _ := v.Value().(int32); n != fwModifyStateOK {
-			return fmt.Errorf("local firewall rules do not take effect on this machine (LocalPolicyModifyState %d: group policy overrides them); the offline user could not be kept off the network", n)
-		}
-		return nil
-	})
 }
 
 // removeFirewallRules removes setup's rules.

@@ -43,7 +43,7 @@ func TestWindowsStructLayout(t *testing.T) {
 	f("SHELLEXECUTEINFOW.nShow", unsafe.Offsetof(se.Show))
 	f("SHELLEXECUTEINFOW.dwHotKey", unsafe.Offsetof(se.HotKey))
 	f("SHELLEXECUTEINFOW.hProcess", unsafe.Offsetof(se.Process))
-	var tr tcpRowOwnerPID
+	var tr tcpRow
 	s("MIB_TCPROW_OWNER_PID", unsafe.Sizeof(tr))
 	f("MIB_TCPROW_OWNER_PID.dwOwningPid", unsafe.Offsetof(tr.OwningPID))
 	s("FWPM_DISPLAY_DATA0", unsafe.Sizeof(fwpmDisplayData0{}))
@@ -86,6 +86,13 @@ func TestWindowsStructLayout(t *testing.T) {
 	f("FWPM_SUBLAYER0.providerKey", unsafe.Offsetof(sl.ProviderKey))
 	f("FWPM_SUBLAYER0.providerData", unsafe.Offsetof(sl.ProviderData))
 	f("FWPM_SUBLAYER0.weight", unsafe.Offsetof(sl.Weight))
+	var uf userObjectFlags
+	s("USEROBJECTFLAGS", unsafe.Sizeof(uf))
+	f("USEROBJECTFLAGS.dwFlags", unsafe.Offsetof(uf.Flags))
+	var ja jobAccounting
+	s("JOBOBJECT_BASIC_ACCOUNTING_INFORMATION", unsafe.Sizeof(ja))
+	f("JOBOBJECT_BASIC_ACCOUNTING_INFORMATION.ActiveProcesses", unsafe.Offsetof(ja.ActiveProcesses))
+	s("LOCALGROUP_MEMBERS_INFO_0", unsafe.Sizeof(localGroupMembersInfo0{}))
 	want, err := os.ReadFile("testdata/layout.golden")
 	if err != nil {
 		t.Fatal(err)

@@ -244,6 +244,7 @@ const (
 	runnerStageIn     = 2 // opening the input pipe
 	runnerStageOut    = 3 // opening the output pipe
 	runnerStageServer = 4 // the pipe's server is not agentbox
+	runnerStageErr    = 5 // opening the standard error pipe
 )
 
 // runnerFailure is the exit status the runner ends with when stage failed
@@ -263,6 +264,7 @@ func RunnerExitReason(code uint32) string {
 		runnerStageIn:     "could not open its input pipe",
 		runnerStageOut:    "could not open its output pipe",
 		runnerStageServer: "found a pipe server that is not agentbox",
+		runnerStageErr:    "could not open its standard error pipe",
 	}[int(code>>16&0xff)]
 	if what == "" {
 		what = "failed"

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
 func TestRunnerExitReason(t *testing.T) {
@@ -16,6 +18,7 @@ func TestRunnerExitReason(t *testing.T) {
 		{runnerFailure(runnerStageOut, 231), "the runner could not open its output pipe (Windows error 231)"},
 		{runnerFailure(runnerStageServer, 0), "the runner found a pipe server that is not agentbox"},
 		{runnerFailure(runnerStageArgs, 0), "the runner was started with the wrong arguments"},
+		{runnerFailure(runnerStageErr, 2), "the runner could not open its standard error pipe (Windows error 2)"},
 		{0xC0000142, "the runner exited with status 0xc0000142 before it connected"}, // STATUS_DLL_INIT_FAILED
 		{1, "the runner exited with status 0x1 before it connected"},
 	} {
@@ -44,7 +47,7 @@ func TestSDDLNamesSID(t *testing.T) {
 			t.Errorf("SDDLNamesSID(%q) = %v, want %v", sddl, got, want)
 		}
 	}
-	r := FirewallRules(DefaultProxyPort)[0]
+	r := FirewallRules(DefaultProxyRange)[0]
 	if !SDDLNamesSID(FirewallSDDL(r, sid), sid) {
 		t.Errorf("the SDDL setup writes (%s) does not name the user", FirewallSDDL(r, sid))
 	}
@@ -100,5 +103,45 @@ func TestWinPathHelpers(t *testing.T) {
 	}
 	if got := winJoin(`C:\`, "x"); got != `C:\x` {
 		t.Errorf("winJoin = %q", got)
+	}
+}
+
+// TestProxyPorts: the offline user's firewall rules open the whole range
+// of proxy ports (one port per allowlist run at a time), and nothing but
+// that range; a run's port must be in it.
+func TestProxyPorts(t *testing.T) {
+	for _, tc := range []struct {
+		r    PortRange
+		want string
+	}{
+		{DefaultProxyRange, "1-47079,47096-65535"},
+		{PortRange{First: 1, Count: 16}, "17-65535"},
+		{PortRange{First: 65520, Count: 16}, "1-65519"},
+		{PortRange{First: 3128, Count: 1}, "1-3127,3129-65535"},
+	} {
+		var got string
+		for _, r := range FirewallRules(tc.r) {
+			if r.Protocol == "tcp" {
+				got = r.RemotePorts
+			}
+		}
+		if got != tc.want {
+			t.Errorf("FirewallRules(%s): loopback TCP blocked on %q, want %q", tc.r, got, tc.want)
+		}
+	}
+	if got := DefaultProxyRange.String(); got != "47080-47095" {
+		t.Errorf("DefaultProxyRange = %s", got)
+	}
+	p := base()
+	p.Network.Mode = plan.NetAllowlist
+	if _, err := Build(p, Options{ProxyPort: 47096}); err == nil || !strings.Contains(err.Error(), "not one of the ports setup opened (47080-47095)") {
+		t.Errorf("a run's port outside the range: %v", err)
+	}
+	s, err := Build(p, Options{ProxyPort: 47095})
+	if err != nil || s.ProxyPort != 47095 || !strings.Contains(strings.Join(s.Added, " "), "HTTP_PROXY=http://127.0.0.1:47095") {
+		t.Errorf("a run on the range's last port: %v, %+v", err, s)
+	}
+	if _, err := proxyRange(PortRange{First: 65530, Count: 16}); err == nil {
+		t.Error("a range past 65535 is accepted")
 	}
 }

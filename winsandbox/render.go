@@ -63,6 +63,9 @@ func (s *Spec) Render() string {
 	if s.ProxyPort != 0 {
 		p("proxy 127.0.0.1:%d (agentbox's allowlist proxy; it serves the processes of this run's job only)", s.ProxyPort)
 	}
+	for _, f := range s.Git {
+		p("git-file %s %q", f.Path, f.Content)
+	}
 	if s.Refuse != nil {
 		p("refuse %d %s", s.Refuse.Status, s.Refuse.Reason)
 	}

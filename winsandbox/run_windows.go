@@ -4,35 +4,154 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/supervise"
 	"golang.org/x/sys/windows"
 )
 
-// machineFacts are what the spec needs from this machine: the proxy port
-// setup chose, the runner's folder (agentbox.exe's), which the sandbox
-// users must be able to read, a file lookup, the caller's TEMP and SID.
+// machineFacts are what the spec needs from this machine: the proxy ports
+// setup opened, the runner (agentbox.exe), which the sandbox users must be
+// able to read, a file lookup, the caller's TEMP and SID, and for offline
+// runs the firewall's state.
 func machineFacts(p *plan.Plan) Options {
-	o := Options{Exists: fileExists, ProxyPort: DefaultProxyPort, TempDir: os.TempDir()}
+	o := Options{Exists: fileExists, TempDir: os.TempDir()}
 	o.User, _ = currentUserSID()
-	if rec, err := loadRecord(); err == nil && rec.ProxyPort != 0 {
-		o.ProxyPort = rec.ProxyPort
+	rec, err := loadRecord()
+	if err == nil {
+		o.ProxyPorts = rec.proxyRange()
+	}
+	// Read per run, not trusted from setup: the firewall can be turned
+	// off (by an antivirus) at any time after it.
+	if p.Network.Mode != plan.NetOpen {
+		o.Offline = offlineFacts(rec)
 	}
 	if exe, err := os.Executable(); err == nil {
-		o.ReadRoots = append(o.ReadRoots, filepath.Dir(exe))
+		o.Runner = exe
 	}
+	o.Git = readGitFacts(p.Environ, p.Identity.Home)
 	return o
+}
+
+// readGitFacts reads the caller's global git configuration (gitconfig.go):
+// the global files with the plain include.path files they name (at most
+// 8 deep, 1 MiB each), and the global ignore and attributes files.
+func readGitFacts(environ []string, home string) *GitFacts {
+	f := &GitFacts{}
+	config, xdgGit := gitGlobalFiles(environ, home)
+	var read func(path string, depth int)
+	read = func(path string, depth int) {
+		data, err := readSmall(path)
+		if err != nil || depth > 8 {
+			return
+		}
+		vars := hostexec.ParseConfig(data).Vars
+		for _, v := range vars {
+			f.Vars = append(f.Vars, v)
+			if v.Section == "include" && v.Sub == "" && v.Key == "path" && !v.Bool {
+				inc := strings.ReplaceAll(v.Value, "/", `\`)
+				if rest, ok := strings.CutPrefix(inc, `~\`); ok && home != "" {
+					inc = winJoin(home, rest)
+				} else if !winAbs(inc) {
+					inc = winJoin(winDir(path), inc)
+				}
+				read(inc, depth+1)
+			}
+		}
+	}
+	for _, c := range config {
+		read(c, 0)
+	}
+	ignore, attributes := gitSideFiles(f.Vars, xdgGit, home)
+	if data, err := readSmall(ignore); err == nil {
+		f.Ignore = string(data)
+	}
+	if data, err := readSmall(attributes); err == nil {
+		f.Attributes = string(data)
+	}
+	return f
+}
+
+// readSmall reads a regular file of at most 1 MiB.
+func readSmall(path string) ([]byte, error) {
+	if path == "" {
+		return nil, os.ErrNotExist
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return nil, fmt.Errorf("%s: not a small regular file", path)
+	}
+	return os.ReadFile(path)
+}
+
+// writeGitFiles writes the box's git configuration (spec.Git) into a new
+// folder of the box's temporary folder and returns the function that
+// removes it. The folder is made new (a name the box planted first is
+// not written into): then the box's git finds no configuration of the
+// caller's, as before, and the run goes on.
+func writeGitFiles(files []GitFile) func() {
+	if len(files) == 0 {
+		return func() {}
+	}
+	dir := winDir(files[0].Path)
+	if os.Mkdir(dir, 0o700) != nil {
+		return func() {}
+	}
+	for _, f := range files {
+		w, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			continue
+		}
+		w.WriteString(f.Content)
+		w.Close()
+	}
+	return func() {
+		// By name, one by one: what the box put there instead is its own.
+		for _, f := range files {
+			os.Remove(f.Path)
+		}
+		os.Remove(dir)
+	}
+}
+
+// reserveProxy listens on a free port of r for this run's allowlist
+// proxy and keeps the listener for Run. It starts at a random port of the
+// range, so runs that start together rarely try the same one first.
+func (w *Windows) reserveProxy(r PortRange) (int, error) {
+	if ln, ok := w.proxy.(net.Listener); ok {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && r.Holds(a.Port) {
+			return a.Port, nil
+		}
+		ln.Close()
+		w.proxy = nil
+	}
+	start := rand.IntN(r.Count)
+	var errs []error
+	for i := 0; i < r.Count; i++ {
+		port := r.First + (start+i)%r.Count
+		ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			w.proxy = ln
+			return port, nil
+		}
+		errs = append(errs, err)
+	}
+	return 0, fmt.Errorf("network allowlist: no proxy port is free (%s: one per allowlist run at a time, and other programs may hold some): %w", r, errs[0])
 }
 
 // UserSID is the calling user's SID, which names agentbox's per-user
@@ -87,7 +206,7 @@ func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if r := spec.Refuse; r != nil {
 		return r.Status, &backend.StatusError{Status: r.Status, Err: errors.New(r.Reason)}
 	}
-	code, err := run(p, spec, c)
+	code, err := w.run(p, spec, c)
 	if err != nil && (code == 126 || code == 127) {
 		return code, &backend.StatusError{Status: code, Err: err}
 	}
@@ -99,7 +218,7 @@ func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
 // plan has one, starts the runner as the sandbox user in a kill-on-close
 // job of its own, sends the spawn request and relays stdio until the exit
 // message.
-func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
+func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 	rec, err := loadRecord()
 	if err != nil {
 		return 125, err
@@ -112,6 +231,11 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 	password, err := loadPassword(spec.User)
 	if err != nil || userSID == "" {
 		return 125, fmt.Errorf("sandbox user %s: %v; run `agentbox setup`", spec.User, err)
+	}
+	if n, known := badPasswordCount(spec.User); known {
+		if err := logonGate(spec.User, n); err != nil {
+			return 125, err
+		}
 	}
 	// The folders agentbox owns exist by now, and are the user's own, not
 	// a link planted by someone else (supervise.Run prepared them) before
@@ -129,16 +253,28 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 		return 125, err
 	}
 	defer windows.CloseHandle(job)
+	// Every process of the run has ended when Run returns: the after-run
+	// check (package supervise) comes next, and nothing of the box may
+	// change a file behind it.
+	defer endJob(job, c)
 
 	if spec.ProxyPort != 0 {
-		stop, err := startProxy(p, spec.ProxyPort, job, c)
+		ln, ok := w.proxy.(net.Listener)
+		w.proxy = nil
+		if !ok || ln.Addr().(*net.TCPAddr).Port != spec.ProxyPort {
+			if ok {
+				ln.Close()
+			}
+			return 125, fmt.Errorf("network allowlist: the proxy's port %d was not reserved when the plan was made", spec.ProxyPort)
+		}
+		stop, err := startProxy(p, ln, job, c)
 		if err != nil {
 			return 125, err
 		}
 		defer stop()
 	}
 
-	inName, outName := pipeName("in"), pipeName("out")
+	inName, outName, errName := pipeName("in"), pipeName("out"), pipeName("err")
 	toRunnerH, err := createPipe(inName, false, userSID)
 	if err != nil {
 		return 125, err
@@ -148,27 +284,77 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 		windows.CloseHandle(toRunnerH)
 		return 125, err
 	}
-	proc, pid, err := launchRunner(exe, spec.User, password, inName, outName, job)
+	errH, err := createPipe(errName, true, userSID)
 	if err != nil {
 		windows.CloseHandle(toRunnerH)
 		windows.CloseHandle(fromRunnerH)
-		return 125, fmt.Errorf("starting the runner as %s: %w", spec.User, err)
+		return 125, err
+	}
+	// The window station and desktop: agentbox's own on the interactive
+	// desktop; a private one elsewhere (station.go).
+	desktop, runnerDesktop := desktopName(), ""
+	if st, flags, session, known := processStation(); needPrivateStation(st, flags, session, known) {
+		me, _ := currentUserSID()
+		d, closeDesktop, err := privateDesktop(stationSDDL(rec.GroupSID, me, spec.Spawn.RestrictingSIDs))
+		if err != nil {
+			windows.CloseHandle(toRunnerH)
+			windows.CloseHandle(fromRunnerH)
+			windows.CloseHandle(errH)
+			return 125, fmt.Errorf("agentbox runs on window station %q, not the interactive one (an SSH session or a service), where the sandbox user's programs cannot start, and a private one could not be made: %w; run agentbox from a desktop session", st, err)
+		}
+		defer closeDesktop()
+		desktop, runnerDesktop = d, d
+	}
+	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, runnerDesktop, job)
+	if err != nil {
+		windows.CloseHandle(toRunnerH)
+		windows.CloseHandle(fromRunnerH)
+		windows.CloseHandle(errH)
+		return 125, fmt.Errorf("starting the runner as %s: %w", spec.User, logonError(spec.User, err))
 	}
 	defer windows.CloseHandle(proc)
 	if c.Started != nil {
 		c.Started(int(pid))
 	}
-	for _, h := range []windows.Handle{toRunnerH, fromRunnerH} {
+	// The runner's standard error first: from the moment it is connected,
+	// whatever the runner writes there is kept, and every failure of the
+	// runner after that is reported with it (a runner that crashes early
+	// closes its other pipes before agentbox is done connecting them).
+	var stderr said
+	stderrDone := make(chan struct{})
+	// broke is the error of a runner that broke off, with what it wrote:
+	// once it has exited its pipe ends, and all it wrote is there.
+	broke := func(err error) error {
+		windows.WaitForSingleObject(proc, 5000)
+		select {
+		case <-stderrDone:
+		case <-time.After(5 * time.Second):
+		}
+		return withSaid(err, stderr.String())
+	}
+	for i, h := range []windows.Handle{errH, toRunnerH, fromRunnerH} {
 		if err := connectPipe(h, proc, pid, 30*time.Second); err != nil {
 			windows.CloseHandle(toRunnerH)
 			windows.CloseHandle(fromRunnerH)
+			if i == 0 {
+				windows.CloseHandle(errH)
+				close(stderrDone)
+			}
 			if errors.Is(err, errRunnerGone) {
 				var code uint32
 				windows.GetExitCodeProcess(proc, &code)
-				return 125, errors.New(RunnerExitReason(code))
+				return 125, broke(errors.New(RunnerExitReason(code)))
 			}
 			windows.TerminateProcess(proc, 1)
-			return 125, fmt.Errorf("runner pipes: %w", err)
+			return 125, broke(fmt.Errorf("runner pipes: %w", err))
+		}
+		if i == 0 {
+			go func() {
+				f := os.NewFile(uintptr(errH), errName)
+				io.Copy(&stderr, f)
+				f.Close()
+				close(stderrDone)
+			}()
 		}
 	}
 	toRunner := os.NewFile(uintptr(toRunnerH), inName)
@@ -176,8 +362,9 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 	fromRunner := os.NewFile(uintptr(fromRunnerH), outName)
 	defer fromRunner.Close()
 
+	defer writeGitFiles(spec.Git)()
 	req := spec.Spawn
-	req.Desktop = desktopName()
+	req.Desktop = desktop
 	console, restore := consoleMode(c.Stdin, c.Stdout)
 	defer restore()
 	if console {
@@ -192,7 +379,7 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 		return WriteMessage(toRunner, msg)
 	}
 	if err := send(&Message{Type: TypeSpawn, Spawn: &req}); err != nil {
-		return 125, err
+		return 125, broke(fmt.Errorf("runner: %w", err))
 	}
 	go func() {
 		buf := make([]byte, MaxChunk)
@@ -228,10 +415,10 @@ func run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error) {
 			if windows.GetExitCodeProcess(proc, &code) == nil && code != 259 && code&0xff000000 == runnerFailBit {
 				return 125, errors.New(RunnerExitReason(code))
 			}
-			return 125, fmt.Errorf("runner: %w", err)
+			return 125, broke(fmt.Errorf("runner: %w", err))
 		}
 		if err := m.Apply(FromRunner, msg.Type); err != nil {
-			return 125, fmt.Errorf("runner broke the protocol: %w", err)
+			return 125, broke(fmt.Errorf("runner broke the protocol: %w", err))
 		}
 		switch msg.Type {
 		case TypeOutput:
@@ -274,12 +461,13 @@ var launchRunner = startRunner
 
 // startRunner starts agentbox in runner mode as the sandbox user, suspended,
 // puts it in job and resumes it. LOGON_WITH_PROFILE loads the user's profile
-// so HKCU and %USERPROFILE% exist for the tools it runs. lpDesktop is left
-// empty: the new process gets agentbox's own window station and desktop,
-// and the secondary logon service grants the new logon access to them
-// (CreateProcessWithLogonW, remarks), whether agentbox runs on the
-// interactive desktop or in an SSH session.
-func startRunner(exe, user, password, in, out string, job windows.Handle) (windows.Handle, uint32, error) {
+// so HKCU and %USERPROFILE% exist for the tools it runs. desktop is ""
+// on the interactive desktop: the new process gets agentbox's own window
+// station and desktop, and the Secondary Logon service grants the new
+// logon access to them (CreateProcessWithLogonW, remarks). Elsewhere (an
+// SSH session, a service) it does not, and desktop is the run's private
+// one (station.go), whose DACL grants the sandbox group.
+func startRunner(exe, user, password string, pipes []string, desktop string, job windows.Handle) (windows.Handle, uint32, error) {
 	u, _ := windows.UTF16PtrFromString(user)
 	dot, _ := windows.UTF16PtrFromString(".")
 	pw, err := windows.UTF16PtrFromString(password)
@@ -287,39 +475,67 @@ func startRunner(exe, user, password, in, out string, job windows.Handle) (windo
 		return 0, 0, err
 	}
 	app, _ := windows.UTF16PtrFromString(exe)
-	line, err := CommandLine([]string{exe, RunnerArg, in, out, strconv.Itoa(os.Getpid())})
+	line, err := CommandLine(append(append([]string{exe, RunnerArg}, pipes...), strconv.Itoa(os.Getpid())))
 	if err != nil {
 		return 0, 0, err
 	}
 	cmd, _ := windows.UTF16PtrFromString(line)
-	cwd, _ := windows.UTF16PtrFromString(filepath.Dir(exe))
+	// The runner's folder may be one the sandbox user cannot open (it may
+	// read agentbox.exe alone): it starts in the system folder.
+	sysdir, err := windows.GetSystemDirectory()
+	if err != nil {
+		return 0, 0, err
+	}
+	cwd, _ := windows.UTF16PtrFromString(sysdir)
 	si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
+	if desktop != "" {
+		// Named explicitly, the desktop gets no grant from the Secondary
+		// Logon service: a private one grants the sandbox group itself.
+		if si.Desktop, err = windows.UTF16PtrFromString(desktop); err != nil {
+			return 0, 0, err
+		}
+	}
 	var pi windows.ProcessInformation
 	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_NO_WINDOW | windows.CREATE_UNICODE_ENVIRONMENT)
 	if err := createProcessWithLogon(u, dot, pw, logonWithProfile, app, cmd, flags, nil, cwd, si, &pi); err != nil {
 		return 0, 0, err
 	}
-	defer windows.CloseHandle(pi.Thread)
-	// If the assignment fails (a job of the secondary logon service that
-	// forbids nesting), the runner still ends itself when its pipes break.
-	windows.AssignProcessToJobObject(job, pi.Process)
-	if _, err := windows.ResumeThread(pi.Thread); err != nil {
-		windows.TerminateProcess(pi.Process, 1)
+	if err := resumeInJob(job, pi.Process, pi.Thread); err != nil {
 		windows.CloseHandle(pi.Process)
 		return 0, 0, err
 	}
 	return pi.Process, pi.ProcessId, nil
 }
 
-// startProxy serves the allowlist proxy on 127.0.0.1:port for this run. The
-// firewall lets the offline user reach that port and nothing else, but any
-// local process can connect to a loopback port, so each connection is
-// served only when the process that opened it is in job (the runner's job,
-// which holds the command's nested job and every process the command
-// starts).
-func startProxy(p *plan.Plan, port int, job windows.Handle, c *backend.Context) (func(), error) {
+// resumeInJob puts a process started suspended in job and resumes it, or
+// ends it. A runner outside agentbox's job would outlive agentbox (closing
+// the job's handle would not kill it, nor the command it started), and the
+// allowlist proxy, which serves only processes of that job, would refuse
+// every connection of the run: so a failed assignment fails the run.
+// thread is closed either way.
+func resumeInJob(job, process, thread windows.Handle) error {
+	defer windows.CloseHandle(thread)
+	if err := windows.AssignProcessToJobObject(job, process); err != nil {
+		windows.TerminateProcess(process, 1)
+		return fmt.Errorf("putting the runner in agentbox's job object: %w; without it the runner could outlive agentbox", err)
+	}
+	if _, err := windows.ResumeThread(thread); err != nil {
+		windows.TerminateProcess(process, 1)
+		return fmt.Errorf("resuming the runner: %w", err)
+	}
+	return nil
+}
+
+// startProxy serves the allowlist proxy on ln (127.0.0.1, a port setup
+// opened) for this run, and closes ln when stopped. The firewall lets the
+// offline user reach the proxy ports and nothing else, but any local
+// process can connect to a loopback port, so each connection is served
+// only when the process that opened it is in job (the runner's job, which
+// holds the command's nested job and every process the command starts).
+func startProxy(p *plan.Plan, ln net.Listener, job windows.Handle, c *backend.Context) (func(), error) {
 	rules, err := netproxy.Compile(p.Network.Allow, p.Network.Deny)
 	if err != nil {
+		ln.Close()
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	popts := netproxy.Options{Decided: func(dec netproxy.Decided) {
@@ -328,18 +544,18 @@ func startProxy(p *plan.Plan, port int, job windows.Handle, c *backend.Context) 
 	var logf *os.File
 	if c.NetLog != "" {
 		if logf, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+			ln.Close()
 			return nil, fmt.Errorf("opening the network log %s: %w", c.NetLog, err)
 		}
 		popts.Log = logf
 	}
 	proxy, err := netproxy.New(rules, popts)
 	if err != nil {
+		ln.Close()
+		if logf != nil {
+			logf.Close()
+		}
 		return nil, fmt.Errorf("network: %w", err)
-	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		proxy.Close()
-		return nil, fmt.Errorf("network allowlist: the proxy cannot listen on 127.0.0.1:%d (another allowlist run holds it, or another program does): %w", port, err)
 	}
 	go proxy.ServeListener(ln, func(conn net.Conn) error { return inJob(conn, job) })
 	return func() {
@@ -352,14 +568,21 @@ func startProxy(p *plan.Plan, port int, job windows.Handle, c *backend.Context) 
 }
 
 // inJob checks that the process that opened conn (from its side, local is
-// our remote) is in job.
+// our remote) is in job. The owner is asked again for a short while when
+// the TCP table lists the connection without one (askOwner).
 func inJob(conn net.Conn, job windows.Handle) error {
 	ra, ok := conn.RemoteAddr().(*net.TCPAddr)
 	la, ok2 := conn.LocalAddr().(*net.TCPAddr)
 	if !ok || !ok2 || ra.IP.To4() == nil || la.IP.To4() == nil {
 		return errors.New("not an IPv4 TCP connection")
 	}
-	pid, err := tcpOwner([4]byte(ra.IP.To4()), uint16(ra.Port), [4]byte(la.IP.To4()), uint16(la.Port))
+	pid, err := askOwner(func() (uint32, error) {
+		rows, err := tcpTable()
+		if err != nil {
+			return 0, err
+		}
+		return connOwner(rows, [4]byte(ra.IP.To4()), uint16(ra.Port), [4]byte(la.IP.To4()), uint16(la.Port))
+	}, ownerTries, ownerWait, time.Sleep)
 	if err != nil {
 		return err
 	}
@@ -373,6 +596,29 @@ func inJob(conn net.Conn, job windows.Handle) error {
 		}
 	}
 	return fmt.Errorf("process %d is not part of this run", pid)
+}
+
+// endJob ends every process in job and waits, at most 30 seconds, until
+// none is left; a process that outlives the wait is reported.
+func endJob(job windows.Handle, c *backend.Context) {
+	windows.TerminateJobObject(job, 1)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var info struct {
+			TotalUserTime, TotalKernelTime, ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime int64
+			TotalPageFaultCount, TotalProcesses, ActiveProcesses, TotalTerminatedProcesses     uint32
+		}
+		err := windows.QueryInformationJobObject(job, windows.JobObjectBasicAccountingInformation,
+			uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info)), nil)
+		if err != nil || info.ActiveProcesses == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("%d processes of the run were still ending 30 s after agentbox ended them", info.ActiveProcesses)})
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // jobPIDs lists the processes in a job (nested jobs included).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,12 +27,13 @@ import (
 // console program ended by Ctrl-C.
 const exitTerminated = 0xC000013A
 
-// RunnerMain is the runner's entry point: args are the names of the two
-// named pipes Run created, client→runner first, and the process ID of the
-// agentbox that created them. It returns the runner's own exit status (the
-// command's status travels in the exit message); when it fails before its
-// pipes work, that status says where and why (runnerFailure), since the
-// runner has no console to print to.
+// RunnerMain is the runner's entry point: args are the names of the three
+// named pipes Run created (client→runner, runner→client, and the runner's
+// standard error) and the process ID of the agentbox that created them.
+// It returns the runner's own exit status (the command's status travels
+// in the exit message); when it fails before its pipes work, that status
+// says where and why (runnerFailure), since the runner has no console to
+// print to.
 func RunnerMain(args []string) int {
 	errno := func(err error) uint32 {
 		var e windows.Errno
@@ -40,34 +42,55 @@ func RunnerMain(args []string) int {
 		}
 		return 0
 	}
-	if len(args) != 3 {
-		fmt.Fprintln(os.Stderr, "agentbox: error: runner mode takes two pipe names and a process ID; it is started by agentbox run, not by hand")
+	if len(args) != 4 {
+		fmt.Fprintln(os.Stderr, "agentbox: error: runner mode takes three pipe names and a process ID; it is started by agentbox run, not by hand")
 		return int(runnerFailure(runnerStageArgs, 0))
 	}
-	server, err := strconv.ParseUint(args[2], 10, 32)
+	server, err := strconv.ParseUint(args[3], 10, 32)
 	if err != nil {
 		return int(runnerFailure(runnerStageArgs, 0))
 	}
-	in, err := openPipe(args[0], windows.GENERIC_READ, uint32(server))
-	if err != nil {
-		stage := runnerStageIn
-		if strings.Contains(err.Error(), "not agentbox") {
-			stage = runnerStageServer
+	open := func(name string, access uint32, stage int) (*os.File, int) {
+		f, err := openPipe(name, access, uint32(server))
+		if err != nil {
+			if strings.Contains(err.Error(), "not agentbox") {
+				stage = runnerStageServer
+			}
+			return nil, int(runnerFailure(stage, errno(err)))
 		}
-		return int(runnerFailure(stage, errno(err)))
+		return f, 0
+	}
+	// Standard error first: from here on a panic or a fatal error of the
+	// runner, and anything it prints, reach agentbox (said.go).
+	stderr, code := open(args[2], windows.GENERIC_WRITE, runnerStageErr)
+	if stderr == nil {
+		return code
+	}
+	defer stderr.Close()
+	os.Stderr = stderr
+	if err := debug.SetCrashOutput(stderr, debug.CrashOptions{}); err != nil {
+		fmt.Fprintln(stderr, "runner: SetCrashOutput:", err)
+	}
+	in, code := open(args[0], windows.GENERIC_READ, runnerStageIn)
+	if in == nil {
+		return code
 	}
 	defer in.Close()
-	out, err := openPipe(args[1], windows.GENERIC_WRITE, uint32(server))
-	if err != nil {
-		stage := runnerStageOut
-		if strings.Contains(err.Error(), "not agentbox") {
-			stage = runnerStageServer
-		}
-		return int(runnerFailure(stage, errno(err)))
+	out, code := open(args[1], windows.GENERIC_WRITE, runnerStageOut)
+	if out == nil {
+		return code
 	}
 	defer out.Close()
+	if runnerTestHook != nil {
+		runnerTestHook()
+	}
 	return serveRunner(in, out)
 }
+
+// runnerTestHook, when set (by this package's tests, in the test binary
+// started as a runner), runs once the runner's pipes work: a test makes
+// the runner crash there.
+var runnerTestHook func()
 
 // runnerConn is the runner's end of the protocol: every message it sends or
 // receives goes through the state machine first.

@@ -153,6 +153,11 @@ func TestWindowsJob(t *testing.T) {
 // runRunner runs serveRunner over real pipes with a spawn request for
 // cmdline and returns the output and exit code the client saw.
 func runRunner(t *testing.T, cmdline string, stdin string, terminate bool) (string, uint32, *ErrorInfo) {
+	return runRunnerOn(t, desktopName(), cmdline, stdin, terminate)
+}
+
+// runRunnerOn is runRunner with the command on desktop.
+func runRunnerOn(t *testing.T, desktop, cmdline string, stdin string, terminate bool) (string, uint32, *ErrorInfo) {
 	t.Helper()
 	cw, rr, rw, cr := pipePair(t)
 	served := make(chan int, 1)
@@ -164,8 +169,7 @@ func runRunner(t *testing.T, cmdline string, stdin string, terminate bool) (stri
 		Cwd:             cwd,
 		Env:             sortEnv(os.Environ()),
 		RestrictingSIDs: []string{CapabilitySID(cwd)},
-		// The desktop Run names for the command: this process's own.
-		Desktop: desktopName(),
+		Desktop:         desktop,
 	}
 	var m Machine
 	send := func(msg *Message) {
@@ -282,4 +286,31 @@ func TestWindowsDesktopName(t *testing.T) {
 		t.Fatalf("desktopName() = %q, want STATION\\DESKTOP", d)
 	}
 	t.Logf("desktop: %s", d)
+}
+
+// TestWindowsPrivateDesktop: the window station and desktop a run makes
+// where agentbox is not on the interactive one (an SSH session, a
+// service) can be made, and the runner starts a command on it that loads
+// user32 (cmd.exe does), with its output and exit code as on any other.
+// Under Wine this shows the calls and the command's start; that the
+// sandbox user gets access there only through the DACL is for Windows.
+func TestWindowsPrivateDesktop(t *testing.T) {
+	st, flags, session, known := processStation()
+	t.Logf("this process: window station %q, flags %#x, session %d (read: %v); a private one needed: %v", st, flags, session, known, needPrivateStation(st, flags, session, known))
+	cwd, _ := os.Getwd()
+	d, closeDesktop, err := privateDesktop(stationSDDL(selfSID(t), selfSID(t), []string{CapabilitySID(cwd)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDesktop()
+	if !strings.HasPrefix(d, "agentbox-") || !strings.HasSuffix(d, `\Default`) {
+		t.Errorf("private desktop %q, want agentbox-…\\Default", d)
+	}
+	out, code, e := runRunnerOn(t, d, `cmd.exe /d /c echo on a desktop of its own& exit 4`, "", false)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if !strings.Contains(out, "on a desktop of its own") || code != 4 {
+		t.Errorf("output %q, exit %d; want the greeting and 4", out, code)
+	}
 }

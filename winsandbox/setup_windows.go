@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -228,22 +229,41 @@ func relaunched(opts SetupOptions, uninstall bool) error {
 	return err
 }
 
-// qualified is name as this computer's account (COMPUTER\name), so a domain
-// account of the same name is never taken for it.
-func qualified(name string) string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return name
+// thisComputer is this computer's NetBIOS name and the SID of its account
+// domain, read once: the domain local accounts live in (see account.go).
+var thisComputer = sync.OnceValues(func() (netbios, domainSID string) {
+	buf := make([]uint16, 64)
+	n := uint32(len(buf))
+	reported := ""
+	if windows.GetComputerNameEx(windows.ComputerNameNetBIOS, &buf[0], &n) == nil {
+		reported = windows.UTF16ToString(buf[:n])
 	}
-	if i := strings.IndexByte(host, '.'); i > 0 {
-		host = host[:i]
+	host, _ := os.Hostname()
+	netbios = netbiosName(reported, host)
+	// Looked up by the computer's name, LookupAccountName answers with
+	// its account domain.
+	if netbios != "" {
+		if sid, _, t, err := windows.LookupSID("", netbios); err == nil && t == sidTypeDomain {
+			domainSID = sid.String()
+		}
 	}
-	return strings.ToUpper(host) + `\` + name
-}
+	return netbios, domainSID
+})
 
-func lookupLocal(name string) (*windows.SID, error) {
-	sid, _, _, err := windows.LookupSID("", qualified(name))
-	return sid, err
+// lookupLocal finds this computer's account name (a local group for
+// sidTypeAlias, a user for sidTypeUser) and checks it is this computer's
+// own (localAccount): a domain account or a well-known one of the same name
+// is never taken for it.
+func lookupLocal(name string, want uint32) (*windows.SID, error) {
+	netbios, domainSID := thisComputer()
+	sid, domain, t, err := windows.LookupSID("", accountName(netbios, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := localAccount(name, foundAccount{SID: sid.String(), Domain: domain, Type: t}, want, netbios, domainSID); err != nil {
+		return nil, err
+	}
+	return sid, nil
 }
 
 // privateDir holds what only administrators may read: the sandbox users'
@@ -308,22 +328,51 @@ func saveMachinePasswords(pw map[string]string) error {
 	return writeJSON(filepath.Join(dir, "secrets.json"), raw)
 }
 
-// logsOn reports whether password logs user on. Setup calls it at most
-// once per user and run, so a wrong password cannot pile up failed logons
-// and lock the account.
-func logsOn(user, password string) bool {
+// logOn logs user on with password and logs it off again; the error is a
+// Windows error code. Setup calls it at most twice per user and run (the
+// stored password, then a new one), so a wrong password cannot pile up
+// failed logons and lock the account; a logon that succeeds also resets
+// the account's count of failed ones, which runs look at (logonGate).
+func logOn(user, password string) error {
 	name, _ := windows.UTF16PtrFromString(user)
 	dot, _ := windows.UTF16PtrFromString(".")
 	pw, err := windows.UTF16PtrFromString(password)
 	if err != nil {
-		return false
+		return err
 	}
 	tok, err := logonUser(name, dot, pw, logon32LogonInteractive, logon32ProviderDefault)
 	if err != nil {
-		return false
+		return err
 	}
 	tok.Close()
-	return true
+	return nil
+}
+
+// logonError is err, a failed logon of user, with what it means.
+func logonError(user string, err error) error {
+	var errno windows.Errno
+	if errors.As(err, &errno) {
+		if msg, ok := logonFailure(user, uint32(errno)); ok {
+			return fmt.Errorf("%s (%w)", msg, err)
+		}
+	}
+	return err
+}
+
+// badPasswordCount reads a sandbox user's count of failed logons since its
+// last good one without logging on (NetUserGetInfo level 2); known is
+// false when it cannot be read.
+func badPasswordCount(user string) (count uint32, known bool) {
+	name, err := windows.UTF16PtrFromString(user)
+	if err != nil {
+		return 0, false
+	}
+	var buf *byte
+	if windows.NetUserGetInfo(nil, name, 2, &buf) != nil {
+		return 0, false
+	}
+	defer windows.NetApiBufferFree(buf)
+	return (*userInfo2)(unsafe.Pointer(buf)).BadPwCount, true
 }
 
 // doSetup is setup's work, elevated. Every step is idempotent: an existing
@@ -339,7 +388,7 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 	if err := ensureGroup(); err != nil {
 		return nil, fmt.Errorf("group %s: %w", GroupName, err)
 	}
-	gsid, err := lookupLocal(GroupName)
+	gsid, err := lookupLocal(GroupName, sidTypeAlias)
 	if err != nil {
 		return nil, fmt.Errorf("looking up %s: %w", GroupName, err)
 	}
@@ -366,11 +415,11 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the stored passwords: %w", err)
 	}
-	rec := &record{Version: RecordVersion, ProxyPort: port, GroupSID: gsid.String(), Users: map[string]string{}}
+	rec := &record{Version: RecordVersion, ProxyPort: port, ProxyPorts: ProxyPorts, GroupSID: gsid.String(), Users: map[string]string{}}
 	for _, u := range []string{OfflineUser, OnlineUser} {
 		pw, have := stored[u]
-		_, lookErr := lookupLocal(u)
-		keep := have && lookErr == nil && logsOn(u, pw)
+		_, lookErr := lookupLocal(u, sidTypeUser)
+		keep := have && lookErr == nil && logOn(u, pw) == nil
 		if !keep {
 			if pw, err = newPassword(); err != nil {
 				return nil, err
@@ -385,7 +434,15 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 		if err := ensureUser(u, pw, !keep); err != nil {
 			return nil, fmt.Errorf("user %s: %w", u, err)
 		}
-		sid, err := lookupLocal(u)
+		// A new password is tried once: runs log on with it, and a good
+		// logon resets the failed ones the stale password left, which
+		// would otherwise keep every run from trying (logonGate).
+		if !keep {
+			if err := logOn(u, pw); err != nil {
+				return nil, fmt.Errorf("user %s: the new password does not log on: %w", u, logonError(u, err))
+			}
+		}
+		sid, err := lookupLocal(u, sidTypeUser)
 		if err != nil {
 			return nil, fmt.Errorf("looking up %s: %w", u, err)
 		}
@@ -399,17 +456,30 @@ func doSetup(port int, logf func(string, ...any)) (map[string]string, error) {
 		}
 		logf("user %s (%s): ok, %s, never expires, hidden from sign-in, profile created", u, sid, state)
 	}
-	if err := localPolicyTakesEffect(); err != nil {
-		return nil, fmt.Errorf("firewall: %w", err)
+	// On a machine where group policy makes Windows ignore local firewall
+	// rules, setup still finishes: network "open" runs need no firewall.
+	// Offline mode is recorded as unavailable, and runs that need it are
+	// refused under "require" with the reason (offlineProblem).
+	if _, lp, err := firewallState(); err != nil {
+		rec.Offline = "the Windows Firewall's state could not be read: " + err.Error()
+	} else if lp != fwModifyStateOK {
+		rec.Offline = offlineProblem(OfflineFacts{LocalPolicyModifyState: lp})
 	}
-	rules := FirewallRules(port)
+	rules := FirewallRules(rec.proxyRange())
 	if err := setFirewallRules(rules, rec.Users[OfflineUser]); err != nil {
-		return nil, fmt.Errorf("firewall: %w", err)
+		if rec.Offline == "" {
+			return nil, fmt.Errorf("firewall: %w", err)
+		}
+		logf("firewall: the rules for %s could not be set either: %v", OfflineUser, err)
+	} else {
+		for _, r := range rules {
+			rec.Rules = append(rec.Rules, r.Name)
+		}
+		logf("firewall: %d rules for %s (loopback ports %s open for the proxies)", len(rules), OfflineUser, rec.proxyRange())
 	}
-	for _, r := range rules {
-		rec.Rules = append(rec.Rules, r.Name)
+	if rec.Offline != "" {
+		logf("warning: offline mode (network \"none\" and \"allowlist\") is unavailable on this machine: %s; runs with network \"open\" work", rec.Offline)
 	}
-	logf("firewall: %d rules for %s", len(rules), OfflineUser)
 	filters := WFPFilters()
 	if err := installWFP(filters, rec.Users[OfflineUser]); err != nil {
 		// The firewall rules hold without them; `setup --check` reports
@@ -467,10 +537,16 @@ func ensureUser(user, password string, reset bool) error {
 	} else if err != nil {
 		return fmt.Errorf("NetUserAdd: %w", err)
 	}
-	member, _ := windows.UTF16PtrFromString(qualified(user))
+	// The member is named by its SID (LOCALGROUP_MEMBERS_INFO_0), checked
+	// to be this computer's user, not by a name another domain could
+	// answer to.
+	sid, err := lookupLocal(user, sidTypeUser)
+	if err != nil {
+		return fmt.Errorf("looking up the new user: %w", err)
+	}
 	group, _ := windows.UTF16PtrFromString(GroupName)
-	m := localGroupMembersInfo3{DomainAndName: member}
-	if err := netLocalGroupAddMembers(group, 3, unsafe.Pointer(&m), 1); err != nil && err != windows.Errno(errorMemberInAlias) {
+	m := localGroupMembersInfo0{SID: sid}
+	if err := netLocalGroupAddMembers(group, 0, unsafe.Pointer(&m), 1); err != nil && err != windows.Errno(errorMemberInAlias) {
 		return fmt.Errorf("adding to %s: %w", GroupName, err)
 	}
 	k, _, err := registry.CreateKey(registry.LOCAL_MACHINE, specialAccounts, registry.SET_VALUE)
@@ -498,11 +574,11 @@ func Check(w io.Writer) error {
 	rec, err := loadRecord()
 	if err != nil {
 		bad("%v", err)
-		rec = &record{Users: map[string]string{}, ProxyPort: DefaultProxyPort}
+		rec = &record{Users: map[string]string{}, ProxyPort: DefaultProxyPort, ProxyPorts: ProxyPorts}
 	} else {
 		ok("setup record version %d from %s", rec.Version, rec.Time.Format(time.RFC3339))
 	}
-	if sid, err := lookupLocal(GroupName); err != nil {
+	if sid, err := lookupLocal(GroupName, sidTypeAlias); err != nil {
 		bad("group %s does not exist (%v)", GroupName, err)
 	} else if rec.GroupSID != "" && sid.String() != rec.GroupSID {
 		bad("group %s has SID %s, the setup record says %s", GroupName, sid, rec.GroupSID)
@@ -510,7 +586,7 @@ func Check(w io.Writer) error {
 		ok("group %s exists", GroupName)
 	}
 	for _, u := range []string{OfflineUser, OnlineUser} {
-		sid, err := lookupLocal(u)
+		sid, err := lookupLocal(u, sidTypeUser)
 		if err != nil {
 			bad("user %s does not exist (%v)", u, err)
 			continue
@@ -546,19 +622,27 @@ func Check(w io.Writer) error {
 			bad("user %s had %d failed logons since its last good one; not trying again (run `agentbox setup` to repair)", u, badCount)
 			continue
 		}
-		if !logsOn(u, password) {
-			bad("user %s does not log on with this user's stored password", u)
+		if err := logOn(u, password); err != nil {
+			bad("user %s does not log on with this user's stored password: %v", u, logonError(u, err))
 			continue
 		}
 		ok("user %s exists, is in %s, has a profile, and logs on with the stored password", u, GroupName)
 	}
 	checkSecondaryLogon(bad, ok)
 	if sid := rec.Users[OfflineUser]; sid != "" {
-		n := len(problems)
-		for _, p := range checkFirewall(FirewallRules(rec.ProxyPort), sid) {
-			bad("%s", p)
-		}
-		if len(problems) == n {
+		fw := checkFirewall(FirewallRules(rec.proxyRange()), sid)
+		switch {
+		case rec.Offline != "":
+			// Setup could do nothing about it: not a problem to repair.
+			note("offline mode (network \"none\" and \"allowlist\") is unavailable on this machine: %s; runs with network \"open\" work", rec.Offline)
+			for _, p := range fw {
+				note("%s", p)
+			}
+		case len(fw) > 0:
+			for _, p := range fw {
+				bad("%s", p)
+			}
+		default:
 			ok("firewall: on for the active profiles, local rules take effect, %d rules read back for %s", len(rec.Rules), OfflineUser)
 		}
 		missing, err := checkWFP(WFPFilters())
@@ -648,16 +732,16 @@ func doUninstall(logf func(string, ...any)) error {
 	gsid := ""
 	if rec, err := loadRecord(); err == nil {
 		gsid = rec.GroupSID
-	} else if sid, err := lookupLocal(GroupName); err == nil {
+	} else if sid, err := lookupLocal(GroupName, sidTypeAlias); err == nil {
 		gsid = sid.String()
 	}
 	if gsid != "" {
 		step("removing the ACEs runs wrote", removeAllACEs(gsid))
 	}
-	step("removing the firewall rules", removeFirewallRules(FirewallRules(DefaultProxyPort)))
+	step("removing the firewall rules", removeFirewallRules(FirewallRules(DefaultProxyRange)))
 	step("removing the WFP filters", removeWFP(WFPFilters()))
 	for _, u := range []string{OfflineUser, OnlineUser} {
-		if sid, err := lookupLocal(u); err == nil {
+		if sid, err := lookupLocal(u, sidTypeUser); err == nil {
 			err := deleteProfile(sid.String())
 			if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
 				err = nil

@@ -22,24 +22,64 @@ const (
 	// OnlineUser runs commands whose network is "open"; no firewall rule
 	// names it.
 	OnlineUser = "AgentboxOnline"
-	// DefaultProxyPort is the loopback port agentbox's network proxy
-	// listens on; the offline user's firewall rules let it reach this port
-	// on 127.0.0.1 and ::1 and nothing else.
+	// DefaultProxyPort is the first of the loopback ports agentbox's
+	// allowlist proxies listen on; the offline user's firewall rules let it
+	// reach these ports on 127.0.0.1 and ::1 and nothing else.
 	DefaultProxyPort = 47080
+	// ProxyPorts is how many ports, from the first, the proxies may use:
+	// one per allowlist run at a time. Each run's proxy serves only the
+	// processes of that run (the peer check), so one run's box reaching
+	// another's proxy gets nothing from it.
+	ProxyPorts = 16
 )
+
+// PortRange is Count loopback ports from First.
+type PortRange struct {
+	First int `json:"first"`
+	Count int `json:"count"`
+}
+
+// Last is the range's last port.
+func (r PortRange) Last() int { return r.First + r.Count - 1 }
+
+// Holds reports whether port is in the range.
+func (r PortRange) Holds(port int) bool { return port >= r.First && port <= r.Last() }
+
+// String is "FIRST-LAST", or the port alone.
+func (r PortRange) String() string { return portRange(r.First, r.Last()) }
+
+// DefaultProxyRange is the range setup opens for the offline user.
+var DefaultProxyRange = PortRange{First: DefaultProxyPort, Count: ProxyPorts}
+
+// proxyRange is r with the defaults filled in, or an error when it does
+// not fit in the port space.
+func proxyRange(r PortRange) (PortRange, error) {
+	if r.First == 0 {
+		r.First = DefaultProxyPort
+	}
+	if r.Count == 0 {
+		r.Count = ProxyPorts
+	}
+	if r.First < 1 || r.Count < 1 || r.Last() > 65535 {
+		return r, fmt.Errorf("proxy ports %d-%d out of range", r.First, r.Last())
+	}
+	return r, nil
+}
 
 // Options is what Build needs besides the plan: facts about the calling
 // process and the machine, passed in so Build stays pure.
 type Options struct {
-	// ProxyPort is the loopback port of agentbox's proxy; 0 means
-	// DefaultProxyPort.
+	// ProxyPorts are the loopback ports setup opened for the proxies; zero
+	// values mean DefaultProxyRange.
+	ProxyPorts PortRange
+	// ProxyPort is the port of this run's proxy (allowlist runs), one of
+	// ProxyPorts that Complete reserved; 0 means the first.
 	ProxyPort int
-	// ReadRoots are folders the sandbox group must be able to read although
-	// the plan does not name them: the folder of agentbox.exe (the runner).
-	// (Build adds the folder the command lives in.) Users' profiles are not
-	// readable by other users on Windows, so a program installed under the
-	// profile is invisible to the sandbox users without this.
-	ReadRoots []string
+	// Runner is agentbox.exe, which runs as the sandbox user: the sandbox
+	// group may read this file (only this file: readgrant.go). Users'
+	// profiles are not readable by other users on Windows, so a program
+	// there is invisible to the sandbox users without a grant.
+	Runner string
 	// Exists reports whether a file exists; Build uses it to resolve the
 	// command in the PATH of the command's environment. Nil leaves the
 	// command as given and lets the runner's CreateProcessAsUser search.
@@ -50,6 +90,13 @@ type Options struct {
 	// User is the caller's SID; agentbox's folder in TempDir is named
 	// after it.
 	User string
+	// Offline is whether the offline user's firewall rules take effect on
+	// this machine now, read for runs that need that user; nil when it was
+	// not read (the spec is built from the plan alone).
+	Offline *OfflineFacts
+	// Git is the caller's global git configuration, of which the box's
+	// git gets a part (gitconfig.go); nil when it was not read.
+	Git *GitFacts
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -188,6 +235,9 @@ type Spec struct {
 	// Added are the variables the backend adds to the plan's environment
 	// (TEMP, TMP, the proxy, git's safe.directory), NAME=value.
 	Added []string `json:"added_env,omitempty"`
+	// Git are the files of the box's global git configuration, which Run
+	// writes into the box's temporary folder (gitconfig.go).
+	Git []GitFile `json:"git_files,omitempty"`
 	// Refuse, when set, says why the command cannot run at all.
 	Refuse *Refusal          `json:"refuse,omitempty"`
 	Spawn  SpawnRequest      `json:"spawn"`
@@ -217,12 +267,16 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	if !winAbs(p.Cwd) {
 		return nil, fmt.Errorf("working directory %q is not an absolute Windows path", p.Cwd)
 	}
+	ports, err := proxyRange(opts.ProxyPorts)
+	if err != nil {
+		return nil, err
+	}
 	port := opts.ProxyPort
 	if port == 0 {
-		port = DefaultProxyPort
+		port = ports.First
 	}
-	if port < 1 || port > 65535 {
-		return nil, fmt.Errorf("proxy port %d out of range", port)
+	if !ports.Holds(port) {
+		return nil, fmt.Errorf("proxy port %d is not one of the ports setup opened (%s)", port, ports)
 	}
 	s := &Spec{Group: GroupName, Users: []string{OfflineUser, OnlineUser}, User: OfflineUser}
 	if p.Network.Mode == plan.NetOpen {
@@ -363,32 +417,29 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 			pin(dir, r.origin+" (keeps "+r.path+" from being moved away)")
 		}
 	}
-	reads := append([]string(nil), opts.ReadRoots...)
-	// The command's own folder: a tool installed in the caller's profile
-	// (npm's global folder) is invisible to the sandbox users without it.
+	// What the sandbox users must read besides the plan's paths: the
+	// runner, the command's program, a working directory outside the
+	// writable roots, each no broader than it must be (readgrant.go).
+	if opts.Runner != "" && !winAbs(opts.Runner) {
+		return nil, fmt.Errorf("runner %q is not an absolute Windows path", opts.Runner)
+	}
+	program := ""
 	if opts.Exists != nil {
 		if prog := lookPath(p.Command[0], p.Environ, opts.Exists); prog != "" && winAbs(prog) {
-			reads = append(reads, winDir(prog))
+			program = prog
 		}
 	}
-	if innermost(writable, p.Cwd) == "" {
-		reads = append(reads, p.Cwd)
+	grants, err := readGrants(opts.Runner, program, p.Cwd, p.Identity.Home, opts.TempDir, func(x string) bool { return innermost(writable, x) != "" })
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, r := range reads {
-		if !winAbs(r) {
-			return nil, fmt.Errorf("read root %q is not an absolute Windows path", r)
-		}
-		if seen[winKey(r)] || innermost(writable, r) != "" {
-			continue
-		}
-		seen[winKey(r)] = true
-		s.ACEs = append(s.ACEs, ACE{Path: r, Trustee: GroupName, Rights: RightsRead, Inherit: true, IfUsersCannotRead: true, Origin: "runner and command folders"})
+	for _, g := range grants {
+		s.ACEs = append(s.ACEs, ACE{Path: g.Path, Trustee: GroupName, Rights: RightsRead, Inherit: g.Folder, IfUsersCannotRead: true, Origin: g.Origin})
 	}
 
-	s.Firewall = FirewallRules(port)
+	s.Firewall = FirewallRules(ports)
 	s.Filters = WFPFilters()
-	s.Rules = append(s.Rules, networkRule(p, port))
+	s.Rules = append(s.Rules, networkRule(p, ports, port, opts.Offline))
 	if p.Network.Mode == plan.NetAllowlist {
 		s.ProxyPort = port
 		if f := p.Network.Forwards(); len(f) > 0 {
@@ -401,6 +452,15 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		s.Spawn.RestrictingSIDs = append(s.Spawn.RestrictingSIDs, CapabilitySID(w.path))
 	}
 	s.Added = addedEnv(p, s, writable)
+	if s.Tmp != "" {
+		id := "agentbox-git"
+		if p.RunID != "" {
+			id += "-" + p.RunID
+		}
+		files, env := boxGit(p.Environ, opts.Git, winJoin(s.Tmp, id))
+		s.Git = files
+		s.Added = append(s.Added, env...)
+	}
 	env := spawnEnv(p, s)
 	s.Spawn.Cwd = p.Cwd
 	s.Spawn.Env = env
@@ -418,14 +478,24 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 
 // networkRule says how the network mode is enforced on Windows, and what it
 // does not stop.
-func networkRule(p *plan.Plan, port int) plan.RuleStatus {
+//
+// When the machine's facts show the offline user's rules would do nothing
+// (offlineProblem), offline mode is not enforced at all: under "require"
+// the run is refused with the reason, and `agentbox plan` says so.
+func networkRule(p *plan.Plan, ports PortRange, port int, offline *OfflineFacts) plan.RuleStatus {
 	r := plan.RuleStatus{Rule: "network", Path: p.Network.Mode}
+	if p.Network.Mode != plan.NetOpen && offline != nil {
+		if why := offlineProblem(*offline); why != "" {
+			r.Level, r.How = plan.NotEnforced, "offline mode cannot be kept here: "+why+"; runs with network \"open\" work"
+			return r
+		}
+	}
 	const leaks = "; not stopped: DNS lookups made for it by the DNS Client service, SMB (\\\\server\\share) through the kernel's redirector"
 	switch p.Network.Mode {
 	case plan.NetOpen:
 		r.Level, r.How = plan.Enforced, "the online sandbox user has the host's network"
 	case plan.NetNone:
-		r.Level, r.How = plan.Weaker, fmt.Sprintf("firewall rules for the offline sandbox user block every address but loopback port %d, and WFP filters its DNS, SMB and ICMP sockets", port)+leaks
+		r.Level, r.How = plan.Weaker, fmt.Sprintf("firewall rules for the offline sandbox user block every address but loopback ports %s (the allowlist proxies'), and WFP filters its DNS, SMB and ICMP sockets", ports)+leaks
 	case plan.NetAllowlist:
 		r.Level, r.How = plan.Weaker, fmt.Sprintf("HTTP and SOCKS5 proxy at 127.0.0.1:%d, serving this run's processes only; firewall rules block the offline sandbox user's every other address", port)+leaks
 	}
@@ -607,16 +677,16 @@ func alias(prog string) bool {
 //
 // Windows Firewall evaluates block rules before allow rules (an allow rule
 // cannot punch a hole in a block rule unless it is an authenticated-bypass
-// rule), so "block everything except loopback to the proxy port" is written
-// as block rules that together cover exactly the complement:
+// rule), so "block everything except loopback to the proxy ports" is
+// written as block rules that together cover exactly the complement:
 //   - every remote address except 127.0.0.0/8 and ::1, any protocol;
-//   - loopback TCP on every port but the proxy port;
+//   - loopback TCP on every port but the proxy ports;
 //   - loopback UDP on every port;
 //   - all inbound traffic.
 //
 // Other IP protocols to loopback (ICMP echo to 127.0.0.1) stay open; they
 // reach nothing outside the machine.
-func FirewallRules(port int) []FirewallRule {
+func FirewallRules(proxy PortRange) []FirewallRule {
 	const (
 		sddl      = "O:LSD:(A;;CC;;;{" + OfflineUser + "})"
 		loopback  = "127.0.0.0/255.0.0.0,::1"
@@ -624,16 +694,16 @@ func FirewallRules(port int) []FirewallRule {
 		notLoopV6 = "::,::2-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"
 	)
 	ports := []string{}
-	if port > 1 {
-		ports = append(ports, portRange(1, port-1))
+	if proxy.First > 1 {
+		ports = append(ports, portRange(1, proxy.First-1))
 	}
-	if port < 65535 {
-		ports = append(ports, portRange(port+1, 65535))
+	if proxy.Last() < 65535 {
+		ports = append(ports, portRange(proxy.Last()+1, 65535))
 	}
 	return []FirewallRule{
 		{Name: "agentbox offline: block outbound", Description: "agentbox: the offline sandbox user reaches no address but loopback",
 			Direction: "out", Action: "block", Protocol: "any", RemoteAddresses: notLoopV4 + "," + notLoopV6, LocalUserAuthorizedList: sddl},
-		{Name: "agentbox offline: block loopback tcp", Description: "agentbox: the offline sandbox user reaches only the proxy port on loopback",
+		{Name: "agentbox offline: block loopback tcp", Description: "agentbox: the offline sandbox user reaches only the proxy ports on loopback",
 			Direction: "out", Action: "block", Protocol: "tcp", RemoteAddresses: loopback, RemotePorts: strings.Join(ports, ","), LocalUserAuthorizedList: sddl},
 		{Name: "agentbox offline: block loopback udp", Description: "agentbox: the offline sandbox user sends no UDP, not even on loopback",
 			Direction: "out", Action: "block", Protocol: "udp", RemoteAddresses: loopback, LocalUserAuthorizedList: sddl},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -117,7 +118,8 @@ var cases = []struct {
 			plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: `C:\Users\me\.git-credentials`, Access: plan.Hidden, Origin: origin("default deny")},
 		)
 		return p
-	}, opts: Options{ProxyPort: 3128, ReadRoots: []string{`C:\Program Files\agentbox`, `C:\Users\me\AppData\Roaming\npm`}}},
+	}, opts: Options{ProxyPorts: PortRange{First: 3120, Count: 16}, ProxyPort: 3128, Runner: `C:\Program Files\agentbox\agentbox.exe`,
+		Git: &GitFacts{Vars: hostexec.ParseConfig([]byte("[user]\n\tname = Me\n\temail = me@example.com\n[credential]\n\thelper = manager\n")).Vars, Ignore: ".env\n"}}},
 	{name: "workspace-clean-env", plan: func() *plan.Plan {
 		p := base()
 		root := `C:\Users\me\agent-work`
@@ -266,7 +268,7 @@ func TestBuildEnv(t *testing.T) {
 			continue
 		}
 		p := tc.plan()
-		s, err := Build(p, Options{Exists: exists, ProxyPort: 3128})
+		s, err := Build(p, Options{Exists: exists, ProxyPorts: PortRange{First: 3128, Count: 1}, ProxyPort: 3128})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -462,9 +464,12 @@ func TestWinPath(t *testing.T) {
 	}
 }
 
-// fixedFacts are the machine facts of the test machine.
+// fixedFacts are the machine facts of the test machine, with the proxy
+// port Complete would otherwise reserve on Windows (a free one, which
+// differs from run to run).
 func fixedFacts(*plan.Plan) Options {
-	return Options{Exists: exists, ReadRoots: []string{`C:\Program Files\agentbox`}, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001"}
+	return Options{Exists: exists, Runner: `C:\Program Files\agentbox\agentbox.exe`, TempDir: `C:\Users\me\AppData\Local\Temp`, User: "S-1-5-21-1-2-3-1001",
+		ProxyPort: DefaultProxyPort}
 }
 
 // TestCompleteRefusalIsNotUnusable: a command that is not found completes
@@ -550,5 +555,31 @@ func TestCompletePrivateTmp(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, p.Prepare); diff != "" {
 		t.Errorf("prepare (-want +got):\n%s", diff)
+	}
+}
+
+// TestKeepAfterRun: the guards the registry could not keep with ACEs on
+// Windows (plan.KeepNone) are marked as what the Windows after-run check
+// does with them, so `agentbox plan` never says "not covered" for them.
+func TestKeepAfterRun(t *testing.T) {
+	p := base()
+	p.HostExec.Guards = []plan.Guard{
+		{Path: `C:\Users\me\proj\.git\hooks`, Kind: plan.KindDir, Keep: plan.KeepReadOnly},
+		{Path: `C:\Users\me\proj\.claude`, Kind: plan.KindMissing, Keep: plan.KeepNone},
+		{Path: `C:\Users\me\proj\node_modules\.bin\x`, Kind: plan.KindFile, Keep: plan.KeepNone},
+	}
+	before := p.HostExec.Guards
+	if err := (&Windows{Facts: fixedFacts}).Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	var got []plan.Keep
+	for _, g := range p.HostExec.Guards {
+		got = append(got, g.Keep)
+	}
+	if diff := cmp.Diff([]plan.Keep{plan.KeepReadOnly, plan.KeepChecked, plan.KeepRestored}, got); diff != "" {
+		t.Errorf("keeps (-want +got):\n%s", diff)
+	}
+	if before[1].Keep != plan.KeepNone {
+		t.Error("Complete changed the guards' list in place (backend selection could not undo it)")
 	}
 }

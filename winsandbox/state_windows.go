@@ -34,18 +34,32 @@ import (
 
 // RecordVersion is the version of the setup record; a record of another
 // version means setup must run again.
-const RecordVersion = 2
+//
+// Version 3: the proxy has a range of ports (ProxyPorts), one per
+// allowlist run at a time, and the offline user's firewall rules open the
+// whole range; a version 2 setup opened one port.
+const RecordVersion = 3
 
 // record is what setup made, written last so that a record exists only after
 // every step succeeded.
 type record struct {
-	Version   int               `json:"version"`
-	ProxyPort int               `json:"proxy_port"`
-	GroupSID  string            `json:"group_sid"`
-	Users     map[string]string `json:"users"` // name → SID
-	Rules     []string          `json:"rules"`
-	Filters   []string          `json:"wfp_filters"`
-	Time      time.Time         `json:"time"`
+	Version    int               `json:"version"`
+	ProxyPort  int               `json:"proxy_port"`  // the first proxy port
+	ProxyPorts int               `json:"proxy_ports"` // how many, from ProxyPort
+	GroupSID   string            `json:"group_sid"`
+	Users      map[string]string `json:"users"` // name → SID
+	Rules      []string          `json:"rules"`
+	Filters    []string          `json:"wfp_filters"`
+	// Offline is why offline mode (network "none", "allowlist") is
+	// unavailable on this machine: local firewall rules do not take
+	// effect (group policy). "" when it is available.
+	Offline string    `json:"offline_unavailable,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// proxyRange is the proxy ports setup opened.
+func (r *record) proxyRange() PortRange {
+	return PortRange{First: r.ProxyPort, Count: r.ProxyPorts}
 }
 
 // machineDir is %ProgramData%\agentbox.

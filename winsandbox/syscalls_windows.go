@@ -162,8 +162,15 @@ type localGroupInfo1 struct {
 	Comment *uint16
 }
 
-// localGroupMembersInfo3 is LOCALGROUP_MEMBERS_INFO_3.
-type localGroupMembersInfo3 struct{ DomainAndName *uint16 }
+// localGroupMembersInfo0 is LOCALGROUP_MEMBERS_INFO_0: a member by SID.
+type localGroupMembersInfo0 struct{ SID *windows.SID }
+
+// jobAccounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION: how many
+// processes a job still holds, among others.
+type jobAccounting struct {
+	TotalUserTime, TotalKernelTime, ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime int64
+	TotalPageFaultCount, TotalProcesses, ActiveProcesses, TotalTerminatedProcesses     uint32
+}
 
 // localGroupUsersInfo0 is LOCALGROUP_USERS_INFO_0.
 type localGroupUsersInfo0 struct{ Name *uint16 }
@@ -403,20 +410,10 @@ func desktopName() string {
 	return w + `\` + d
 }
 
-// tcpRowOwnerPID is MIB_TCPROW_OWNER_PID.
-type tcpRowOwnerPID struct {
-	State      uint32
-	LocalAddr  uint32
-	LocalPort  uint32
-	RemoteAddr uint32
-	RemotePort uint32
-	OwningPID  uint32
-}
-
-// tcpOwner returns the process that owns the IPv4 TCP connection from
-// local to remote (both in the peer's view: the client's address is local).
-// GetExtendedTcpTable(TCP_TABLE_OWNER_PID_CONNECTIONS, AF_INET).
-func tcpOwner(localIP [4]byte, localPort uint16, remoteIP [4]byte, remotePort uint16) (uint32, error) {
+// tcpTable reads the IPv4 TCP connections and their owners:
+// GetExtendedTcpTable(TCP_TABLE_OWNER_PID_CONNECTIONS, AF_INET), whose
+// rows are MIB_TCPROW_OWNER_PID (tcpRow).
+func tcpTable() ([]tcpRow, error) {
 	const tcpTableOwnerPIDConnections = 4
 	size := uint32(16 << 10)
 	for tries := 0; tries < 5; tries++ {
@@ -427,21 +424,16 @@ func tcpOwner(localIP [4]byte, localPort uint16, remoteIP [4]byte, remotePort ui
 			continue
 		}
 		if r != 0 {
-			return 0, fmt.Errorf("GetExtendedTcpTable: %w", windows.Errno(r))
+			return nil, fmt.Errorf("GetExtendedTcpTable: %w", windows.Errno(r))
 		}
+		// MIB_TCPTABLE_OWNER_PID: a DWORD count, then the rows from byte 4.
 		n := *(*uint32)(unsafe.Pointer(&buf[0]))
-		rows := unsafe.Slice((*tcpRowOwnerPID)(unsafe.Pointer(&buf[4])), n)
-		port := func(p uint16) uint32 { return uint32(p>>8 | p<<8) } // network byte order in the low word
-		ip := func(b [4]byte) uint32 { return *(*uint32)(unsafe.Pointer(&b[0])) }
-		for _, row := range rows {
-			if row.LocalAddr == ip(localIP) && row.LocalPort&0xffff == port(localPort) &&
-				row.RemoteAddr == ip(remoteIP) && row.RemotePort&0xffff == port(remotePort) {
-				return row.OwningPID, nil
-			}
+		if uintptr(n) > (uintptr(len(buf))-4)/unsafe.Sizeof(tcpRow{}) {
+			return nil, errors.New("GetExtendedTcpTable: more rows than the buffer holds")
 		}
-		return 0, errors.New("no such connection in the TCP table")
+		return append([]tcpRow(nil), unsafe.Slice((*tcpRow)(unsafe.Pointer(&buf[4])), n)...), nil
 	}
-	return 0, errors.New("GetExtendedTcpTable: the table kept growing")
+	return nil, errors.New("GetExtendedTcpTable: the table kept growing")
 }
 
 // unsafePointer converts the address of an ACE's SidStart field, where the

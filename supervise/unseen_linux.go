@@ -1,0 +1,357 @@
+package supervise
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/hostexec"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// What the box changed that git status will not show the user: the
+// after-run check reports it (event.Unseen), and clears the marks in a
+// git index that the run set to hide a tracked file's change.
+
+// indexState is what a git folder's index said before the run: its stamp
+// and the entries marked assume-unchanged or skip-worktree then.
+type indexState struct {
+	Dev, Ino uint64
+	Ctime    int64
+	Size     int64
+	Marked   []string `json:"marked,omitempty"`
+}
+
+// indexStates records, before the run, the marks of the index of every
+// git folder known: from agentbox's cache of it (state/gitindex) when the
+// index has not changed since, else by reading it.
+func indexStates(h *plan.HostExec) map[string]indexState {
+	out := map[string]indexState{}
+	for _, g := range h.GitDirs {
+		st, err := statIndex(g)
+		if err != nil {
+			continue
+		}
+		if c, ok := readIndexCache(h.State, g); ok && c.Dev == st.Dev && c.Ino == st.Ino && c.Ctime == st.Ctime && c.Size == st.Size {
+			out[g] = c
+			continue
+		}
+		marks, err := readMarks(g)
+		if err != nil {
+			continue
+		}
+		for _, m := range marks {
+			st.Marked = append(st.Marked, m.Path)
+		}
+		out[g] = st
+		writeIndexCache(h.State, g, st)
+	}
+	return out
+}
+
+func statIndex(g string) (indexState, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(g, "index"), &st); err != nil {
+		return indexState{}, err
+	}
+	if !isReg(st) {
+		return indexState{}, errors.New("not a file")
+	}
+	return indexState{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano(), Size: st.Size}, nil
+}
+
+// hashSize is the size of object names in the repository of git folder
+// g: 32 when its config says extensions.objectFormat = sha256.
+func hashSize(g string) int {
+	common := g
+	if data, _, err := readFile(filepath.Join(g, "commondir"), 4096); err == nil {
+		c := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(g, c)
+		}
+		common = filepath.Clean(c)
+	}
+	data, _, err := readFile(filepath.Join(common, "config"), 1<<20)
+	if err == nil {
+		for _, v := range hostexec.ParseConfig(data).Vars {
+			if v.Section == "extensions" && v.Key == "objectformat" && strings.EqualFold(v.Value, "sha256") {
+				return 32
+			}
+		}
+	}
+	return 20
+}
+
+func readMarks(g string) ([]hostexec.IndexFlag, error) {
+	data, _, err := readFile(filepath.Join(g, "index"), 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	return hostexec.IndexFlags(data, hashSize(g))
+}
+
+// readFile reads a file by path through readAt (no symlink followed at the
+// last step).
+func readFile(p string, max int64) ([]byte, unix.Stat_t, error) {
+	dfd, name, err := openParent(p)
+	if err != nil {
+		return nil, unix.Stat_t{}, err
+	}
+	defer unix.Close(dfd)
+	return readAt(dfd, name, max)
+}
+
+func indexCacheName(g string) string {
+	sum := sha256.Sum256([]byte(g))
+	return hex.EncodeToString(sum[:16])
+}
+
+func readIndexCache(state, g string) (indexState, bool) {
+	var c indexState
+	data, _, err := readFile(filepath.Join(state, "gitindex", indexCacheName(g)), 64<<20)
+	if err != nil || json.Unmarshal(data, &c) != nil {
+		return c, false
+	}
+	return c, true
+}
+
+func writeIndexCache(state, g string, c indexState) {
+	if state == "" {
+		return
+	}
+	sfd, err := openDir(state)
+	if err != nil {
+		return
+	}
+	defer unix.Close(sfd)
+	if ownedDir(sfd) != nil {
+		return
+	}
+	dfd, err := subdir(sfd, "gitindex")
+	if err != nil {
+		return
+	}
+	defer unix.Close(dfd)
+	if data, err := json.Marshal(c); err == nil {
+		writeSmall(dfd, indexCacheName(g), data)
+	}
+}
+
+// indexMarks clears, in the index of every git folder known before the
+// run whose index changed, the assume-unchanged and skip-worktree marks
+// the run set (a sparse checkout's skip-worktree marks are only
+// reported), and reports each.
+func (c *checker) indexMarks() {
+	if c.before == nil {
+		return
+	}
+	gits := make([]string, 0, len(c.before))
+	for g := range c.before {
+		gits = append(gits, g)
+	}
+	sort.Strings(gits)
+	for _, g := range gits {
+		was := c.before[g]
+		now, err := statIndex(g)
+		if err != nil || now.Dev == was.Dev && now.Ino == was.Ino && now.Ctime == was.Ctime && now.Size == was.Size {
+			continue
+		}
+		c.clearMarks(g, was.Marked)
+	}
+}
+
+// clearMarks clears the marks of git folder g's index that are not in
+// kept.
+func (c *checker) clearMarks(g string, kept []string) {
+	dfd, err := openDir(g)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dfd)
+	data, _, err := readAt(dfd, "index", 1<<30)
+	if err != nil {
+		return
+	}
+	size := hashSize(g)
+	marks, err := hostexec.IndexFlags(data, size)
+	if err != nil {
+		c.unseen(filepath.Join(g, "index"), "index", "a git index agentbox cannot read: the marks in it were not checked ("+err.Error()+")")
+		return
+	}
+	had := map[string]bool{}
+	for _, k := range kept {
+		had[k] = true
+	}
+	sparse := false
+	if d, _, err := readAt(dfd, "info/sparse-checkout", 1<<20); err == nil && len(bytes.TrimSpace(d)) > 0 {
+		sparse = true
+	}
+	clear := map[string]bool{}
+	var names []string
+	for _, m := range marks {
+		if had[m.Path] {
+			continue
+		}
+		if m.SkipWorktree && !m.AssumeValid && sparse {
+			c.unseen(m.Path, "index mark", "marked skip-worktree during the run (a sparse checkout): git status does not show its changes")
+			continue
+		}
+		clear[m.Path] = true
+		names = append(names, m.Path)
+	}
+	if len(clear) == 0 {
+		return
+	}
+	out, err := hostexec.ClearIndexFlags(data, size, clear, !sparse)
+	if err == nil {
+		// As git itself writes the index: through index.lock, which
+		// also keeps a git command of the user's from racing this.
+		var fd int
+		fd, err = unix.Openat(dfd, "index.lock", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			_, err = unix.Write(fd, out)
+			unix.Close(fd)
+			if err == nil {
+				err = unix.Renameat(dfd, "index.lock", dfd, "index")
+			}
+			if err != nil {
+				unix.Unlinkat(dfd, "index.lock", 0)
+			}
+		}
+	}
+	for _, n := range names {
+		if err != nil {
+			c.unseen(n, "index mark", "marked assume-unchanged or skip-worktree during the run, so git status and git diff do not show its changes; the mark could not be cleared ("+err.Error()+"): git update-index --no-assume-unchanged --no-skip-worktree -- "+n)
+			continue
+		}
+		c.unseen(n, "index mark cleared", "marked assume-unchanged or skip-worktree during the run, which hid its changes from git status and git diff; the mark was cleared")
+	}
+}
+
+// unseen reports one thing the box changed out of git's sight.
+func (c *checker) unseen(p, action, detail string) {
+	c.ev.Emit(event.Event{Kind: event.Unseen, Path: p, Action: action, Detail: detail})
+}
+
+// outOfSight are the names of folders projects leave out of git: what
+// the box changes there git status never shows.
+var outOfSight = map[string]bool{
+	"node_modules": true, ".venv": true, "venv": true, "__pycache__": true, "target": true, "dist": true, "build": true,
+	"out": true, ".next": true, ".nuxt": true, ".svelte-kit": true, ".turbo": true, ".cache": true, ".parcel-cache": true,
+	".tox": true, ".nox": true, ".mypy_cache": true, ".pytest_cache": true, ".ruff_cache": true, ".gradle": true,
+	".direnv": true, "bower_components": true, "jspm_packages": true, ".pnpm-store": true, "site-packages": true,
+	".terraform": true, ".serverless": true, "coverage": true, ".eggs": true, "_build": true, "deps": true, ".bundle": true,
+}
+
+// changes reports, from the tree the search after the run made of root
+// (t) against the one before it (old), what changed out of git's sight:
+// the folders changed in each tree projects leave out of git (and the new
+// programs there), and new or changed programs elsewhere.
+func (c *checker) changes(root string, t, old *plan.Tree) {
+	if old == nil || t == nil {
+		return
+	}
+	ignored := ignoredNames(root)
+	type tree struct {
+		folders, programs int
+	}
+	trees := map[string]*tree{}
+	var programs []string
+	for i := 1; i < t.Len(); i++ {
+		if t.Dirs[i].Flags&plan.DirListed == 0 {
+			continue
+		}
+		rel := t.Rel(i)
+		top := ""
+		parts := strings.Split(rel, "/")
+		for k, el := range parts {
+			if outOfSight[el] || ignored[el] || el == ".git" {
+				top = strings.Join(parts[:k+1], "/")
+				break
+			}
+		}
+		execs := c.newPrograms(path.Join(root, rel))
+		if top != "" {
+			tr := trees[top]
+			if tr == nil {
+				tr = &tree{}
+				trees[top] = tr
+			}
+			tr.folders++
+			tr.programs += len(execs)
+			continue
+		}
+		for _, e := range execs {
+			programs = append(programs, path.Join(rel, e))
+		}
+	}
+	tops := make([]string, 0, len(trees))
+	for k := range trees {
+		if path.Base(k) != ".git" {
+			tops = append(tops, k)
+		}
+	}
+	sort.Strings(tops)
+	for _, k := range tops {
+		tr := trees[k]
+		d := fmt.Sprintf("%d folders changed", tr.folders)
+		if tr.programs > 0 {
+			d += fmt.Sprintf(", %d new or changed programs", tr.programs)
+		}
+		c.unseen(path.Join(root, k), "ignored tree", d+": git status does not show what changes here")
+	}
+	sort.Strings(programs)
+	for _, p := range programs {
+		c.unseen(path.Join(root, p), "new program", "a program the box made or changed (git status shows it only if it is tracked or untracked, not ignored)")
+	}
+}
+
+// newPrograms are the executable files in folder dir changed since the
+// run began.
+func (c *checker) newPrograms(dir string) []string {
+	dfd, err := openDir(dir)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dfd)
+	names, _ := listAt(dfd)
+	var out []string
+	for _, n := range names {
+		st, err := lstatAt(dfd, n)
+		if err == nil && isReg(st) && st.Mode&0o111 != 0 && st.Ctim.Nano() >= c.started {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ignoredNames are the plain names (no pattern) the root's .gitignore and
+// its repository's info/exclude leave out.
+func ignoredNames(root string) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range []string{filepath.Join(root, ".gitignore"), filepath.Join(root, ".git", "info", "exclude")} {
+		data, _, err := readFile(f, 1<<20)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.Trim(strings.TrimSpace(line), "/")
+			if line == "" || strings.ContainsAny(line, "#!*?[/\\") {
+				continue
+			}
+			out[line] = true
+		}
+	}
+	return out
+}
