@@ -387,6 +387,8 @@ home, project = sys.argv[1], sys.argv[2]
 # refusals the plan does make (the home folder is read-only), never made
 s.sendto(rec(2, 0, 30, "open", "", home + "/.tmux.conf", "", "", "tmux"), sock)
 s.sendto(rec(2, 0, 30, "open", "", home + "/.bashrc", "", "", "bash"), sock)
+# and one in a cache that holds a repository deep inside (names alone call it safe)
+s.sendto(rec(3, 0, 30, "open", "", home + "/.cache/tool/x", "", "", "x"), sock)
 # one the plan does not make: a write in the writable root
 s.sendto(rec(3, 0, 30, "open", "", project + "/allowed", "", "", "x"), sock)
 # a path made to move the cursor and forge a line
@@ -401,7 +403,7 @@ print("sent")
 // a made-up refusal of what the plan allows is not recorded; one of what
 // it refuses is, but the change that would allow it is classified by the
 // registry of what host programs run or obey (never "safe" for a file a
-// shell or tmux runs); text the box chose is escaped before the terminal
+// shell or tmux runs, nor for a cache with a repository deep inside); text the box chose is escaped before the terminal
 // and the audit log; what is no record is ignored and counted.
 func TestFSLogPreloadForged(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -412,6 +414,7 @@ func TestFSLogPreloadForged(t *testing.T) {
 			w := newWorld(t)
 			write(t, filepath.Join(w.home, ".tmux.conf"), "# host\n")
 			write(t, filepath.Join(w.home, ".bashrc"), "# host\n")
+			write(t, filepath.Join(w.home, ".cache", "tool", "deep", "repo", ".git", "HEAD"), "ref: refs/heads/main\n")
 			script := filepath.Join(w.project, "forger.py")
 			write(t, script, forger)
 			r := w.run("run", "--backend", backend, "--", "python3", script, w.home, w.project)
@@ -420,7 +423,7 @@ func TestFSLogPreloadForged(t *testing.T) {
 			if strings.ContainsAny(r.stderr, "\x1b") || strings.Contains(r.stderr, "\nagentbox:   forged") {
 				t.Errorf("text the box chose reached the terminal unescaped:\n%q", r.stderr)
 			}
-			for _, f := range []string{".tmux.conf", ".bashrc"} {
+			for _, f := range []string{".tmux.conf", ".bashrc", ".cache/tool/x"} {
 				line := ""
 				for _, l := range strings.Split(r.stderr, "\n") {
 					if strings.Contains(l, "~/"+f+",") {
@@ -431,7 +434,8 @@ func TestFSLogPreloadForged(t *testing.T) {
 					t.Errorf("the summary's line for ~/%s: %q; want it risky\n%s", f, line, r.stderr)
 				}
 			}
-			expectContains(t, "summary", r.stderr, "tmux .tmux.conf")
+			expectContains(t, "summary", r.stderr, "~/.tmux.conf: tmux")
+			expectContains(t, "summary", r.stderr, "~/.cache/tool/deep/repo/.git")
 			evs := w.denials()
 			find(t, evs, "write", filepath.Join(w.home, ".tmux.conf"))
 			for _, e := range evs {
