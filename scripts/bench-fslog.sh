@@ -19,7 +19,9 @@
 #
 #   scripts/bench-fslog.sh [rounds] [work-rounds]     (defaults 60 and 11)
 #
-# BENCH_GO=0 leaves the go build out (it takes minutes a round).
+# BENCH_GO=0 leaves the go build out (it takes minutes a round); work-rounds
+# 0 leaves both builds out. CPU is the ratio of the CPU time agentbox and
+# everything it started used (less moved by other load than wall time).
 #
 # Every round runs every command of its group once, in a new random order,
 # each started directly (no shell) with its output on /dev/null; a goal's
@@ -209,12 +211,12 @@ t, cpu, failed = measure(quick, rounds, 3)
 print(f"the filesystem log's cost: {rounds} rounds of the quick goals, {time.monotonic() - start:.0f} s; "
       f"ratio = median of per-round ratios (p10-p90), with the log / without")
 print(f"{'goal':<52} {'with':>8} {'without':>8}    {'ratio':>6} {'p10-p90':>11} {'target':>6}")
-line("launch: agentbox run -- /bin/true (bwrap)", t, "run", "run-off", 1.02, failed)
-line("launch: agentbox run -- /bin/true (landlock)", t, "ll", "ll-off", 1.02, failed)
-line("git status, 5,000 files, boxed (bwrap)", t, "git", "git-off", 1.02, failed)
+line("launch: agentbox run -- /bin/true (bwrap)", t, "run", "run-off", 1.02, failed, cpu)
+line("launch: agentbox run -- /bin/true (landlock)", t, "ll", "ll-off", 1.02, failed, cpu)
+line("git status, 5,000 files, boxed (bwrap)", t, "git", "git-off", 1.02, failed, cpu)
 line("python3 -m compileall -f, 400 modules (bwrap)", t, "compile", "compile-off", 1.02, failed, cpu)
-line("(info) complete mode: launch (bwrap)", t, "run-complete", "run-off", None, failed)
-line("(info) complete mode: launch (landlock)", t, "ll-complete", "ll-off", None, failed)
+line("(info) complete mode: launch (bwrap)", t, "run-complete", "run-off", None, failed, cpu)
+line("(info) complete mode: launch (landlock)", t, "ll-complete", "ll-off", None, failed, cpu)
 
 # The builds.
 npm = f"{work}/npm"
@@ -234,14 +236,17 @@ if os.environ.get("BENCH_GO", "1") != "0":
     builds["go"] = ([ab, "run", *gobuild], f"{work}/crane", fresh_gocache)
     builds["go-off"] = ([ab, "run", *nolog, *gobuild], f"{work}/crane", fresh_gocache)
 start = time.monotonic()
-t, cpu, failed = measure(builds, work_rounds, 1)
+t, cpu, failed = measure(builds, work_rounds, 1) if work_rounds else ({}, {}, {})
 print(f"builds: {work_rounds} rounds, {time.monotonic() - start:.0f} s")
-line("npm ci, 280 packages (bwrap)", t, "npm", "npm-off", 1.02, failed, cpu, 1, "s")
-if "go" in builds:
-    line("go build ./cmd/crane, std-only cache (bwrap)", t, "go", "go-off", 1.02, failed, cpu, 1, "s")
+if not work_rounds:
+    print(f"{'npm ci and go build (bwrap)':<52} not measured (work-rounds 0)")
 else:
-    print(f"{'go build ./cmd/crane, std-only cache (bwrap)':<52} not measured (BENCH_GO=0)")
-line("(info) complete mode: npm ci (bwrap)", t, "npm-complete", "npm-off", None, failed, cpu, 1, "s")
+    line("npm ci, 280 packages (bwrap)", t, "npm", "npm-off", 1.02, failed, cpu, 1, "s")
+    if "go" in builds:
+        line("go build ./cmd/crane, std-only cache (bwrap)", t, "go", "go-off", 1.02, failed, cpu, 1, "s")
+    else:
+        print(f"{'go build ./cmd/crane, std-only cache (bwrap)':<52} not measured (BENCH_GO=0)")
+    line("(info) complete mode: npm ci (bwrap)", t, "npm-complete", "npm-off", None, failed, cpu, 1, "s")
 
 # A flood of refusals (for information): what each refused call costs a
 # program, with the preloaded log (rate-limited), the complete mode, none.
