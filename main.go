@@ -15,10 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/box"
 	"github.com/agentbox/agentbox/cache"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/policy"
@@ -43,6 +45,8 @@ func main() {
 			os.Exit(winsandbox.RunnerMain(os.Args[2:]))
 		case mount.SeccompCommand:
 			os.Exit(writeSeccomp(os.Args[2:]))
+		case fslog.PreloadCommand:
+			os.Exit(writePreload(os.Args[2:]))
 		case verify.ProbeCommand:
 			os.Exit(verify.Main())
 		case cache.GoProgCommand:
@@ -127,6 +131,20 @@ func printError(err error) {
 
 // writeSeccomp writes the seccomp program for the reopened (and extra)
 // groups to stdout.
+// writePreload is `agentbox __fslog-preload DIR`: the preloaded log's
+// libraries written into DIR (see box's plan --argv).
+func writePreload(args []string) int {
+	if len(args) != 1 || !filepath.IsAbs(args[0]) {
+		printError(errors.New("usage: agentbox " + fslog.PreloadCommand + " DIR (absolute)"))
+		return supervise.ExitFailure
+	}
+	if err := fslog.WritePreload(args[0]); err != nil {
+		printError(err)
+		return supervise.ExitFailure
+	}
+	return 0
+}
+
 func writeSeccomp(args []string) int {
 	f, err := seccomp.BuildArgs(args)
 	if err != nil {

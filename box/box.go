@@ -174,7 +174,7 @@ func confined(p *plan.Plan, b backend.Backend) {
 		p.Command = append([]string(nil), p.Provider.Confined...)
 	}
 	confinedEnv(p)
-	p.Log.Filesystem = filesystemLog(p, b)
+	planLog(p, b)
 }
 
 // newRunID draws a run's ID: 12 random hex digits.

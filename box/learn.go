@@ -53,7 +53,11 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 		// paths too, even where the policy does not record them.
 		// Not inside another box (Depth > 1), whose own log refuses a
 		// second listener and records what its policy refuses itself.
-		p.Log.Filesystem = filesystemLog(&plan.Plan{GOOS: p.GOOS, Identity: p.Identity, Depth: p.Depth, Log: plan.Log{Enabled: true, Filesystem: "auto"}}, b)
+		// The complete mode, which sees static programs too: a learning
+		// run sees every refusal, whatever it costs.
+		unplanLog(p)
+		p.Log.Off = ""
+		p.Log.Filesystem = filesystemLog(&plan.Plan{GOOS: p.GOOS, Identity: p.Identity, Depth: p.Depth, Log: plan.Log{Enabled: true, Filesystem: "complete"}}, b)
 		p.Log.Reads = p.Log.Filesystem != ""
 		if err := b.Complete(p); err != nil {
 			return err
@@ -79,7 +83,7 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr}, &refusal.Summary{W: os.Stderr, Plan: p}, nets)
+	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr}, &refusal.Summary{W: os.Stderr, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)}, nets)
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
@@ -102,7 +106,7 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 		return hint(fmt.Errorf("learn: %s changed while the command ran; nothing was proposed", file),
 			"the box may have written it: look at it before you trust or remove it")
 	}
-	prop := learn.Propose(p, append(j.Refusals(), nets.refused()...), ShellJoin(req.Command))
+	prop := learn.Propose(p, append(j.Refusals(), nets.refused()...), ShellJoin(req.Command), hostRun(p, 0))
 	var report bytes.Buffer
 	var diff string
 	if len(prop.Adds) > 0 {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 )
@@ -90,6 +91,11 @@ func Plan(req Request, f PlanFormat, width int, w io.Writer) error {
 			case "file":
 				prep = append(prep, "{ [ -e "+ShellQuote(d.Path)+" ] || printf %s "+ShellQuote(d.Content)+" > "+ShellQuote(d.Path)+"; }")
 			}
+		}
+		if p.Log.Filesystem == fslog.Preload && p.Log.Preload != "" {
+			// The preloaded log's libraries, where LD_PRELOAD names
+			// them (with no socket: the records go nowhere).
+			prep = append(prep, ShellQuote(self)+" "+fslog.PreloadCommand+" "+ShellQuote(p.Log.Preload))
 		}
 		if len(prep) > 0 {
 			fmt.Fprint(w, strings.Join(prep, " && ")+" && ")

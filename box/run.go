@@ -71,13 +71,14 @@ func Run(req Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	j := judge(p)
 	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog},
-		&refusal.Summary{W: os.Stderr, NetLog: req.NetLog, Plan: p})
+		&refusal.Summary{W: os.Stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)})
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
 	defer events.Close()
-	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judge(p),
+	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judgeFunc(j),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 }
 

@@ -59,7 +59,7 @@ func verifyBox(p *plan.Plan, b backend.Backend) (verify.Report, error) {
 	q.Command = []string{"/proc/self/exe", verify.ProbeCommand}
 	q.RunID = newRunID()
 	// The probe's refusals are the point, not something to record.
-	q.Log.Filesystem = ""
+	q.Log.Filesystem, q.Log.Preload = "", ""
 	var keep []plan.Prepare
 	for _, d := range q.Prepare {
 		switch {

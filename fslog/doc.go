@@ -5,7 +5,30 @@
 // Recording never changes what the kernel decides: agentbox only looks,
 // and the kernel alone enforces.
 //
-// It has two mechanisms; the plan names the one a run uses (plan.Log):
+// It has three mechanisms; the plan names the one a run uses (plan.Log):
+//
+// The preloaded log (Preload), the default, for both Linux backends: a
+// small library (preload/preload.c, built reproducibly and embedded)
+// that agentbox loads into every dynamically linked program of the box
+// through LD_PRELOAD wraps the C library's path calls that can be refused,
+// calls the real one, and only when it fails with EROFS, EACCES, EPERM or
+// EBUSY sends one datagram to a socket in the run's own folder (beside
+// the library, which the box sees at the same path). A call that succeeds
+// costs the program a compare and a branch; agentbox does nothing at all
+// for it. Each record is a report, not evidence: the kernel names its
+// sender (SCM_CREDENTIALS), and agentbox resolves the path in the box's
+// view and asks the plan whether it refuses that operation there, as for
+// seccomp notification; only then is it recorded. A process can unload
+// the library, call the kernel directly, or send made-up records: none of
+// that changes what the kernel enforces, and a made-up record can only be
+// of an operation the plan really refuses. Static programs (Go binaries),
+// direct system calls and programs started with LD_PRELOAD removed are
+// not seen; the complete mode below sees them. Each process sends at most
+// 1,000 records a second (after a burst of 256), agentbox judges at most
+// 2,000 a second in all, and what is not sent or not judged is counted
+// and said at the end.
+//
+// The complete mode ([log] filesystem = "complete") is one of these two:
 //
 // Seccomp user notification (Notify), for both Linux backends, as root and
 // not. A second seccomp filter, installed by agentbox's own code in the
@@ -59,8 +82,10 @@
 // which the log then says.
 //
 // Flooding is bounded: identical refusals are recorded once, the audit log
-// keeps a fixed number of events per run and counts the rest, and a box
-// that makes many refused calls only slows itself down.
+// keeps a fixed number of events per run and counts the rest, the
+// preloaded log's records are rate-limited and never block the program,
+// and a box that makes many refused calls under seccomp notification only
+// slows itself down.
 //
 // What does not belong here: which rule refuses what (package refusal
 // judges an Attempt against the plan), the audit log itself (package

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -29,8 +30,15 @@ type Log struct {
 	// stopR and stopW end the serving once the box has ended.
 	stopR, stopW int
 	audit        *auditReader
-	done         chan struct{}
-	once         sync.Once
+	// first is the pid of the box's first process (Started).
+	first atomic.Int64
+	// preload is the preloaded log's socket.
+	preload *os.File
+	// done is closed when the serving of the log socket (the broker's
+	// listener, the seccomp or audit log) has ended, pdone when the
+	// preloaded log's reader has.
+	done, pdone chan struct{}
+	once        sync.Once
 }
 
 // Start opens the log of a run of p: the socket the box's side arms it
@@ -47,12 +55,24 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 	if mode == "" && b == nil {
 		return nil
 	}
-	l := &Log{mode: mode, judge: judge, broker: b, ev: ev, seen: newDedup(), done: make(chan struct{}), stopR: -1, stopW: -1}
+	l := &Log{mode: mode, judge: judge, broker: b, ev: ev, seen: newDedup(), done: make(chan struct{}), pdone: make(chan struct{}), stopR: -1, stopW: -1}
+	if mode == Preload {
+		l.startPreload(p.Log.Preload, p.Box.Backend == "landlock")
+		if b == nil {
+			if l.preload == nil {
+				return nil
+			}
+			close(l.done) // no broker to serve
+			return l
+		}
+		// The broker's listener is served as well, with no log of its
+		// own: the preloaded library records the refusals.
+	}
 	// SOCK_SEQPACKET: one message is one send, with its descriptor.
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		l.warn(fmt.Errorf("making its socket: %w", err))
-		return nil
+		return l.preloadOnly()
 	}
 	l.host, l.box = os.NewFile(uintptr(fds[0]), "fslog"), os.NewFile(uintptr(fds[1]), "fslog-box")
 	if mode == Notify || b != nil {
@@ -62,7 +82,7 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 			l.host.Close()
 			l.box.Close()
 			l.warn(fmt.Errorf("offering its filter: %w", err))
-			return nil
+			return l.preloadOnly()
 		}
 	}
 	var pipe [2]int
@@ -70,7 +90,7 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 		l.host.Close()
 		l.box.Close()
 		l.warn(fmt.Errorf("making its pipe: %w", err))
-		return nil
+		return l.preloadOnly()
 	}
 	l.stopR, l.stopW = pipe[0], pipe[1]
 	if mode == Audit {
@@ -84,8 +104,51 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 	return l
 }
 
+// startPreload starts the preloaded log, whose records come on a socket
+// in dir, which the box reaches by its path: there is no end of a socket
+// to pass to the box. The socket is read through the Go runtime's poller:
+// no thread of agentbox waits on it, and Stop needs no thread to wake.
+func (l *Log) startPreload(dir string, landlock bool) {
+	fd, err := listenPreload(dir)
+	if err != nil {
+		l.warnPreload(err)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "fslog-preload")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		l.warnPreload(fmt.Errorf("reading its socket: %w", err))
+		return
+	}
+	l.preload = f
+	s := &preloadServer{fd: fd, root: -1, landlock: landlock, first: &l.first, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
+	go func() {
+		defer close(l.pdone)
+		defer f.Close()
+		s.serve(rc)
+		s.done()
+	}()
+}
+
+// preloadOnly is what Start returns when the log socket could not be
+// set up: the preloaded log alone if it runs, else nothing.
+func (l *Log) preloadOnly() *Log {
+	if l.preload == nil {
+		return nil
+	}
+	close(l.done)
+	return l
+}
+
+// warnPreload says the preloaded log could not start: only the record of
+// refusals is lost (a broker, if any, is served apart).
+func (l *Log) warnPreload(err error) {
+	l.ev.Emit(event.Event{Kind: event.Warning, Detail: "filesystem log: " + err.Error() + "; this run's refusals are not recorded"})
+}
+
 // Box is the box's end of the log socket, to pass to the box's first
-// process (nil for a nil Log).
+// process (nil for a nil Log, and for the preloaded log, which has none).
 func (l *Log) Box() *os.File {
 	if l == nil {
 		return nil
@@ -93,11 +156,18 @@ func (l *Log) Box() *os.File {
 	return l.box
 }
 
-// Started closes the supervisor's copy of the box's end once the box's
-// first process has its own: the log then sees the socket's end when the
-// box's side is gone without arming it.
-func (l *Log) Started() {
-	if l != nil && l.box != nil {
+// Started is told the pid of the box's first process once it has started
+// (0 when it could not be), and closes the supervisor's copy of the box's
+// end, which the box's first process has its own of: the log then sees the
+// socket's end when the box's side is gone without arming it.
+func (l *Log) Started(pid int) {
+	if l == nil {
+		return
+	}
+	if pid > 0 {
+		l.first.CompareAndSwap(0, int64(pid))
+	}
+	if l.box != nil {
 		l.box.Close()
 	}
 }
@@ -109,15 +179,32 @@ func (l *Log) Stop() {
 		return
 	}
 	l.once.Do(func() {
-		l.box.Close()
-		unix.Write(l.stopW, []byte{1})
-		l.host.Close() // a box side that never armed the log: recvmsg returns
+		if l.box != nil {
+			l.box.Close()
+		}
+		if l.preload != nil {
+			// The reader takes what is queued, and ends.
+			l.preload.SetReadDeadline(time.Now())
+		}
+		if l.stopW >= 0 {
+			unix.Write(l.stopW, []byte{1})
+		}
+		if l.host != nil {
+			l.host.Close() // a box side that never armed the log: recvmsg returns
+		}
+		deadline := time.After(2 * time.Second)
 		select {
 		case <-l.done:
-		case <-time.After(2 * time.Second):
+		case <-deadline:
 			// A notification withdrawn between poll and receive leaves
 			// the receive waiting for the next one, which never comes
 			// once the box is gone: nothing is lost by not waiting.
+		}
+		if l.preload != nil {
+			select {
+			case <-l.pdone:
+			case <-deadline:
+			}
 		}
 		if l.audit != nil {
 			l.audit.close()
@@ -129,7 +216,7 @@ func (l *Log) warn(err error) {
 	what := "this run's refusals are not recorded"
 	if l.broker != nil {
 		what = "the calls that change a file's mode, owner, times or attributes fail in the box (ENOSYS)"
-		if l.mode != "" {
+		if l.mode != "" && l.mode != Preload {
 			what += ", and this run's refusals are not recorded"
 		}
 	}

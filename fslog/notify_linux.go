@@ -296,6 +296,13 @@ func (n *notifier) absolute(tid, dirfd int, req *seccompNotif, p string) string 
 // from the box's root, with the kernel following links as it would for
 // the call.
 func (n *notifier) resolve(p, abs string, follow bool) Target {
+	return resolveIn(n.root, p, abs, follow)
+}
+
+// resolveIn resolves the absolute path abs (given as p) from root, the
+// box's root folder (O_PATH): links are followed inside root as the kernel
+// would follow them for the call, never out of it.
+func resolveIn(root int, p, abs string, follow bool) Target {
 	t := Target{Given: p}
 	if abs == "" {
 		t.Real = p
@@ -306,7 +313,7 @@ func (n *notifier) resolve(p, abs string, follow bool) Target {
 		flags |= unix.O_NOFOLLOW
 	}
 	resolve := uint64(unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS)
-	if fd, err := unix.Openat2(n.root, abs, &unix.OpenHow{Flags: flags, Resolve: resolve}); err == nil {
+	if fd, err := unix.Openat2(root, abs, &unix.OpenHow{Flags: flags, Resolve: resolve}); err == nil {
 		t.Exists, t.Parent = true, true
 		t.Real, _ = readlink("/proc/self/fd/" + strconv.Itoa(fd))
 		var st unix.Stat_t
@@ -324,7 +331,7 @@ func (n *notifier) resolve(p, abs string, follow bool) Target {
 	dir, last := path.Split(strings.TrimRight(abs, "/"))
 	if last != "" && last != "." && last != ".." {
 		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolve}
-		if fd, err := unix.Openat2(n.root, dir, &how); err == nil {
+		if fd, err := unix.Openat2(root, dir, &how); err == nil {
 			real, _ := readlink("/proc/self/fd/" + strconv.Itoa(fd))
 			unix.Close(fd)
 			if real != "" {
@@ -376,7 +383,11 @@ func (n *notifier) mem(tid int, addr uint64, b []byte) bool {
 
 // process names the calling thread's process: its name (which it chose)
 // and the executable (which it did not), and its pid on the host.
-func (n *notifier) process(tid int) string {
+func (n *notifier) process(tid int) string { return processName(tid) }
+
+// processName names process (or thread) tid: its name (which it chose)
+// and the executable (which it did not), and its pid on the host.
+func processName(tid int) string {
 	dir := "/proc/" + strconv.Itoa(tid)
 	comm, _ := readFile(dir + "/comm")
 	exe, _ := readlink(dir + "/exe")

@@ -20,7 +20,7 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log { return 
 func (l *Log) Box() *os.File { return nil }
 
 // Started does nothing.
-func (l *Log) Started() {}
+func (l *Log) Started(pid int) {}
 
 // Stop does nothing.
 func (l *Log) Stop() {}
@@ -39,3 +39,7 @@ func Announce(sock int) error { return errUnsupported }
 
 // AuditStatus reports no audit.
 func AuditStatus() (bool, error) { return false, errUnsupported }
+
+// WritePreload fails: the preloaded log is built for Linux on amd64 and
+// arm64.
+func WritePreload(dir string) error { return errUnsupported }

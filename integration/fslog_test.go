@@ -155,9 +155,9 @@ exit 0`)
 	}
 }
 
-// With [log] filesystem = true the log watches the calls that may write: a write
-// to a read-only file, a create in a read-only folder and a removal there
-// are recorded with their rule, under each backend; a read of a hidden
+// In the complete mode ([log] filesystem = "complete") the log watches the
+// calls that may write: a write to a read-only file, a create in a
+// read-only folder and a removal there are recorded with their rule, under each backend; a read of a hidden
 // file is not (no open for reading reaches agentbox), unless the kernel's
 // own Landlock audit records it, and the plan says which.
 //
@@ -168,7 +168,7 @@ func TestFSLogWatchesWrites(t *testing.T) {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
 			w := initWorld(t, tc.env)
-			write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[log]\nfilesystem = true\n")
+			write(t, filepath.Join(w.home, ".config", "agentbox", "config.toml"), "version = 1\n\n[log]\nfilesystem = \"complete\"\n")
 			write(t, filepath.Join(w.home, "notes.txt"), "host\n")
 			mkdir(t, filepath.Join(w.home, "tools"))
 			write(t, filepath.Join(w.home, "tools", "old"), "old\n")

@@ -48,9 +48,9 @@ func TestInitKind(t *testing.T) {
 			}
 		})
 	}
-	// The C init arms the filesystem log too.
+	// The C init arms the complete mode's filesystem log too.
 	w := newWorld(t)
-	p := policyFile(t, w, "[log]\nfilesystem = true\n")
+	p := policyFile(t, w, "[log]\nfilesystem = \"complete\"\n")
 	r := w.sh([]string{"--policy", p}, initThreads)
 	expectCode(t, r, 0)
 	if n := strings.TrimSpace(r.stdout); n != "1" {

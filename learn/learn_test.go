@@ -102,9 +102,19 @@ func TestPropose(t *testing.T) {
 		{Fix: refusal.Fix{Key: "filesystem.writable", Value: "~/.local/bin", Why: "advice that missed it"}, Count: 1, First: "create ~/.local/bin/x"},
 		{Fix: refusal.Fix{Risky: true, Why: "always protected"}, Count: 1, First: "create .git/hooks/x"},
 		{Fix: refusal.Fix{Key: "filesystem.writable", Value: "~/.config/new", Create: "~/.config/new", Why: "new"}, Count: 1, First: "mkdir ~/.config/new/x"},
+		// A refusal the box may have made up, whose advice missed what
+		// the registry knows.
+		{Fix: refusal.Fix{Key: "filesystem.writable", Value: "~/.tmux.conf", Why: "the folder ~/.tmux.conf in your home folder"}, Count: 1, First: "write ~/.tmux.conf"},
 	}
-	got := Propose(p, rs, "npm install x")
-	if c := Propose(p, rs[:1], "sh -c 'a\nb'").Adds[0].Comment; strings.Contains(strings.Join(c, ""), "\n") {
+	// The registry's answer, as package hostexec's search would give it.
+	registry := func(dir string) (bool, string) {
+		if dir == "/home/u/.tmux.conf" {
+			return true, "~/.tmux.conf is what a host program runs or obeys (tmux .tmux.conf)"
+		}
+		return false, ""
+	}
+	got := Propose(p, rs, "npm install x", registry)
+	if c := Propose(p, rs[:1], "sh -c 'a\nb'", registry).Adds[0].Comment; strings.Contains(strings.Join(c, ""), "\n") {
 		t.Errorf("a comment holds a line break: %q", c)
 	}
 	var adds []string
@@ -117,14 +127,17 @@ func TestPropose(t *testing.T) {
 	if diff := cmp.Diff([]string{"/home/u/.config/new"}, got.Create); diff != "" {
 		t.Errorf("folders to make (-want +got):\n%s", diff)
 	}
-	if len(got.Left) != 4 {
-		t.Errorf("left out %d refusals, want 4 (.bashrc, ~/tools, ~/.local/bin, the hooks): %+v", len(got.Left), got.Left)
+	if len(got.Left) != 5 {
+		t.Errorf("left out %d refusals, want 5 (.bashrc, ~/tools, ~/.local/bin, the hooks, .tmux.conf): %+v", len(got.Left), got.Left)
+	}
+	if l := got.Left[len(got.Left)-1]; !l.Fix.Risky || !strings.Contains(l.Fix.Why, "tmux .tmux.conf") {
+		t.Errorf(".tmux.conf left out as %+v, want risky by the registry", l.Fix)
 	}
 	if !strings.Contains(got.Adds[0].Comment[0], "`npm install x` was refused 5 times, first connect registry.npmjs.org:443") {
 		t.Errorf("comment %q", got.Adds[0].Comment)
 	}
 	p.Network.Mode = plan.NetNone
-	if got := Propose(p, rs[1:2], "x"); len(got.Adds) != 0 {
+	if got := Propose(p, rs[1:2], "x", registry); len(got.Adds) != 0 {
 		t.Errorf("network none: proposed %+v", got.Adds)
 	}
 }

@@ -23,13 +23,16 @@ type Proposal struct {
 
 // Propose chooses the additions for the refusals of a run of p (as
 // refusal.Judge and the network's denials gave them), the most frequent
-// first. command is the command line, for the comments.
-func Propose(p *plan.Plan, refused []refusal.Refused, command string) Proposal {
+// first. command is the command line, for the comments; hostRun is the
+// registry's search of what host programs run or obey (refusal.Recheck),
+// which every writable folder proposed must pass.
+func Propose(p *plan.Plan, refused []refusal.Refused, command string, hostRun refusal.HostRun) Proposal {
 	rs := append([]refusal.Refused(nil), refused...)
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Count > rs[j].Count })
 	var out Proposal
 	seen := map[string]bool{}
 	for _, r := range rs {
+		r.Fix = refusal.Recheck(p, r.Fix, hostRun)
 		f := r.Fix
 		if ok, why := safe(p, f); !ok {
 			if why != "" {

@@ -373,15 +373,27 @@ type Log struct {
 	Dir     string `json:"dir,omitempty"`
 	Origin  Origin `json:"origin"`
 	// Filesystem is how the run's filesystem refusals are recorded (see
-	// package fslog): "seccomp-notify", "landlock-audit", or "" for not
-	// at all. Resolution says "auto" (log.filesystem, on by default) and
-	// the choice of backend decides.
+	// package fslog): "preload" (the default: the refusals of the box's
+	// dynamically linked programs, reported by a library preloaded into
+	// them), "seccomp-notify" or "landlock-audit" (the complete mode:
+	// every refusal, static programs' too), or "" for not at all.
+	// Resolution says "preload" (log.filesystem = true, the default) or
+	// "complete" (log.filesystem = "complete"), and the choice of backend
+	// decides.
 	Filesystem string `json:"filesystem,omitempty"`
 	// Reads says every open is watched, so that a read of a hidden or
-	// denied path is recorded too (log.filesystem_reads); without it only
-	// the calls that may write are (Landlock's audit records reads
-	// either way).
+	// denied path is recorded too (log.filesystem_reads, which asks for
+	// the complete mode); without it only the calls that may write are
+	// (Landlock's audit records reads either way).
 	Reads bool `json:"reads,omitempty"`
+	// Preload is the run's own folder for the preloaded log: the library
+	// (PreloadLibrary) and the socket agentbox reads its records from
+	// (PreloadSocket). It is made fresh for the run and removed after it,
+	// and the box sees it at the same path.
+	Preload string `json:"preload,omitempty"`
+	// Off says why filesystem refusals are not recorded although the
+	// policy asks for them.
+	Off string `json:"off,omitempty"`
 }
 
 // How often a notice is shown (notice.backend).
@@ -402,6 +414,16 @@ type Notice struct {
 	// state folder (out of every box's reach).
 	Dir string `json:"dir,omitempty"`
 }
+
+// PreloadLibrary is the preloaded log's library in Log.Preload, as
+// LD_PRELOAD names it: the dynamic linker puts the process's platform
+// (x86_64, i686, aarch64) for $PLATFORM, so each program gets the build
+// for its own architecture.
+const PreloadLibrary = "agentbox-fslog-$PLATFORM.so"
+
+// PreloadSocket is the socket in Log.Preload that the preloaded library
+// sends its records to.
+const PreloadSocket = "log"
 
 // Enforcement levels.
 const (

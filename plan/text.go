@@ -270,13 +270,19 @@ func filesystemLog(p *Plan) string {
 			"reads of hidden paths are not recorded ([log] filesystem_reads = true records them, at a cost on every open)"
 	case "landlock-audit":
 		return "Landlock's own denial records, from the kernel's audit"
-	case "auto":
+	case "preload":
+		return "reported by a library preloaded into the box's dynamically linked programs (LD_PRELOAD, from " + l.Preload +
+			") and judged against this plan; static programs and direct system calls are not seen ([log] filesystem = \"complete\" sees them, at a cost on every call it watches)"
+	case "complete", "auto":
 		return "recorded, as the backend allows"
 	case "":
 		if p.Depth > 1 || p.Box.Outer != "" {
 			return "not recorded inside another box (the outer box's log records what its policy refuses)"
 		}
-		return "not recorded (off unless [log] filesystem = true; agentbox learn records them for its run)"
+		if l.Off != "" {
+			return "not recorded: " + l.Off
+		}
+		return "not recorded ([log] filesystem = false; agentbox learn records them for its run)"
 	}
 	return l.Filesystem
 }

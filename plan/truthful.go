@@ -41,7 +41,8 @@ func SplitList(goos, s string) []string {
 
 // Truthful returns the variables that say what is in force, for a plan
 // whose Box is filled in: AGENTBOX=1, the backend, what is writable and
-// hidden, the network mode, and TMPDIR. It returns nothing for a plan that
+// hidden, the network mode, TMPDIR, and the preloaded filesystem log's
+// LD_PRELOAD (PreloadEnv). It returns nothing for a plan that
 // runs unconfined: nothing may claim a protection that is not there.
 func (p *Plan) Truthful() []string {
 	if !p.Confined() {
@@ -68,7 +69,28 @@ func (p *Plan) Truthful() []string {
 	if p.Box.Tmpdir != "" {
 		out = append(out, "TMPDIR="+p.Box.Tmpdir)
 	}
+	if v := p.PreloadEnv(); v != "" {
+		out = append(out, v)
+	}
 	return out
+}
+
+// PreloadEnv is the LD_PRELOAD variable that loads the preloaded
+// filesystem log (Log.Preload) into the box's dynamically linked
+// programs, ahead of what the caller's own LD_PRELOAD names (kept after
+// it); "" when the run has no preloaded log.
+func (p *Plan) PreloadEnv() string {
+	if p.Log.Filesystem != "preload" || p.Log.Preload == "" {
+		return ""
+	}
+	v := "LD_PRELOAD=" + p.Log.Preload + "/" + PreloadLibrary
+	for _, kv := range p.Environ {
+		if old, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok && strings.TrimSpace(old) != "" {
+			// The dynamic linker splits the list at spaces and colons.
+			v += " " + old
+		}
+	}
+	return v
 }
 
 // BoxEnviron is the whole environment CMD starts with: the resolved

@@ -203,7 +203,20 @@ func Parse(name, file string, data []byte) (*Layer, error) {
 	scalar("limits.file_size", s.Limits.FileSize)
 	scalar("provider.name", s.Provider.Name)
 	scalar("log.enabled", strconv.FormatBool(s.Log.Enabled))
-	scalar("log.filesystem", strconv.FormatBool(s.Log.Filesystem))
+	switch v := s.Log.Filesystem.(type) {
+	case nil:
+	case bool:
+		scalar("log.filesystem", strconv.FormatBool(v))
+	case string:
+		if v != "complete" {
+			return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line("log.filesystem")), key: "log.filesystem",
+				msg: fmt.Sprintf("%q: want true, false or \"complete\"", v)}
+		}
+		scalar("log.filesystem", v)
+	default:
+		return nil, &policyError{where: fmt.Sprintf("%s:%d", file, pos.line("log.filesystem")), key: "log.filesystem",
+			msg: fmt.Sprintf("wrong type: TOML value has type %s; want true, false or \"complete\"", tomlType(v))}
+	}
 	scalar("log.filesystem_reads", strconv.FormatBool(s.Log.FilesystemReads))
 	scalar("notice.backend", s.Notice.Backend)
 	list("filesystem.writable", s.Filesystem.Writable)
@@ -268,6 +281,21 @@ func sortedKeys[V any](m map[string]V) []string {
 var decodeErr = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
 })
+
+// tomlType names the TOML type of a value the decoder gave as any.
+func tomlType(v any) string {
+	switch v.(type) {
+	case int64:
+		return "int64"
+	case float64:
+		return "float64"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "table"
+	}
+	return fmt.Sprintf("%T", v)
+}
 
 // typeMessage turns the TOML decoder's type complaint into plain words.
 func typeMessage(msg string) string {

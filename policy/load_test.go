@@ -385,7 +385,7 @@ func TestDefaults(t *testing.T) {
 		"env.mode":              "inherit",
 		"provider.name":         "auto",
 		"log.enabled":           "true",
-		"log.filesystem":        "false",
+		"log.filesystem":        "true",
 		"log.filesystem_reads":  "false",
 		"notice.backend":        "once",
 	}

@@ -1273,12 +1273,16 @@ func (r *resolver) auditLog() error {
 	r.p.Log = plan.Log{Enabled: e.Value != "false", Origin: e.Origin}
 	if r.p.Log.Enabled {
 		r.p.Log.Dir = LogDir(r.env)
-		// Recording reads asks for the log too.
+		// Recording reads asks for the complete mode: under bubblewrap a
+		// read of a hidden path fails nowhere for a library to see.
 		reads := r.m.scalars["log.filesystem_reads"].Value == "true"
-		if r.m.scalars["log.filesystem"].Value == "true" || reads {
-			// The backend's completion names the mechanism (package fslog).
-			r.p.Log.Filesystem = "auto"
+		// The backend's completion names the mechanism (package fslog).
+		switch fs := r.m.scalars["log.filesystem"].Value; {
+		case fs == "complete" || reads:
+			r.p.Log.Filesystem = "complete"
 			r.p.Log.Reads = reads
+		case fs == "true":
+			r.p.Log.Filesystem = "preload"
 		}
 	}
 	return nil

@@ -121,8 +121,11 @@ type ProviderDeclSchema struct {
 // LogSchema is the [log] table: whether runs are recorded in the audit log,
 // and whether what the box is refused on the filesystem is recorded there.
 type LogSchema struct {
-	Enabled         bool `toml:"enabled"`
-	Filesystem      bool `toml:"filesystem"`
+	Enabled bool `toml:"enabled"`
+	// Filesystem is true (the preloaded log, the default), false, or
+	// "complete" (the seccomp log, which sees static programs too);
+	// Parse checks which.
+	Filesystem      any  `toml:"filesystem"`
 	FilesystemReads bool `toml:"filesystem_reads"`
 }
 

@@ -2,6 +2,7 @@ package refusal
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,6 +132,48 @@ agentbox:   registry.npmjs.org:443 (no allow rule matches): --allow registry.npm
 	clean.Emit(event.Event{Kind: event.RunEnd})
 	if b.Len() != 0 {
 		t.Errorf("a run without refusals printed %q", b.String())
+	}
+}
+
+// A change the advice calls safe is shown safe only when the registry of
+// what host programs run or obey agrees: a refusal the box made up in a
+// cache that holds a repository deep inside (which names alone cannot
+// tell) is shown risky, with the registry's reason; one tmux obeys is
+// risky by its name already; a cache the registry finds nothing in stays
+// safe.
+func TestSummaryRecheck(t *testing.T) {
+	p := bwrapPlan(t)
+	j := New(p, nil)
+	var b bytes.Buffer
+	var asked []string
+	registry := func(dir string) (bool, string) {
+		asked = append(asked, dir)
+		if dir == "/home/u/.cache/tool" {
+			return true, "~/.cache/tool holds ~/.cache/tool/repo/.git, which a host program runs or obeys (git .git)"
+		}
+		return false, ""
+	}
+	s := &Summary{W: &b, Plan: p, Judge: j, HostRun: registry}
+	for _, a := range []fslog.Attempt{at(fslog.Write, "/home/u/.tmux.conf", true, false), at(fslog.Create, "/home/u/.cache/tool/x", false, false), at(fslog.Create, "/home/u/.npm/x", false, false)} {
+		if e, ok := j.Judge(a); ok {
+			s.Emit(e)
+		}
+	}
+	s.Emit(event.Event{Kind: event.RunEnd})
+	want := `agentbox: the box was refused 3 filesystem operations (agentbox log --denials lists each); what would allow them:
+agentbox:   write ~/.tmux.conf, EROFS: --writable ~/.tmux.conf (risky: ~/.tmux.conf: tmux runs it (run-shell))
+agentbox:   create ~/.cache/tool/x, EROFS: --writable ~/.cache/tool (risky: ~/.cache/tool holds ~/.cache/tool/repo/.git, which a host program runs or obeys (git .git))
+agentbox:   create ~/.npm/x, EROFS: --writable ~/.npm (safe: npm's package cache: the box may add to it, and the tool uses what it finds there outside the box too)
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	f := Recheck(p, Fix{Key: "filesystem.writable", Value: "~/.cache/tool", Why: "the folder ~/.cache/tool in your home folder"}, registry)
+	if !f.Risky || !strings.Contains(f.Why, "git .git") {
+		t.Errorf("Recheck(~/.cache/tool) = %+v", f)
+	}
+	if f := Recheck(p, Fix{Key: "network.allow", Value: "x"}, registry); f.Risky {
+		t.Errorf("Recheck of a network change: %+v", f)
 	}
 }
 

@@ -390,6 +390,17 @@ func (j *Judge) remember(fix Fix, e event.Event) {
 	j.order = append(j.order, r)
 }
 
+// Fix returns the fix whose text (Fix.String, an event's Detail) is
+// detail, among those the judge gave.
+func (j *Judge) Fix(detail string) (Fix, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r := j.seen[detail]; r != nil {
+		return r.Fix, true
+	}
+	return Fix{}, false
+}
+
 // Refusals returns what the judge refused, by fix, in the order first
 // seen.
 func (j *Judge) Refusals() []Refused {

@@ -30,6 +30,10 @@ type Summary struct {
 	NetLog string
 	// Plan is the run's plan, for the network advice.
 	Plan *plan.Plan
+	// Judge is the run's judge, and HostRun the registry's search:
+	// each change shown as safe is checked with it first (Recheck).
+	Judge   *Judge
+	HostRun HostRun
 
 	mu     sync.Mutex
 	groups map[string]*group
@@ -119,6 +123,11 @@ func (s *Summary) print() {
 			}
 			fmt.Fprintf(s.W, "agentbox:   … and %s more\n", plural(rest+s.more, "refusal", "refusals"))
 			break
+		}
+		if !g.net && s.Judge != nil {
+			if f, ok := s.Judge.Fix(g.fix); ok {
+				g.fix = Recheck(s.Plan, f, s.HostRun).String()
+			}
 		}
 		first := event.Escape(g.first)
 		if g.n > 1 {

@@ -43,6 +43,9 @@ done
 [ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion)
 # The pip tests make a virtual environment (Debian splits venv out).
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
+# The filesystem log's tests build a 32-bit program (run under qemu-user:
+# the box's seccomp filter kills native i386 system calls).
+[ "$(uname -m)" != x86_64 ] || [ -f /usr/lib32/crt1.o ] || missing+=(gcc-multilib)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		say "installing ${missing[*]} with apt-get (a minute or two)"
@@ -85,6 +88,9 @@ GOOS=darwin go build -o /dev/null ./...
 # with the pinned compilers, byte for byte the checked-in binaries.
 say "C init: rebuilding mount/cinit for amd64 and arm64 and comparing the bytes"
 mount/cinit/check.sh
+# The preloaded filesystem log embedded in agentbox (fslog/preload), likewise.
+say "preloaded log: rebuilding fslog/preload for x86_64, i686 and aarch64 and comparing the bytes"
+fslog/preload/check.sh
 
 # Binaries and test binaries live outside /tmp (the box replaces /tmp) in a
 # folder every user can read.

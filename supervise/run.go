@@ -115,7 +115,7 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 			grp.Release()
 		}
 		g.started(pid)
-		fl.Started()
+		fl.Started(pid)
 	}
 	// Orphans of the box come to agentbox, so none can outlive the run.
 	subreaper()

@@ -1,0 +1,276 @@
+//go:build linux && (amd64 || arm64)
+
+package fslog
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+)
+
+// The rate at which agentbox judges the preloaded library's records, in
+// all: a box that floods the socket gets the rest counted, not judged.
+// Each process of the box sends at most 1,000 a second after a burst of
+// 256 (preload.c), so this bounds what many processes together cost.
+const (
+	preloadRate  = 2000 // records a second
+	preloadBurst = 1000
+)
+
+// listenPreload prepares the run's folder dir (made fresh by the
+// supervisor, for the user alone) for the preloaded log: it writes the
+// library for each platform, and binds the socket the library sends its
+// records to. It returns the socket.
+func listenPreload(dir string) (int, error) {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening its folder %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return -1, fmt.Errorf("opening its folder %s: %w", dir, err)
+	}
+	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
+		return -1, fmt.Errorf("its folder %s is not yours alone", dir)
+	}
+	if err := writeLibraries(dfd, dir); err != nil {
+		return -1, err
+	}
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("making its socket: %w", err)
+	}
+	// Bound through the folder's descriptor: the folder opened above,
+	// whatever its path's length.
+	if err := unix.Bind(s, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + plan.PreloadSocket}); err != nil {
+		unix.Close(s)
+		return -1, fmt.Errorf("making its socket in %s: %w", dir, err)
+	}
+	// The kernel names each record's sender (SCM_CREDENTIALS): what the
+	// box writes in a record cannot change whose it is.
+	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		unix.Close(s)
+		return -1, fmt.Errorf("making its socket: %w", err)
+	}
+	unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
+	return s, nil
+}
+
+// writeLibraries writes the library for each platform into the folder
+// dir, open as dfd; one already there is left as it is.
+func writeLibraries(dfd int, dir string) error {
+	for platform, lib := range preloadLibraries {
+		name := "agentbox-fslog-" + platform + ".so"
+		f, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s/%s: %w", dir, name, err)
+		}
+		for b := lib; len(b) > 0; {
+			n, err := unix.Write(f, b)
+			if err != nil {
+				unix.Close(f)
+				return fmt.Errorf("writing %s/%s: %w", dir, name, err)
+			}
+			b = b[n:]
+		}
+		unix.Close(f)
+	}
+	return nil
+}
+
+// WritePreload makes the folder dir (for the user alone) and writes the
+// preloaded log's libraries into it, with no socket: what `agentbox plan
+// --argv` runs first, so that the printed command line runs as is (the
+// library's records then go nowhere).
+func WritePreload(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	return writeLibraries(dfd, dir)
+}
+
+// preloadServer judges one run's preloaded records.
+type preloadServer struct {
+	fd int
+	// root is the box's root folder (O_PATH), found at the first record
+	// (boxRoot); landlock says the box has the host's.
+	root     int
+	landlock bool
+	// first is the box's first process (bwrap, or the Landlock child),
+	// once it has started.
+	first *atomic.Int64
+	judge Judge
+	ev    event.Emitter
+	seen  *dedup
+	// keys are the records already judged, for a box that repeats one.
+	keys map[string]bool
+	// lost counts the refusals the box's processes did not send (past
+	// their rate, or with the socket full), as their records said; over
+	// those agentbox did not judge (past its own rate); bad the
+	// datagrams that were no record; blind those that came when the
+	// box's root could not be found.
+	lost, over, bad, blind uint64
+	tokens                 float64
+	last                   time.Time
+}
+
+// serve judges records as they come, until the socket's read deadline
+// (Stop), then what is queued still: the box has ended, so everything it
+// sent is.
+func (s *preloadServer) serve(rc syscall.RawConn) {
+	buf := make([]byte, 16+6*(maxRecordPath+1)+1)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	s.tokens, s.last = preloadBurst, time.Now()
+	rc.Read(func(uintptr) bool {
+		for s.one(buf, oob) {
+		}
+		return false // wait for more
+	})
+	for s.one(buf, oob) {
+	}
+}
+
+// one receives and judges one record; false when none is waiting.
+func (s *preloadServer) one(buf, oob []byte) bool {
+	n, oobn, flags, _, err := unix.Recvmsg(s.fd, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+	if err == unix.EINTR {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	pid := 0
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if cred, err := unix.ParseUnixCredentials(&m); err == nil {
+				pid = int(cred.Pid)
+			}
+		}
+	}
+	r, ok := parseRecord(buf[:n])
+	if !ok || pid <= 0 || flags&unix.MSG_TRUNC != 0 {
+		s.bad++
+		return true
+	}
+	s.lost += uint64(r.lost)
+	if r.op == "" {
+		return true // only a count of what was lost
+	}
+	if !s.take() {
+		s.over++
+		return true
+	}
+	key := r.key()
+	if s.keys[key] {
+		return true
+	}
+	if len(s.keys) < maxSeen {
+		s.keys[key] = true
+	}
+	if s.root < 0 {
+		if s.root = s.boxRoot(pid); s.root < 0 {
+			s.blind++
+			return true
+		}
+	}
+	a := Attempt{Pid: pid, Syscall: r.call, Op: r.op, Flags: r.flags}
+	// The source of a rename or link is judged where it is now; a link
+	// to a symbolic link is made of the link itself.
+	follow := !r.noFollow && r.path[1] == ""
+	a.Targets = append(a.Targets, resolveIn(s.root, r.path[0], r.absolute(0), follow))
+	if r.path[1] != "" {
+		a.Targets = append(a.Targets, resolveIn(s.root, r.path[1], r.absolute(1), false))
+	}
+	e, refused := s.judge(a)
+	if refused && s.seen.first(e) {
+		e.Process = processName(pid)
+		if strings.HasPrefix(e.Process, "? ") && r.prog != "" {
+			// Gone already: the name it gave itself.
+			e.Process = r.prog + strings.TrimPrefix(e.Process, "?")
+		}
+		s.ev.Emit(e)
+	}
+	return true
+}
+
+// boxRoot opens the box's root folder: the host's under Landlock (the
+// box cannot chroot: that needs a capability no boxed process has); under
+// bwrap, the root of bwrap's child, the box's pid 1, which lives as long
+// as the box. When that cannot be read (the box has ended before agentbox
+// read its first record), the root of the record's sender if it still
+// runs, else the host's: the box's mounts put its folders at their own
+// paths, so only what a mount hides or replaces (/tmp, a hidden folder)
+// resolves differently there.
+func (s *preloadServer) boxRoot(sender int) int {
+	open := func(p string) int {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1
+		}
+		return fd
+	}
+	if s.landlock {
+		return open("/")
+	}
+	if first := int(s.first.Load()); first > 0 {
+		f := strconv.Itoa(first)
+		if kids, err := os.ReadFile("/proc/" + f + "/task/" + f + "/children"); err == nil {
+			if k := strings.Fields(string(kids)); len(k) > 0 {
+				if fd := open("/proc/" + k[0] + "/root"); fd >= 0 {
+					return fd
+				}
+			}
+		}
+	}
+	if fd := open("/proc/" + strconv.Itoa(sender) + "/root"); fd >= 0 {
+		return fd
+	}
+	return open("/")
+}
+
+// take reports whether a record may be judged now: a token bucket of
+// preloadBurst records refilled at preloadRate a second.
+func (s *preloadServer) take() bool {
+	now := time.Now()
+	s.tokens = min(preloadBurst, s.tokens+now.Sub(s.last).Seconds()*preloadRate)
+	s.last = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+// done says, once the run is over, what was not recorded.
+func (s *preloadServer) done() {
+	if s.root >= 0 {
+		unix.Close(s.root)
+	}
+	if n := s.lost + s.over + s.blind; n > 0 {
+		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
+			"filesystem log: %d refusals were not recorded: the box made them faster than the log takes them "+
+				"(each process reports at most 1,000 a second, and agentbox judges at most %d a second)", n, preloadRate)})
+	}
+	if s.bad > 0 {
+		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
+			"filesystem log: %d messages on its socket were not records of the preloaded library, and were ignored", s.bad)})
+	}
+}

@@ -1,0 +1,165 @@
+//go:build linux && (amd64 || arm64)
+
+package fslog
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/plan"
+)
+
+// The checked-in libraries, run for real: a C program built for each
+// platform makes refused calls in a read-only bubblewrap root (natively,
+// or under qemu-user for the others), and its records come on the socket
+// as preload.c writes them. What a box adds (the judge, the audit log,
+// both backends, root and not) is the integration tests'.
+
+const refuser = `#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void) {
+	if (open("/usr/abx-open", O_WRONLY | O_CREAT, 0644) >= 0) return 2;
+	if (chdir("/usr/lib") != 0) return 3;
+	if (mkdir("abx-dir", 0755) == 0) return 4;
+	if (rename("abx-a", "/usr/abx-b") == 0) return 5;
+	if (fopen("/etc/abx-fopen", "w")) return 6;
+	if (open("/usr/abx-read", O_RDONLY) >= 0) return 7; /* ENOENT: not reported */
+	return 0;
+}
+`
+
+type preloadPlatform struct {
+	name   string   // $PLATFORM
+	cc     []string // the compiler and its flags
+	runner []string // how to run its programs here
+}
+
+func preloadPlatforms(t *testing.T) []preloadPlatform {
+	var out []preloadPlatform
+	qemu := func(name string) []string {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			if os.Getenv("AGENTBOX_MUST_WORK") != "" {
+				t.Errorf("%s is not installed (apt-get install qemu-user-static)", name)
+			}
+			return nil
+		}
+		return []string{path}
+	}
+	switch runtime.GOARCH {
+	case "amd64":
+		out = append(out, preloadPlatform{name: "x86_64", cc: []string{"gcc"}})
+		// i686: a 32-bit program needs 32-bit C library files to link
+		// (gcc-multilib); qemu-user runs it whether or not the kernel
+		// runs i386 programs itself.
+		if _, err := os.Stat("/usr/lib32/crt1.o"); err != nil {
+			if os.Getenv("AGENTBOX_MUST_WORK") != "" {
+				t.Errorf("no 32-bit C library to link a test program with (apt-get install gcc-multilib)")
+			}
+			t.Logf("i686 not tested: no 32-bit C library (apt-get install gcc-multilib)")
+		} else if q := qemu("qemu-i386-static"); q != nil {
+			out = append(out, preloadPlatform{name: "i686", cc: []string{"gcc", "-m32"}, runner: q})
+		}
+		if _, err := exec.LookPath("aarch64-linux-gnu-gcc"); err == nil {
+			if q := qemu("qemu-aarch64-static"); q != nil {
+				out = append(out, preloadPlatform{name: "aarch64", cc: []string{"aarch64-linux-gnu-gcc"}, runner: append(q, "-L", "/usr/aarch64-linux-gnu")})
+			}
+		}
+	case "arm64":
+		out = append(out, preloadPlatform{name: "aarch64", cc: []string{"gcc"}})
+	}
+	return out
+}
+
+func TestPreloadLibraryReports(t *testing.T) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bwrap is not installed")
+	}
+	for _, pf := range preloadPlatforms(t) {
+		t.Run(pf.name, func(t *testing.T) {
+			if _, err := exec.LookPath(pf.cc[0]); err != nil {
+				t.Skipf("%s is not installed", pf.cc[0])
+			}
+			tmp := t.TempDir()
+			src := filepath.Join(tmp, "refuser.c")
+			prog := filepath.Join(tmp, "refuser")
+			if err := os.WriteFile(src, []byte(refuser), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(pf.cc[0], append(pf.cc[1:], "-o", prog, src)...).CombinedOutput(); err != nil {
+				t.Fatalf("building the test program: %v\n%s", err, out)
+			}
+			dir := filepath.Join(tmp, "fslog")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			fd, err := listenPreload(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			if _, ok := preloadLibraries[pf.name]; !ok {
+				// Another architecture's build, run under qemu-user:
+				// the checked-in file, as agentbox there embeds it.
+				lib, err := os.ReadFile(filepath.Join("preload", "agentbox-fslog-"+pf.name+".so"))
+				if err == nil {
+					err = os.WriteFile(filepath.Join(dir, "agentbox-fslog-"+pf.name+".so"), lib, 0o444)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			argv := append(append([]string{bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}, pf.runner...), prog)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), "LD_PRELOAD="+dir+"/"+plan.PreloadLibrary)
+			out, err := cmd.CombinedOutput()
+			if err != nil || len(out) > 0 {
+				// Nothing on stderr: the dynamic linker found the
+				// library for this platform.
+				t.Fatalf("the test program: %v\n%s", err, out)
+			}
+			var got []record
+			buf := make([]byte, 1<<16)
+			deadline := time.Now().Add(5 * time.Second)
+			for len(got) < 4 && time.Now().Before(deadline) {
+				n, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+				if err == unix.EAGAIN {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, ok := parseRecord(buf[:n])
+				if !ok {
+					t.Fatalf("not a record: %q", buf[:n])
+				}
+				r.prog = "" // the emulator's name under qemu
+				got = append(got, r)
+			}
+			want := []record{
+				{op: Create, errno: uint32(unix.EROFS), call: "open", path: [2]string{"/usr/abx-open", ""}},
+				{op: Mkdir, noFollow: true, errno: uint32(unix.EROFS), call: "mkdir", base: [2]string{"/usr/lib", ""}, path: [2]string{"abx-dir", ""}},
+				{op: Rename, noFollow: true, errno: uint32(unix.EROFS), call: "rename", base: [2]string{"/usr/lib", ""}, path: [2]string{"abx-a", "/usr/abx-b"}},
+				{op: Create, flags: openTrunc, errno: uint32(unix.EROFS), call: "fopen", path: [2]string{"/etc/abx-fopen", ""}},
+			}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(record{})); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+			if n, _, _ := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT); n > 0 {
+				t.Errorf("one record more: %q", strings.ToValidUTF8(string(buf[:n]), "?"))
+			}
+		})
+	}
+}
