@@ -57,6 +57,7 @@ func Verify(req Request, asJSON bool, width int, w io.Writer) error {
 func verifyBox(p *plan.Plan, b backend.Backend) (verify.Report, error) {
 	q := p.Clone()
 	q.Command = []string{"/proc/self/exe", verify.ProbeCommand}
+	q.SelfCommand = true
 	q.RunID = newRunID()
 	// The probe's refusals are the point, not something to record.
 	q.Log.Filesystem, q.Log.Preload = "", ""

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The box's pid 1 under bwrap is agentbox's C init (mount/cinit) unless
+// The box's pid 1 under bwrap is agentbox's C init (package cinit) unless
 // AGENTBOX_INIT=go asks for agentbox's own Go init.
 // Both must behave the same: every property below runs against each.
 var inits = []struct {

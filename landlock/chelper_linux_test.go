@@ -10,7 +10,7 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock"
 
-	"github.com/agentbox/agentbox/mount"
+	"github.com/agentbox/agentbox/cinit"
 	"github.com/agentbox/agentbox/proctest"
 	"github.com/agentbox/agentbox/seccomp"
 )
@@ -25,7 +25,7 @@ func TestCHelper(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	helper := mount.CHelper()
+	helper := cinit.Helper()
 	if helper == nil {
 		t.Fatal("no C helper on this machine (amd64 and arm64 embed one)")
 	}

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/cinit"
 	"github.com/agentbox/agentbox/fslog"
-	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
@@ -143,7 +143,7 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	dir := ""
 	// (agentbox verify's probe is agentbox itself, /proc/self/exe: the
 	// child's own executable, so it needs the Go child too.)
-	if helper := mount.CHelper(); helper != nil && p.Log.Filesystem != fslog.Audit && (len(p.Command) == 0 || p.Command[0] != "/proc/self/exe") {
+	if helper := cinit.Helper(); helper != nil && p.Log.Filesystem != fslog.Audit && !p.SelfCommand {
 		defer helper.Close()
 		if a.Proxy {
 			a.ProxyPort = proxyPort

@@ -48,6 +48,8 @@ type Detail struct {
 	// bwrap reads the options before it from --args, the command after it
 	// from its command line.
 	CommandAt int `json:"command_at"`
+	// Self says the command is agentbox itself (plan.Plan.SelfCommand).
+	Self bool `json:"self,omitempty"`
 	// NullFDs are the descriptors open on /dev/null (hidden files).
 	NullFDs []int `json:"null_fds,omitempty"`
 	// Binds are the descriptors open on the host paths bwrap binds.
@@ -137,7 +139,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
-	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
+	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, Self: p.SelfCommand, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
 		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/cinit"
 	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/proctest"
 	"github.com/agentbox/agentbox/supervise"
@@ -36,7 +37,7 @@ type cinitArch struct {
 func cinitArches(t *testing.T) []cinitArch {
 	var out []cinitArch
 	for _, a := range []string{"amd64", "arm64"} {
-		file, err := filepath.Abs(filepath.Join("cinit", "init-linux-"+a))
+		file, err := filepath.Abs(filepath.Join("..", "cinit", "c", "init-linux-"+a))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,19 +96,19 @@ func runCInit(t *testing.T, c *exec.Cmd) (code int, stdout, stderr string) {
 
 func TestCInitEmbedded(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
-		if len(cInit) != 0 {
+		if len(cinit.Bytes()) != 0 {
 			t.Fatal("a C init is embedded for an architecture it is not built for")
 		}
 		return
 	}
-	want, err := os.ReadFile(filepath.Join("cinit", "init-linux-"+runtime.GOARCH))
+	want, err := os.ReadFile(filepath.Join("..", "cinit", "c", "init-linux-"+runtime.GOARCH))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(cInit, want) || len(want) < 1000 {
-		t.Fatalf("the embedded C init (%d bytes) is not cinit/init-linux-%s (%d bytes)", len(cInit), runtime.GOARCH, len(want))
+	if !bytes.Equal(cinit.Bytes(), want) || len(want) < 1000 {
+		t.Fatalf("the embedded C init (%d bytes) is not cinit/c/init-linux-%s (%d bytes)", len(cinit.Bytes()), runtime.GOARCH, len(want))
 	}
-	f := cInitMemfd()
+	f := cinit.Memfd()
 	if f == nil {
 		t.Fatal("the kernel refused the C init's memfd")
 	}
@@ -122,11 +123,11 @@ func TestCInitEmbedded(t *testing.T) {
 	if kind, _ := InitKind(Detail{LogFD: 10}); kind != InitC {
 		t.Fatalf("InitKind with the filesystem log = %s, want the C init", kind)
 	}
-	self := Detail{Args: []string{"--ro-bind", "/", "/", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--", "/proc/self/exe", "__verify"}, CommandAt: 3}
+	self := Detail{Args: []string{"--ro-bind", "/", "/", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--", "/proc/self/exe", "__verify"}, CommandAt: 3, Self: true}
 	if kind, _ := InitKind(self); kind != InitGo {
 		t.Fatalf("InitKind for agentbox's own probe = %s, want the Go init", kind)
 	}
-	self.Args[9] = "sh"
+	self.Args[9], self.Self = "sh", false
 	if kind, _ := InitKind(self); kind != InitC {
 		t.Fatalf("InitKind for sh = %s, want the C init", kind)
 	}
@@ -324,7 +325,7 @@ func TestCInitClosesWithoutCloseRange(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	if len(cInit) == 0 {
+	if len(cinit.Bytes()) == 0 {
 		t.Skip("no C init for " + runtime.GOARCH)
 	}
 	// close_range (436 on every architecture) -> ENOSYS, the rest allowed.
@@ -344,7 +345,7 @@ func TestCInitClosesWithoutCloseRange(t *testing.T) {
 	}
 	defer filter.Close()
 	exe := filepath.Join(t.TempDir(), "init")
-	if err := os.WriteFile(exe, cInit, 0o755); err != nil {
+	if err := os.WriteFile(exe, cinit.Bytes(), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	leak1, _ := os.Open("/etc/hostname")

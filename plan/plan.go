@@ -471,19 +471,23 @@ type Plan struct {
 	GOOS string `json:"goos"`
 	// RunID names one run: its events in the audit log, its cgroup, its
 	// per-run folders. Every resolution draws a new one.
-	RunID     string    `json:"run_id"`
-	Layers    []Layer   `json:"layers"`
-	Enforce   string    `json:"enforce"`
-	Backend   string    `json:"backend"` // requested: auto, bwrap, landlock, windows
-	Identity  Identity  `json:"identity"`
-	Command   []string  `json:"command,omitempty"`
-	Args      []string  `json:"original_command,omitempty"` // the command as given, before provider adjustments
-	Cwd       string    `json:"cwd"`                        // working directory inside the sandbox
-	Mounts    []Mount   `json:"mounts"`
-	Workspace Workspace `json:"workspace"`
-	Tmp       Tmp       `json:"tmp"`
-	Network   Network   `json:"network"`
-	Env       Env       `json:"env"`
+	RunID    string   `json:"run_id"`
+	Layers   []Layer  `json:"layers"`
+	Enforce  string   `json:"enforce"`
+	Backend  string   `json:"backend"` // requested: auto, bwrap, landlock, windows
+	Identity Identity `json:"identity"`
+	Command  []string `json:"command,omitempty"`
+	// SelfCommand says the command is agentbox itself, which the box
+	// starts as /proc/self/exe (agentbox verify's probe): each backend then
+	// runs its Go init or child, since the C one is not agentbox.
+	SelfCommand bool      `json:"self_command,omitempty"`
+	Args        []string  `json:"original_command,omitempty"` // the command as given, before provider adjustments
+	Cwd         string    `json:"cwd"`                        // working directory inside the sandbox
+	Mounts      []Mount   `json:"mounts"`
+	Workspace   Workspace `json:"workspace"`
+	Tmp         Tmp       `json:"tmp"`
+	Network     Network   `json:"network"`
+	Env         Env       `json:"env"`
 	// Environ is the environment CMD starts with, before the backend adds its
 	// truthful AGENTBOX_* variables. It holds values, so plan output never
 	// prints it; Env.Removed names what was taken out.

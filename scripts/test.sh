@@ -84,10 +84,10 @@ GOOS=windows go vet ./...
 GOOS=windows go build -o /dev/null ./...
 GOOS=darwin go build -o /dev/null ./...
 
-# The C init embedded in agentbox (mount/cinit): rebuilt from its source
+# The C init embedded in agentbox (cinit/c): rebuilt from its source
 # with the pinned compilers, byte for byte the checked-in binaries.
-say "C init: rebuilding mount/cinit for amd64 and arm64 and comparing the bytes"
-mount/cinit/check.sh
+say "C init: rebuilding cinit/c for amd64 and arm64 and comparing the bytes"
+cinit/c/check.sh
 # The preloaded filesystem log embedded in agentbox (fslog/preload), likewise.
 say "preloaded log: rebuilding fslog/preload for x86_64, i686 and aarch64 and comparing the bytes"
 fslog/preload/check.sh

@@ -449,7 +449,12 @@ static long closefds(int lo, int keep1, int keep2, int keep3)
  * inode) or what bwrap makes (an empty read-only tmpfs folder or file). Any
  * difference and the box does not start. */
 
-static char chk[4 << 20];
+/* The check buffer's size: the one definition. agentbox reads it from this
+ * program's .agentbox_limits section (package cinit, CheckMax) to decide
+ * whether a box's checks fit, so the Go side never restates it. */
+#define CHECK_MAX (4 << 20)
+static char chk[CHECK_MAX];
+__attribute__((used, retain, section(".agentbox_limits"))) static const unsigned long check_max = CHECK_MAX;
 
 static const char *swapped = "a path was swapped while the box started (another box writing the same folders?); nothing ran";
 static const char *symlinked = "a symbolic link is in the way (it appeared after the plan was made, or the path names one); agentbox does not follow it";
