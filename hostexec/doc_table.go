@@ -50,6 +50,7 @@ func WriteRegistry(w io.Writer, providers []provider.Provider) error {
 	}
 	rows[OnCommit] = append(rows[OnCommit],
 		row{"git", "the files installed hooks name; programs they run through npx and the like (node_modules/.bin)", "the work tree", "read-only (in package trees, and under Landlock: restored)", "the hooks run them"},
+		row{"npx", "the package of a program a hook or an agent CLI's command runs through npx and the like, and the packages it depends on (dependencies, optionalDependencies, peerDependencies, transitively, where require finds them)", "node_modules folders", "restored, one folder per package; a dependency not installed: moved away where require would find it; beyond 1000 packages, or a package.json agentbox cannot read: the whole node_modules folder restored", "the program loads them"},
 		row{"pre-commit", "the interpreter its installed hook runs (INSTALL_PYTHON), the virtual environment's pyvenv.cfg and site-packages", "wherever it is, within a writable root", "the interpreter and pyvenv.cfg kept; a .pth or sitecustomize the box adds to site-packages moved away after the run", ".pth files and sitecustomize run at every start of the interpreter"})
 	for _, s := range homeSpecs {
 		keep := "with the home folder writable: read-only (Landlock: restored), missing: blocked; otherwise kept where it leads into a writable root (a symlink into a dotfiles repository)"
