@@ -10,7 +10,45 @@ import (
 )
 
 // The tests in this file attack what the registry keeps of the programs a
-// project's hooks run.
+// project's hooks run: the package a node program loads, and the module
+// pre-commit's hook imports from the top of the work tree.
+
+// pre-commit's installed hook runs "$INSTALL_PYTHON -mpre_commit" in the
+// top of the work tree, and python -m puts the current folder first on
+// its module path: a pre_commit.py (or pre_commit/ package) the box makes
+// there is what the host's next commit runs, whatever interpreter the
+// hook names.
+func TestReviewPreCommitModuleInWorkTree(t *testing.T) {
+	needTool(t, "pre-commit", "apt-get install pre-commit")
+	for _, kind := range []string{"module", "package"} {
+		t.Run(kind, func(t *testing.T) {
+			backends(t, func(t *testing.T, be string) {
+				w := newWorld(t)
+				w.repo(w.project)
+				write(t, filepath.Join(w.project, ".pre-commit-config.yaml"), "repos: []\n")
+				w.mustGit(w.project, "add", "-A")
+				w.mustGit(w.project, "commit", "-q", "-m", "setup")
+				env := []string{"PRE_COMMIT_HOME=" + filepath.Join(w.home, ".cache", "pre-commit")}
+				out := w.hostRun(w.project, env, "pre-commit", "install")
+				hook, _ := os.ReadFile(filepath.Join(w.project, ".git", "hooks", "pre-commit"))
+				if !strings.Contains(string(hook), "-mpre_commit") {
+					t.Fatalf("pre-commit install: %s\n%s", out, hook)
+				}
+				code := `import os; os.system("` + w.payload("module") + `")`
+				plant := `echo '` + code + `' > pre_commit.py`
+				if kind == "package" {
+					plant = `mkdir -p pre_commit && echo '` + code + `' > pre_commit/__main__.py && touch pre_commit/__init__.py`
+				}
+				r := w.boxed(be, nil, plant+` && echo done`)
+				expectCode(t, r, 0)
+				expectContains(t, "stdout", r.stdout, "done")
+				w.env = append(w.env, env...)
+				out, _ = w.hostGit(w.project, "commit", "-q", "--allow-empty", "-m", "host")
+				w.expectNoMark("module", "host git commit through pre-commit after the box made a pre_commit module in the work tree ("+out+")")
+			})
+		})
+	}
+}
 
 // npx prettier runs node_modules/.bin/prettier, which the search keeps
 // with the file it links to; that file loads the rest of its package,
@@ -38,5 +76,40 @@ func TestReviewNpxPackageModule(t *testing.T) {
 		expectContains(t, "stdout", r.stdout, "done")
 		w.hostRun(w.project, nil, "npx", "--no-install", "prettier", "--version")
 		w.expectNoMark("npx-module", "npx prettier (what the project's Claude Code hook runs) after the box rewrote a module of its package")
+	})
+}
+
+// In a repository whose hook runs python -m pre_commit, the box's own
+// modules at the top of the work tree stay; one under the name of a
+// standard library module (which the hook would import from there) is
+// moved away, and the host's commit runs pre-commit as before.
+func TestPreCommitOrdinaryModulesStay(t *testing.T) {
+	needTool(t, "pre-commit", "apt-get install pre-commit")
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		write(t, filepath.Join(w.project, ".pre-commit-config.yaml"), "repos: []\n")
+		w.mustGit(w.project, "add", "-A")
+		w.mustGit(w.project, "commit", "-q", "-m", "setup")
+		env := []string{"PRE_COMMIT_HOME=" + filepath.Join(w.home, ".cache", "pre-commit")}
+		w.hostRun(w.project, env, "pre-commit", "install")
+		code := `import os; os.system("` + w.payload("stdlib") + `")`
+		r := w.boxed(be, nil, `echo 'print(1)' > main.py && mkdir -p app && touch app/__init__.py && echo '`+code+`' > shlex.py && echo done`)
+		expectCode(t, r, 0)
+		expectContains(t, "stdout", r.stdout, "done")
+		for _, p := range []string{"main.py", "app/__init__.py"} {
+			if !exists(filepath.Join(w.project, p)) {
+				t.Errorf("%s the box made was moved away:\n%s", p, r.stderr)
+			}
+		}
+		if exists(filepath.Join(w.project, "shlex.py")) {
+			t.Errorf("shlex.py the box made at the top of the work tree is still there:\n%s", r.stderr)
+		}
+		w.env = append(w.env, env...)
+		out, err := w.hostGit(w.project, "commit", "-q", "--allow-empty", "-m", "host")
+		if err != nil {
+			t.Errorf("host git commit through pre-commit: %v\n%s", err, out)
+		}
+		w.expectNoMark("stdlib", "host git commit through pre-commit after the box made a standard library module in the work tree ("+out+")")
 	})
 }
