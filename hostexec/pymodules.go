@@ -36,11 +36,34 @@ func (r *resolver) preCommitModules(top string, pythons []string) {
 	}
 	r.pyTops[top] = true
 	suffixes := moduleSuffixes(r.in.GOOS, r.pythonVersions(pythons))
+	// What is at the top, listed once: a name not there is a missing
+	// guard without a look of its own (thousands of names). A top that
+	// cannot be listed is looked at name by name.
+	var there map[string]bool
+	if entries, err := r.in.FS.ReadDir(top); err == nil {
+		there = map[string]bool{}
+		for _, e := range entries {
+			there[e.Name()] = true
+		}
+	}
+	keep := func(name string) {
+		p := filepath.Join(top, name)
+		if there == nil || there[name] {
+			r.add(p, ruleModuleTop, "")
+		} else if _, ok := r.guards[p]; !ok && !r.skipped(p) {
+			r.guards[p] = &plan.Guard{Path: p, Rule: ruleModuleTop, Kind: plan.KindMissing, Keep: plan.KeepChecked}
+			r.order = append(r.order, p)
+		}
+	}
 	for _, name := range r.moduleNames(pythons) {
 		for _, s := range suffixes {
-			r.add(filepath.Join(top, name+s), ruleModuleTop, "")
+			keep(name + s)
 		}
 		dir := filepath.Join(top, name)
+		if there != nil && !there[name] {
+			keep(name)
+			continue
+		}
 		fi, err := r.in.FS.Stat(dir)
 		if err != nil {
 			r.add(dir, ruleModuleTop, "")
