@@ -204,11 +204,22 @@ func packageName(s string) bool {
 // above (none inside a node_modules folder itself). The first one that
 // exists is kept (a symlink with what it leads to) and returned; each
 // place before it, outside from, is checked after the run, since a
-// package the box installs there would be found first.
+// package the box installs there would be found first. At each place
+// require tries name.js, name.json and name.node before the folder: those
+// are kept, or checked after the run, too.
 func (r *resolver) requirePackage(from, name, rule string) string {
 	for d := from; ; d = filepath.Dir(d) {
 		if filepath.Base(d) != "node_modules" {
 			c := filepath.Join(d, "node_modules", filepath.FromSlash(name))
+			if d != from {
+				for _, ext := range []string{".js", ".json", ".node"} {
+					if _, err := r.in.FS.Lstat(c + ext); err == nil {
+						r.reach(c+ext, rule, "a file require finds before the package folder of this name")
+						return ""
+					}
+					r.add(c+ext, rule, "a file of this name would be what a program the host runs loads instead of the package: moved away after the run")
+				}
+			}
 			if _, err := r.in.FS.Lstat(c); err == nil {
 				r.reach(c, rule, "")
 				return c

@@ -47,8 +47,20 @@ func TestResolveNodeProgram(t *testing.T) {
 			tr.write("proj/node_modules/other/package.json", `{}`)
 		},
 		want: []string{
+			"checked missing proj/node_modules/a.js",
+			"checked missing proj/node_modules/a.json",
+			"checked missing proj/node_modules/a.node",
 			"checked missing proj/node_modules/a/node_modules/b",
+			"checked missing proj/node_modules/a/node_modules/b.js",
+			"checked missing proj/node_modules/a/node_modules/b.json",
+			"checked missing proj/node_modules/a/node_modules/b.node",
+			"checked missing proj/node_modules/b.js",
+			"checked missing proj/node_modules/b.json",
+			"checked missing proj/node_modules/b.node",
 			"checked missing proj/node_modules/fsevents",
+			"checked missing proj/node_modules/fsevents.js",
+			"checked missing proj/node_modules/fsevents.json",
+			"checked missing proj/node_modules/fsevents.node",
 			"restored dir proj/node_modules/a",
 			"restored dir proj/node_modules/a/node_modules/c",
 			"restored dir proj/node_modules/b",
@@ -70,10 +82,31 @@ func TestResolveNodeProgram(t *testing.T) {
 			tr.symlink("../../../@scope+a@1.0.0/node_modules/@scope/a", "proj/node_modules/.pnpm/prettier@3.0.0/node_modules/@scope/a")
 		},
 		want: []string{
+			"checked missing proj/node_modules/.pnpm/prettier@3.0.0/node_modules/@scope/a.js",
+			"checked missing proj/node_modules/.pnpm/prettier@3.0.0/node_modules/@scope/a.json",
+			"checked missing proj/node_modules/.pnpm/prettier@3.0.0/node_modules/@scope/a.node",
 			"restored dir proj/node_modules/.pnpm/@scope+a@1.0.0/node_modules/@scope/a",
 			"restored dir proj/node_modules/.pnpm/prettier@3.0.0/node_modules/prettier",
 			"restored file proj/node_modules/.bin/prettier",
 			"restored symlink proj/node_modules/.pnpm/prettier@3.0.0/node_modules/@scope/a",
+		},
+	}, {
+		// A file require finds before a package folder of its name is
+		// kept, and the folder is not followed.
+		name: "file-first",
+		setup: func(tr *tree) {
+			tr.write("proj/node_modules/prettier/package.json", `{"dependencies":{"a":"1"}}`)
+			tr.write("proj/node_modules/prettier/bin/prettier.cjs", "")
+			tr.symlink("../prettier/bin/prettier.cjs", "proj/node_modules/.bin/prettier")
+			tr.write("proj/node_modules/a.json", `{}`)
+			tr.write("proj/node_modules/a.js", ``)
+			tr.write("proj/node_modules/a/package.json", `{"dependencies":{"b":"1"}}`)
+		},
+		want: []string{
+			"restored dir proj/node_modules/prettier",
+			"restored file proj/node_modules/a.js",
+			"restored file proj/node_modules/prettier/bin/prettier.cjs",
+			"restored symlink proj/node_modules/.bin/prettier",
 		},
 	}, {
 		// More packages than the bound: the whole node_modules folder.
@@ -87,6 +120,12 @@ func TestResolveNodeProgram(t *testing.T) {
 		},
 		max: 2,
 		want: []string{
+			"checked missing proj/node_modules/a.js",
+			"checked missing proj/node_modules/a.json",
+			"checked missing proj/node_modules/a.node",
+			"checked missing proj/node_modules/b.js",
+			"checked missing proj/node_modules/b.json",
+			"checked missing proj/node_modules/b.node",
 			"restored dir proj/node_modules",
 			"restored dir proj/node_modules/a",
 			"restored dir proj/node_modules/b",
