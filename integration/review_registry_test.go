@@ -113,3 +113,41 @@ func TestPreCommitOrdinaryModulesStay(t *testing.T) {
 		w.expectNoMark("stdlib", "host git commit through pre-commit after the box made a standard library module in the work tree ("+out+")")
 	})
 }
+
+// The packages a program npx runs depends on are kept like its own: the
+// box rewriting a module of one, or making NAME.js beside it (which
+// require finds before the folder), is undone before the host runs it.
+func TestNpxDependencyKept(t *testing.T) {
+	needTool(t, "npx", "apt-get install npm")
+	for _, kind := range []string{"rewrite", "file-first"} {
+		t.Run(kind, func(t *testing.T) {
+			backends(t, func(t *testing.T, be string) {
+				w := newWorld(t)
+				w.repo(w.project)
+				nm := filepath.Join(w.project, "node_modules")
+				write(t, filepath.Join(nm, "tool", "package.json"), `{"name":"tool","version":"1.0.0","bin":{"tool":"cli.js"},"dependencies":{"dep":"1.0.0"}}`+"\n")
+				write(t, filepath.Join(nm, "tool", "cli.js"), "#!/usr/bin/env node\nrequire(\"dep\");\nconsole.log(\"tool 1.0.0\");\n")
+				os.Chmod(filepath.Join(nm, "tool", "cli.js"), 0o755)
+				write(t, filepath.Join(nm, "dep", "package.json"), `{"name":"dep","version":"1.0.0"}`+"\n")
+				write(t, filepath.Join(nm, "dep", "index.js"), "module.exports = 1;\n")
+				mkdir(t, filepath.Join(nm, ".bin"))
+				if err := os.Symlink("../tool/cli.js", filepath.Join(nm, ".bin", "tool")); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(w.project, ".claude", "settings.json"), sessionStart("npx tool"))
+				if out := w.hostRun(w.project, nil, "npx", "--no-install", "tool"); !strings.Contains(out, "tool 1.0.0") {
+					t.Fatalf("npx tool before the run: %s", out)
+				}
+				file := "node_modules/dep/index.js"
+				if kind == "file-first" {
+					file = "node_modules/dep.js"
+				}
+				r := w.boxed(be, nil, `echo 'require("child_process").execSync("`+w.payload("npx-dep")+`")' > `+file+` && echo done`)
+				expectCode(t, r, 0)
+				expectContains(t, "stdout", r.stdout, "done")
+				w.hostRun(w.project, nil, "npx", "--no-install", "tool")
+				w.expectNoMark("npx-dep", "npx tool after the box wrote "+file+", which the tool loads through its dependency")
+			})
+		})
+	}
+}
