@@ -321,6 +321,7 @@ func (r *resolver) hookScripts(d, top string) {
 	}
 	managers := map[int]bool{}
 	var pythons []string // the interpreters pre-commit's hooks run
+	module := false      // a hook imports pre_commit with the work tree top first on the module path
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() {
 			continue
@@ -336,6 +337,9 @@ func (r *resolver) hookScripts(d, top string) {
 		}
 		for _, m := range installPython.FindAllStringSubmatch(string(data), -1) {
 			pythons = append(pythons, m[1])
+		}
+		if preCommitModule.Match(data) {
+			module = true
 		}
 		if top == "" {
 			continue
@@ -358,6 +362,9 @@ func (r *resolver) hookScripts(d, top string) {
 	if top == "" {
 		return
 	}
+	if module {
+		r.preCommitModules(top, pythons)
+	}
 	for i := range hookManagers {
 		if !managers[i] {
 			continue
@@ -376,6 +383,12 @@ func (r *resolver) hookScripts(d, top string) {
 
 // installPython is the interpreter pre-commit's installed hook runs.
 var installPython = regexp.MustCompile(`INSTALL_PYTHON=['"]?([^'"\s]+)`)
+
+// preCommitModule matches a hook that imports pre_commit from an
+// interpreter that puts its current folder first on the module path:
+// pre-commit's installed hook ("$INSTALL_PYTHON" -mpre_commit), python -m
+// pre_commit, python -c "import pre_commit…".
+var preCommitModule = regexp.MustCompile(`-m\s*pre_commit\b|import\s+pre_commit\b|from\s+pre_commit\b`)
 
 // interpreter keeps what a hook's interpreter runs at its start, when it
 // lies within the box's reach: the interpreter itself, and for one in a

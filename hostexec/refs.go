@@ -367,9 +367,9 @@ func yamlValues(data []byte, keys ...string) []string {
 var npxTools = map[string]int{"npx": 1, "bunx": 1, "pnpx": 1, "pnpm": 2, "yarn": 2, "npm": 2}
 
 // npx keeps the programs a command line runs from the project's
-// node_modules/.bin (npx prettier, pnpm exec eslint, yarn dlx x, …), and
-// what they link to: a program there is replaced by any install, so the
-// box can rewrite it.
+// node_modules/.bin (npx prettier, pnpm exec eslint, yarn dlx x, …), what
+// they link to, and the packages they load (nodeProgram): a program there
+// is replaced by any install, so the box can rewrite it.
 func (r *resolver) npx(cmd, dir, rule string) {
 	words := Words(cmd)
 	for i, w := range words {
@@ -403,7 +403,9 @@ func (r *resolver) npx(cmd, dir, rule string) {
 		if name == "" || name == "." || name == ".." {
 			continue
 		}
-		r.reach(filepath.Join(dir, "node_modules", ".bin", name), rule, "run by npx and the like: a program there is rewritten by any install")
+		bin := filepath.Join(dir, "node_modules", ".bin", name)
+		r.reach(bin, rule, "run by npx and the like: a program there is rewritten by any install")
+		r.nodeProgram(bin, rule)
 	}
 }
 

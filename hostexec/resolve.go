@@ -108,6 +108,11 @@ type resolver struct {
 	res     Result
 	cfgs    map[string][]ConfigVar // parsed global git configs by path
 	gitSeen map[string]bool        // git folders looked at
+	// nodeSeen are the node packages kept (real paths).
+	nodeSeen map[string]bool
+	// pyTops are the work tree tops whose modules are kept for
+	// pre-commit's hook.
+	pyTops map[string]bool
 }
 
 // Resolve finds every registry path within in.Regions and decides how each

@@ -147,12 +147,23 @@ func (h *HostExec) writeText(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "host programs: what git, agent CLIs, editors and shells run or obey within the box's reach (%d files and folders searched; %d of %d folders listed, the others unchanged since the last search):\n", h.Visited, h.Listed, h.Folders)
-	for _, g := range h.Guards {
-		kind := Escape(g.Kind)
+	for i := 0; i < len(h.Guards); {
+		g := h.Guards[i]
+		j := i + 1
+		for j < len(h.Guards) && sameLine(h.Guards[j], g) {
+			j++
+		}
+		kind, where := Escape(g.Kind), g.Path
 		if g.Target != "" {
 			kind += " -> " + Escape(g.Target)
 		}
-		fmt.Fprintf(w, "  %s\t%s\v%s\t%s\t%s\n", g.Keep, Escape(g.Path), Escape(g.Rule), kind, Escape(g.Note))
+		if j-i >= foldGuards {
+			where = foldedPaths(h.Guards[i:j])
+		} else {
+			j = i + 1
+		}
+		fmt.Fprintf(w, "  %s\t%s\v%s\t%s\t%s\n", g.Keep, Escape(where), Escape(g.Rule), kind, Escape(g.Note))
+		i = j
 	}
 	roots := make([]string, len(h.Roots))
 	for i, r := range h.Roots {
@@ -160,4 +171,33 @@ func (h *HostExec) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  after the run, with every process of the run ended: new repositories, .git entries, worktree and submodule folders and control files anywhere in %s are neutralised (moved to %s)\n",
 		strings.Join(roots, ", "), Escape(h.State+"/quarantine"))
+}
+
+// foldGuards is how many guards in a row, alike but for their names in
+// one folder, `agentbox plan` shows as one line (the modules a Python
+// hook would import from a work tree: hundreds of names); the JSON form
+// lists each.
+const foldGuards = 16
+
+// sameLine reports whether guards a and b differ only in their names in
+// one folder.
+func sameLine(a, b Guard) bool {
+	return a.Keep == b.Keep && a.Rule == b.Rule && a.Kind == b.Kind && a.Note == b.Note && a.Target == "" && b.Target == "" &&
+		dirOf(a.Path) == dirOf(b.Path)
+}
+
+// dirOf is the folder part of p, a path of any system ("" for none).
+func dirOf(p string) string {
+	return p[:max(strings.LastIndexAny(p, `/\`), 0)]
+}
+
+// foldedPaths shows the paths of gs, alike in one folder, as one:
+// "/top/{a.py, a.pyc, … (300 names; plan --json lists each)}".
+func foldedPaths(gs []Guard) string {
+	var names []string
+	for _, g := range gs[:min(len(gs), 6)] {
+		names = append(names, g.Path[len(dirOf(g.Path))+1:])
+	}
+	d := dirOf(gs[0].Path)
+	return fmt.Sprintf("%s%c{%s, … (%d names; plan --json lists each)}", d, gs[0].Path[len(d)], strings.Join(names, ", "), len(gs))
 }
