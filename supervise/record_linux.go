@@ -74,7 +74,16 @@ func record(h *plan.HostExec, adopt map[string]guardRecord) ([]guardRecord, erro
 			out = append(out, gr)
 			continue
 		}
-		err = snapAt(dfd, name, "", g.Rule, &gr.Entries, &budget, &entries)
+		// A package folder (node_modules) is recorded by identity alone:
+		// what the box changes in it is moved away all the same, and the
+		// package manager, not agentbox, puts a package back. Its content
+		// would cost every launch more than the run itself.
+		b := &budget
+		if strings.Contains(g.Path, "/node_modules/") || strings.HasSuffix(g.Path, "/node_modules") {
+			none := 0
+			b = &none
+		}
+		err = snapAt(dfd, name, "", g.Rule, &gr.Entries, b, &entries)
 		unix.Close(dfd)
 		if err != nil {
 			return nil, fmt.Errorf("recording %s before the run: %w", g.Path, err)
@@ -210,7 +219,11 @@ func (c *checker) restoreEntry(dfd int, parent, name, rel string, before map[str
 		c.moveAway(dfd, parent, name, gr.Rule, "was changed by the box")
 		exists = false
 		if !canRebuild(was) {
-			c.warn(full, gr.Rule, "the original could not be put back (it was larger than what agentbox records before a run)")
+			why := "the original could not be put back (it was larger than what agentbox records before a run)"
+			if strings.Contains(full, "/node_modules/") {
+				why = "the original could not be put back (agentbox records a package's files by identity, not content): reinstall the package"
+			}
+			c.warn(full, gr.Rule, why)
 			return
 		}
 	}
