@@ -133,9 +133,17 @@ func hostFacts(q *plan.Plan, b backend.Backend) (verify.Host, func(), error) {
 				h.Hidden[m.Path] = fi.Size()
 			}
 		case m.Stage == plan.StageWorkspace && m.Op == plan.Tmpfs:
+			// What the mask binds back (this workspace's folder, or its
+			// caches) is not another workspace's.
+			own := map[string]bool{q.Workspace.ID: true, ".repos": true}
+			for _, n := range q.Mounts {
+				if n.Stage == plan.StageWorkspace && n.Op != plan.Tmpfs && filepath.Dir(n.Path) == m.Path {
+					own[filepath.Base(n.Path)] = true
+				}
+			}
 			entries, _ := os.ReadDir(m.Path)
 			for _, e := range entries {
-				if e.Name() != q.Workspace.ID && e.Name() != ".repos" && len(h.Others[m.Path]) < 3 {
+				if !own[e.Name()] && len(h.Others[m.Path]) < 3 {
 					h.Others[m.Path] = append(h.Others[m.Path], e.Name())
 				}
 			}

@@ -45,7 +45,7 @@ echo t > "$TMPDIR/t" && echo tmp=written
 	if !exists(filepath.Join(root, "web", "f")) {
 		t.Fatal("the workspace write is not on the host")
 	}
-	expectContains(t, "stderr", r.stderr, "enforced weaker")
+	expectContains(t, "stderr", r.stderr, "weaker than the policy asks")
 }
 
 // With bwrap missing from PATH, auto falls back to Landlock and still

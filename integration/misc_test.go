@@ -52,7 +52,9 @@ func TestTruthfulVariables(t *testing.T) {
 	if len(caches) != 1 {
 		t.Fatalf("the run's private caches: %v", caches)
 	}
-	want := fmt.Sprintf("1|bwrap|/tmp,%s,%s|open|/tmp|\n", w.project, caches[0])
+	// In mount order: the private caches are bound with the workspace
+	// stage, before the writable roots.
+	want := fmt.Sprintf("1|bwrap|/tmp,%s,%s|open|/tmp|\n", caches[0], w.project)
 	if r.stdout != want {
 		t.Fatalf("confined: got %q, want %q", r.stdout, want)
 	}

@@ -326,12 +326,12 @@ func TestSearchIndexUsed(t *testing.T) {
 		for i := 0; i < 40; i++ {
 			mkdir(t, filepath.Join(w.project, fmt.Sprintf("d%d", i), "sub"))
 		}
-		// Changes less than half a second before a search are listed
+		// Changes less than two seconds before a search are listed
 		// again whatever their stamps say.
-		time.Sleep(time.Second)
+		time.Sleep(2100 * time.Millisecond)
 		r := w.boxed(be, nil, `echo done`)
 		expectCode(t, r, 0)
-		time.Sleep(time.Second)
+		time.Sleep(2100 * time.Millisecond)
 		listed := func() (int, int) {
 			t.Helper()
 			p := w.run("plan", "--backend", be, "--", "true")
@@ -354,7 +354,7 @@ func TestSearchIndexUsed(t *testing.T) {
 			t.Errorf("after a run, the search of the unchanged project listed %d of %d folders; want at most 3 of at least 80", before, of)
 		}
 		mkdir(t, filepath.Join(w.project, "d7", "sub", "new"))
-		time.Sleep(time.Second)
+		time.Sleep(2100 * time.Millisecond)
 		if n, _ := listed(); n < 2 || n > before+2 {
 			t.Errorf("after one folder changed (and one was made), the search listed %d folders; want 2 (and at most %d)", n, before+2)
 		}

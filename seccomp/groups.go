@@ -219,6 +219,10 @@ var NoUnixSockets = Group{
 	Why:  "Landlock does not restrict connecting to a unix socket on the filesystem, so every host service behind one would answer the box",
 	Rules: []Rule{
 		{Syscall: "socket", When: "family is AF_UNIX", Arg: 0, Equal: []uint32{afUnix}, Errno: "EPERM"},
+		// A datagram pair can send to, or connect to, any datagram
+		// socket on the filesystem (syslog, the journal): refused too.
+		// Stream and seqpacket pairs are connected for good.
+		{Syscall: "socketpair", When: "type is SOCK_DGRAM", Arg: 1, Mask: sockTypeMask, Equal: []uint32{sockDgram}, Errno: "EPERM"},
 	},
 }
 

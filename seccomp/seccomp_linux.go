@@ -41,6 +41,7 @@ var syscalls = map[string]uint32{
 	"sendmsg":            unix.SYS_SENDMSG,
 	"sendmmsg":           unix.SYS_SENDMMSG,
 	"socket":             unix.SYS_SOCKET,
+	"socketpair":         unix.SYS_SOCKETPAIR,
 	"listen":             unix.SYS_LISTEN,
 	"prlimit64":          unix.SYS_PRLIMIT64,
 	"setpriority":        unix.SYS_SETPRIORITY,

@@ -522,6 +522,7 @@ func TestLandlockGroups(t *testing.T) {
 		{"TCGETS allowed", []Group{Metadata}, call{arch: native, nr: unix.SYS_IOCTL, args: [6]uint64{0, unix.TCGETS}}, allow},
 		{"write allowed", []Group{Metadata}, call{arch: native, nr: unix.SYS_WRITE}, allow},
 		{"unix socketpair allowed", []Group{NoUnixSockets}, call{arch: native, nr: unix.SYS_SOCKETPAIR, args: [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}}, allow},
+		{"unix datagram socketpair refused", []Group{NoUnixSockets}, call{arch: native, nr: unix.SYS_SOCKETPAIR, args: [6]uint64{unix.AF_UNIX, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC}}, eperm},
 		{"inet allowed by no-unix-sockets", []Group{NoUnixSockets}, sock(unix.AF_INET, unix.SOCK_STREAM), allow},
 	}
 	for _, tc := range tests {
