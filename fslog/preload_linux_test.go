@@ -3,6 +3,7 @@
 package fslog
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,7 +88,22 @@ func TestPreloadLibraryReports(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	for _, pf := range preloadPlatforms(t) {
-		t.Run(pf.name, func(t *testing.T) {
+		for _, pipe := range []bool{false, true} {
+			name := pf.name
+			if pipe {
+				name += "/pipe"
+			}
+			t.Run(name, func(t *testing.T) { preloadReports(t, bwrap, pf, pipe) })
+		}
+	}
+}
+
+// preloadReports runs the refuser for platform pf and reads its records
+// from the socket, or with pipe from the pipe at plan.PreloadFD (with no
+// socket to fall back to).
+func preloadReports(t *testing.T, bwrap string, pf preloadPlatform, pipe bool) {
+	{
+		{
 			if _, err := exec.LookPath(pf.cc[0]); err != nil {
 				t.Skipf("%s is not installed", pf.cc[0])
 			}
@@ -104,7 +120,7 @@ func TestPreloadLibraryReports(t *testing.T) {
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			fd, err := listenPreload(dir)
+			fd, wfd, err := listenPreload(dir, pipe)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +139,14 @@ func TestPreloadLibraryReports(t *testing.T) {
 			argv := append(append([]string{bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}, pf.runner...), prog)
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), "LD_PRELOAD="+dir+"/"+plan.PreloadLibrary)
+			if pipe {
+				cmd.ExtraFiles = make([]*os.File, plan.PreloadFD-2)
+				cmd.ExtraFiles[plan.PreloadFD-3] = os.NewFile(uintptr(wfd), "pipe")
+			}
 			out, err := cmd.CombinedOutput()
+			if pipe {
+				unix.Close(wfd)
+			}
 			if err != nil || len(out) > 0 {
 				// Nothing on stderr: the dynamic linker found the
 				// library for this platform.
@@ -132,8 +155,15 @@ func TestPreloadLibraryReports(t *testing.T) {
 			var got []record
 			buf := make([]byte, 1<<16)
 			deadline := time.Now().Add(5 * time.Second)
+			var frames []byte
 			for len(got) < 4 && time.Now().Before(deadline) {
-				n, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+				var n int
+				var err error
+				if pipe {
+					n, err = unix.Read(fd, buf)
+				} else {
+					n, _, err = unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+				}
 				if err == unix.EAGAIN {
 					time.Sleep(10 * time.Millisecond)
 					continue
@@ -141,12 +171,26 @@ func TestPreloadLibraryReports(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r, ok := parseRecord(buf[:n])
-				if !ok {
-					t.Fatalf("not a record: %q", buf[:n])
+				msgs := [][]byte{buf[:n]}
+				if pipe {
+					frames = append(frames, buf[:n]...)
+					msgs = nil
+					for len(frames) >= frameHead && len(frames) >= int(binary.LittleEndian.Uint32(frames)) {
+						size := int(binary.LittleEndian.Uint32(frames))
+						if size < frameHead || binary.LittleEndian.Uint32(frames[4:]) == 0 {
+							t.Fatalf("not a frame: %q", frames)
+						}
+						msgs, frames = append(msgs, frames[frameHead:size]), frames[size:]
+					}
 				}
-				r.prog = "" // the emulator's name under qemu
-				got = append(got, r)
+				for _, m := range msgs {
+					r, ok := parseRecord(m)
+					if !ok {
+						t.Fatalf("not a record: %q", m)
+					}
+					r.prog = "" // the emulator's name under qemu
+					got = append(got, r)
+				}
 			}
 			want := []record{
 				{op: Create, errno: uint32(unix.EROFS), call: "open", path: [2]string{"/usr/abx-open", ""}},
@@ -157,9 +201,9 @@ func TestPreloadLibraryReports(t *testing.T) {
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(record{})); diff != "" {
 				t.Errorf("records (-want +got):\n%s", diff)
 			}
-			if n, _, _ := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT); n > 0 {
-				t.Errorf("one record more: %q", strings.ToValidUTF8(string(buf[:n]), "?"))
+			if n, _ := unix.Read(fd, buf); n > 0 || len(frames) > 0 {
+				t.Errorf("one record more: %q", strings.ToValidUTF8(string(frames)+string(buf[:max(n, 0)]), "?"))
 			}
-		})
+		}
 	}
 }
