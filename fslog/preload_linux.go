@@ -400,12 +400,20 @@ func (s *preloadServer) done() {
 		unix.Close(s.root)
 	}
 	if n := s.lost + s.over + s.blind; n > 0 {
+		why := ""
+		if s.pipe {
+			why = ", or a record was longer than the pipe takes at once (4,096 bytes)"
+		}
 		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
 			"filesystem log: %d refusals were not recorded: the box made them faster than the log takes them "+
-				"(each process reports at most 1,000 a second, and agentbox judges at most %d a second)", n, preloadRate)})
+				"(each process reports at most 1,000 a second, and agentbox judges at most %d a second)%s", n, preloadRate, why)})
 	}
 	if s.bad > 0 {
+		what := "socket"
+		if s.pipe {
+			what = "pipe"
+		}
 		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
-			"filesystem log: %d messages on its socket were not records of the preloaded library, and were ignored", s.bad)})
+			"filesystem log: %d messages on its %s were not records of the preloaded library, and were ignored", s.bad, what)})
 	}
 }
