@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -514,6 +515,46 @@ func TestFSLogPreloadSetting(t *testing.T) {
 			}
 			pl := w.run("plan", "--backend", backend, "--policy", off, "--", "true")
 			expectContains(t, "plan", pl.stdout, "filesystem refusals: not recorded ([log] filesystem = false")
+		})
+	}
+}
+
+// A limit on open files below the pipe's descriptor (1021) neither breaks
+// a run nor its log: the box's first process puts the pipe there before
+// the limit applies, and the box's programs keep it; with a soft limit
+// below it too (ulimit -Sn) where agentbox starts.
+func TestFSLogPreloadLowOpenFiles(t *testing.T) {
+	for _, backend := range linuxBackends {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t)
+			ro := filepath.Join(w.home, "ro")
+			mkdir(t, ro)
+			p := policyFile(t, w, "[limits]\nopen_files = 64\n")
+			r := w.sh([]string{"--backend", backend, "--policy", p}, `ulimit -n; echo x > `+ro+`/low-limit; echo "wrote $?"`)
+			expectCode(t, r, 0)
+			expectContains(t, "stdout", r.stdout, "64\n")
+			expectContains(t, "stdout", r.stdout, "wrote 2\n")
+			expectNotContains(t, "stderr", r.stderr, "pipe")
+			find(t, w.denials(), "create", filepath.Join(ro, "low-limit"))
+			// agentbox started under a soft limit of 512.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := w.command(ctx, "run", "--backend", backend, "--", "sh", "-c", "echo x > "+ro+"/soft-limit")
+			var out bytes.Buffer
+			c.Stdout, c.Stderr = &out, &out
+			var old syscall.Rlimit
+			if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Fatal(err)
+			}
+			c.Args = append([]string{"prlimit", "--nofile=512:" + strconv.FormatUint(old.Max, 10), "--", c.Path}, c.Args[1:]...)
+			if path, err := exec.LookPath("prlimit"); err == nil {
+				c.Path = path
+			} else {
+				need(t, false, "prlimit is not installed")
+			}
+			c.Run()
+			expectNotContains(t, "output", out.String(), "pipe")
+			find(t, w.denials(), "create", filepath.Join(ro, "soft-limit"))
 		})
 	}
 }
