@@ -525,8 +525,19 @@ func TestFSLogPreloadSetting(t *testing.T) {
 // below it too (ulimit -Sn) where agentbox starts.
 func TestFSLogPreloadLowOpenFiles(t *testing.T) {
 	for _, backend := range linuxBackends {
-		t.Run(backend, func(t *testing.T) {
+		for _, init := range []string{"c", "go"} {
+			t.Run(backend+"/"+init, func(t *testing.T) { preloadLowOpenFiles(t, backend, init) })
+		}
+	}
+}
+
+// preloadLowOpenFiles runs TestFSLogPreloadLowOpenFiles's box on backend
+// with init's first process (AGENTBOX_INIT).
+func preloadLowOpenFiles(t *testing.T, backend, init string) {
+	{
+		{
 			w := newWorld(t)
+			w.env = append(w.env, "AGENTBOX_INIT="+init)
 			ro := filepath.Join(w.home, "ro")
 			mkdir(t, ro)
 			p := policyFile(t, w, "[limits]\nopen_files = 64\n")
@@ -555,6 +566,6 @@ func TestFSLogPreloadLowOpenFiles(t *testing.T) {
 			c.Run()
 			expectNotContains(t, "output", out.String(), "pipe")
 			find(t, w.denials(), "create", filepath.Join(ro, "soft-limit"))
-		})
+		}
 	}
 }
