@@ -522,7 +522,8 @@ func TestFSLogPreloadSetting(t *testing.T) {
 // A limit on open files below the pipe's descriptor (1021) neither breaks
 // a run nor its log: the box's first process puts the pipe there before
 // the limit applies, and the box's programs keep it; with a soft limit
-// below it too (ulimit -Sn) where agentbox starts.
+// below it too (ulimit -Sn) where agentbox starts. A hard limit below it
+// there turns the log off under Landlock, and the run says so.
 func TestFSLogPreloadLowOpenFiles(t *testing.T) {
 	for _, backend := range linuxBackends {
 		for _, init := range []string{"c", "go"} {
@@ -558,14 +559,25 @@ func preloadLowOpenFiles(t *testing.T, backend, init string) {
 				t.Fatal(err)
 			}
 			c.Args = append([]string{"prlimit", "--nofile=512:" + strconv.FormatUint(old.Max, 10), "--", c.Path}, c.Args[1:]...)
-			if path, err := exec.LookPath("prlimit"); err == nil {
-				c.Path = path
-			} else {
-				need(t, false, "prlimit is not installed")
-			}
+			prlimit, err := exec.LookPath("prlimit")
+			need(t, err == nil, "prlimit is not installed")
+			c.Path = prlimit
 			c.Run()
 			expectNotContains(t, "output", out.String(), "pipe")
 			find(t, w.denials(), "create", filepath.Join(ro, "soft-limit"))
+			if backend != "landlock" {
+				return
+			}
+			// A hard limit below it: the run goes on without the log, and
+			// says so.
+			c = w.command(ctx, "run", "--backend", backend, "--", "sh", "-c", "echo x > "+ro+"/hard-limit; echo ran")
+			c.Args = append([]string{"prlimit", "--nofile=512:512", "--", c.Path}, c.Args[1:]...)
+			c.Path = prlimit
+			out.Reset()
+			c.Stdout, c.Stderr = &out, &out
+			c.Run()
+			expectContains(t, "output", out.String(), "ran\n")
+			expectContains(t, "output", out.String(), "filesystem log: the limit on open files (ulimit -Hn 512) is below 1022")
 		}
 	}
 }
