@@ -27,7 +27,8 @@ import (
 // The descriptors the child inherits: what it needs of the frozen plan and
 // the pinned folders (childInput) on planFD, the box's end of the filesystem log's
 // socket on logFD when there is one, then the pinned folders themselves
-// from pinFD on.
+// from pinFD on, then the preloaded log's pipe when there is one
+// (childInput.PreloadFD).
 const (
 	planFD = 3
 	logFD  = 4
@@ -167,8 +168,9 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		}
 		defer mfd.Close()
 		// The helper on fd 3 (run as /proc/self/fd/3), the rule set on
-		// 4, the filter on 5, the log's socket on 6 (or nothing); it
-		// closes them all before it execs CMD.
+		// 4, the filter on 5, the log's socket on 6 (or nothing), the
+		// preloaded log's pipe on 7 (or nothing); it closes them all
+		// before it execs CMD, the pipe moved to plan.PreloadFD.
 		logSlot := ^uintptr(0)
 		if c.FSLog != nil {
 			logSlot = c.FSLog.Fd()
