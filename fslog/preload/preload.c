@@ -4,13 +4,15 @@
  * path (open, fopen, mkdir, rename, unlink, link, symlink, truncate, chmod,
  * chown, utime, the extended attributes, mknod, mkstemp, bind on a path) and
  * calls the real one. When that fails with EROFS, EACCES, EPERM or EBUSY,
- * it sends agentbox one datagram: what the call tried to do, to which path
+ * it sends agentbox one record (a datagram; under Landlock a frame on an
+ * inherited pipe): what the call tried to do, to which path
  * (as the program gave it, with the folder a relative path starts from),
  * and the errno. A call that succeeds costs a compare and a branch.
  *
  * The record is a report, not evidence: agentbox judges each one against
  * the plan, records it only when the plan refuses that operation on that
- * path, and learns the sender's pid from the kernel (SCM_CREDENTIALS).
+ * path, and learns the sender's pid from the kernel (SCM_CREDENTIALS;
+ * through the pipe, only as the process wrote it).
  * What a process does with this library (unload it, call the kernel
  * directly, send made-up records) changes nothing the kernel enforces.
  *
@@ -18,7 +20,7 @@
  * finds the real functions itself, in the objects loaded after it, through
  * dl_iterate_phdr (in every glibc and musl), and reads errno through
  * __errno_location; both are weak, so a program without them runs as it
- * would without the library. It never blocks (a full socket drops the
+ *  would without the library. It never blocks (a full socket or pipe drops the
  * record), never allocates, keeps no descriptor open between calls (a
  * program may close or reuse any descriptor), and sends at most 1,000
  * records a second per process after a burst of 256; what it does not send
