@@ -20,9 +20,10 @@
  * finds the real functions itself, in the objects loaded after it, through
  * dl_iterate_phdr (in every glibc and musl), and reads errno through
  * __errno_location; both are weak, so a program without them runs as it
- *  would without the library. It never blocks (a full socket or pipe drops the
- * record), never allocates, keeps no descriptor open between calls (a
- * program may close or reuse any descriptor), and sends at most 1,000
+ * would without the library. It never blocks (a full socket or pipe drops
+ * the record), never allocates, keeps no descriptor open between calls (a
+ * program may close or reuse any descriptor; the pipe is inherited, and a
+ * program that closes it is not heard from), and sends at most 1,000
  * records a second per process after a burst of 256; what it does not send
  * it counts, and the next record carries the count.
  *
