@@ -84,6 +84,10 @@ type Context struct {
 	// backend passes to the box's first process when the plan records
 	// filesystem refusals (the supervisor sets it).
 	FSLog *os.File
+	// PreloadPipe is the write end of the preloaded log's pipe (Landlock),
+	// which the box's first process puts at plan.PreloadFD, without
+	// close-on-exec, for every program of the box; nil when there is none.
+	PreloadPipe *os.File
 	// CgroupFD is the run's own cgroup (a descriptor of its folder), into
 	// which a backend that is Tracked clones the box's first process
 	// (CLONE_INTO_CGROUP); 0 when there is none.

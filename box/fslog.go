@@ -14,7 +14,8 @@ import (
 
 // filesystemLog chooses how a run of p under b records its filesystem
 // refusals (package fslog). The preloaded log (the default) on both Linux
-// backends; the complete mode ([log] filesystem = "complete", or reads
+// backends (under Landlock, whose box may not make a unix socket, through
+// an inherited pipe); the complete mode ([log] filesystem = "complete", or reads
 // too): Landlock's own audit records when the kernel can give them to
 // this process (root, the kernel's audit on, Landlock ABI 7), else
 // seccomp notification on both Linux backends. Nothing when the audit
@@ -30,14 +31,6 @@ func filesystemLog(p *plan.Plan, b backend.Backend) string {
 		return ""
 	}
 	if p.Log.Filesystem == fslog.Preload {
-		if !preloadCanSend(p, b) {
-			// Landlock's own audit records the refusals where it can;
-			// elsewhere they are not recorded (planLog says why).
-			if p.Identity.Root() && auditReadable() {
-				return fslog.Audit
-			}
-			return ""
-		}
 		return fslog.Preload
 	}
 	if b.Name() == landlock.Backend && p.Identity.Root() && auditReadable() {
@@ -46,30 +39,13 @@ func filesystemLog(p *plan.Plan, b backend.Backend) string {
 	return fslog.Notify
 }
 
-// preloadCanSend reports whether the preloaded library can send its
-// records from a box of b: it sends them through a unix socket, which a
-// Landlock box may not create unless the policy names host sockets it may
-// use (network.unix_sockets): a socket of its own would reach every host
-// service behind one.
-func preloadCanSend(p *plan.Plan, b backend.Backend) bool {
-	return b.Name() != landlock.Backend || len(p.Network.UnixSockets) > 0
-}
-
-// noPreloadLandlock is why a Landlock run records no refusals.
-const noPreloadLandlock = "the preloaded log sends through a unix socket, which a Landlock box may not create (host services behind unix sockets stay out of its reach); " +
-	"[log] filesystem = \"complete\" records them under Landlock (seccomp, slower)"
-
 // planLog completes p for the filesystem log b keeps: the preloaded log
 // gets its folder, or is off with the reason when it cannot have one.
 func planLog(p *plan.Plan, b backend.Backend) {
 	asked := p.Log.Enabled && p.Log.Filesystem != "" && p.Depth <= 1
-	preload := p.Log.Filesystem == fslog.Preload
 	p.Log.Filesystem = filesystemLog(p, b)
 	if p.Log.Filesystem == "" && asked {
 		p.Log.Off = "the " + b.Name() + " backend does not record them here"
-		if preload && !preloadCanSend(p, b) {
-			p.Log.Off = noPreloadLandlock
-		}
 	}
 	if p.Log.Filesystem != fslog.Preload {
 		return

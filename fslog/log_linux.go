@@ -32,8 +32,9 @@ type Log struct {
 	audit        *auditReader
 	// first is the pid of the box's first process (Started).
 	first atomic.Int64
-	// preload is the preloaded log's socket.
-	preload *os.File
+	// preload is the preloaded log's socket, or under Landlock the read
+	// end of its pipe, whose write end pipeW goes to the box.
+	preload, pipeW *os.File
 	// done is closed when the serving of the log socket (the broker's
 	// listener, the seccomp or audit log) has ended, pdone when the
 	// preloaded log's reader has.
@@ -106,27 +107,52 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 
 // startPreload starts the preloaded log, whose records come on a socket
 // in dir, which the box reaches by its path: there is no end of a socket
-// to pass to the box. The socket is read through the Go runtime's poller:
-// no thread of agentbox waits on it, and Stop needs no thread to wake.
+// to pass to the box. Under Landlock, whose box may not make a unix
+// socket, they come on a pipe whose write end the box's first process
+// gets (PreloadPipe) and puts at plan.PreloadFD for every program of the
+// box. Either is read through the Go runtime's poller: no thread of
+// agentbox waits on it, and Stop needs no thread to wake.
 func (l *Log) startPreload(dir string, landlock bool) {
-	fd, err := listenPreload(dir)
+	if landlock {
+		// The box's first process moves the pipe to plan.PreloadFD,
+		// which no process may have above its hard limit.
+		var rl unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Max < plan.PreloadFD+1 {
+			l.warnPreload(fmt.Errorf("the limit on open files (ulimit -Hn %d) is below %d, the descriptor its pipe has in the box", rl.Max, plan.PreloadFD+1))
+			return
+		}
+	}
+	fd, wfd, err := listenPreload(dir, landlock)
 	if err != nil {
 		l.warnPreload(err)
 		return
+	}
+	what := "socket"
+	if landlock {
+		what = "pipe"
+		l.pipeW = os.NewFile(uintptr(wfd), "fslog-preload-box")
 	}
 	f := os.NewFile(uintptr(fd), "fslog-preload")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		l.warnPreload(fmt.Errorf("reading its socket: %w", err))
+		if l.pipeW != nil {
+			l.pipeW.Close()
+			l.pipeW = nil
+		}
+		l.warnPreload(fmt.Errorf("reading its %s: %w", what, err))
 		return
 	}
 	l.preload = f
-	s := &preloadServer{fd: fd, root: -1, landlock: landlock, first: &l.first, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
+	s := &preloadServer{fd: fd, root: -1, landlock: landlock, pipe: landlock, first: &l.first, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
 	go func() {
 		defer close(l.pdone)
 		defer f.Close()
-		s.serve(rc)
+		if s.pipe {
+			s.serveFrames(rc)
+		} else {
+			s.serve(rc)
+		}
 		s.done()
 	}()
 }
@@ -156,6 +182,16 @@ func (l *Log) Box() *os.File {
 	return l.box
 }
 
+// PreloadPipe is the write end of the preloaded log's pipe, to pass to
+// the box's first process, which puts it at plan.PreloadFD (Landlock);
+// nil when there is none.
+func (l *Log) PreloadPipe() *os.File {
+	if l == nil {
+		return nil
+	}
+	return l.pipeW
+}
+
 // Started is told the pid of the box's first process once it has started
 // (0 when it could not be), and closes the supervisor's copy of the box's
 // end, which the box's first process has its own of: the log then sees the
@@ -170,6 +206,9 @@ func (l *Log) Started(pid int) {
 	if l.box != nil {
 		l.box.Close()
 	}
+	if l.pipeW != nil {
+		l.pipeW.Close() // the box has its own
+	}
 }
 
 // Stop ends the log once the box has ended: it records what is still
@@ -181,6 +220,9 @@ func (l *Log) Stop() {
 	l.once.Do(func() {
 		if l.box != nil {
 			l.box.Close()
+		}
+		if l.pipeW != nil {
+			l.pipeW.Close()
 		}
 		if l.preload != nil {
 			// The reader takes what is queued, and ends.

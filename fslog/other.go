@@ -19,6 +19,9 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log { return 
 // Box returns nil.
 func (l *Log) Box() *os.File { return nil }
 
+// PreloadPipe returns nil.
+func (l *Log) PreloadPipe() *os.File { return nil }
+
 // Started does nothing.
 func (l *Log) Started(pid int) {}
 

@@ -3,6 +3,7 @@
 package fslog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -29,8 +30,54 @@ const (
 // listenPreload prepares the run's folder dir (made fresh by the
 // supervisor, for the user alone) for the preloaded log: it writes the
 // library for each platform, and binds the socket the library sends its
-// records to. It returns the socket.
-func listenPreload(dir string) (int, error) {
+// records to. It returns the socket. With pipe (Landlock) it makes a pipe
+// instead, and returns its read end and its write end (O_NONBLOCK: a full
+// pipe drops a record, it never stops a program), whose inode it writes
+// to dir's file plan.PreloadPipe.
+func listenPreload(dir string, pipe bool) (int, int, error) {
+	s, err := listenPreloadSocket(dir, pipe)
+	if !pipe || err != nil {
+		return s, -1, err
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		return -1, -1, fmt.Errorf("making its pipe: %w", err)
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fds[1], &st)
+	if err == nil {
+		unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, 1<<20)
+		err = writeFile(dir, plan.PreloadPipe, []byte(strconv.FormatUint(st.Ino, 10)))
+	}
+	if err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return -1, -1, fmt.Errorf("making its pipe: %w", err)
+	}
+	return fds[0], fds[1], nil
+}
+
+// writeFile writes a file of the user's own (read-only) into dir.
+func writeFile(dir, name string, b []byte) error {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	f, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(f)
+	if n, err := unix.Write(f, b); err != nil || n != len(b) {
+		return fmt.Errorf("writing %s/%s: %v", dir, name, err)
+	}
+	return nil
+}
+
+// listenPreloadSocket checks dir and writes the libraries into it, then
+// binds the socket (not with pipe: -1).
+func listenPreloadSocket(dir string, pipe bool) (int, error) {
 	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("opening its folder %s: %w", dir, err)
@@ -45,6 +92,9 @@ func listenPreload(dir string) (int, error) {
 	}
 	if err := writeLibraries(dfd, dir); err != nil {
 		return -1, err
+	}
+	if pipe {
+		return -1, nil
 	}
 	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -114,6 +164,10 @@ type preloadServer struct {
 	// (boxRoot); landlock says the box has the host's.
 	root     int
 	landlock bool
+	// pipe says fd is the read end of the pipe (Landlock), whose frames
+	// carry the pid their sender wrote; else the socket, whose datagrams
+	// carry the kernel's.
+	pipe bool
 	// first is the box's first process (bwrap, or the Landlock child),
 	// once it has started.
 	first *atomic.Int64
@@ -165,22 +219,89 @@ func (s *preloadServer) one(buf, oob []byte) bool {
 			}
 		}
 	}
-	r, ok := parseRecord(buf[:n])
-	if !ok || pid <= 0 || flags&unix.MSG_TRUNC != 0 {
+	if flags&unix.MSG_TRUNC != 0 {
 		s.bad++
 		return true
 	}
+	s.record(buf[:n], pid)
+	return true
+}
+
+// The frames of the pipe (Landlock): each is one write(2) of at most
+// PIPE_BUF bytes, which the kernel never interleaves with another's: its
+// length (the whole frame's, in 4 bytes), the pid the sender says it has
+// (4 bytes), then a record as the socket's datagrams hold it, all in the
+// machine's byte order (little-endian).
+const (
+	pipeBuf   = 4096
+	frameHead = 8
+)
+
+// serveFrames judges the frames of the pipe as they come, until its read
+// deadline (Stop), then what is queued still.
+func (s *preloadServer) serveFrames(rc syscall.RawConn) {
+	buf := make([]byte, 0, 1<<16)
+	s.tokens, s.last = preloadBurst, time.Now()
+	rc.Read(func(uintptr) bool {
+		for s.frames(&buf) {
+		}
+		return false // wait for more
+	})
+	for s.frames(&buf) {
+	}
+}
+
+// frames reads what the pipe holds into buf (after the part of a frame
+// left from the last read) and judges each whole frame; false when nothing
+// was waiting. Any process of the box can write to the pipe: a frame whose
+// length is no frame's drops what was read with it (the next read starts
+// wherever the writers are).
+func (s *preloadServer) frames(buf *[]byte) bool {
+	b := *buf
+	n, err := unix.Read(s.fd, b[len(b):cap(b)])
+	if err == unix.EINTR {
+		return true
+	}
+	if err != nil || n <= 0 {
+		return false
+	}
+	b = b[:len(b)+n]
+	for len(b) >= frameHead {
+		size := int(binary.LittleEndian.Uint32(b))
+		if size < frameHead+16 || size > pipeBuf {
+			s.bad++
+			b = b[:0]
+			break
+		}
+		if len(b) < size {
+			break
+		}
+		s.record(b[frameHead:size], int(int32(binary.LittleEndian.Uint32(b[4:]))))
+		b = b[size:]
+	}
+	*buf = append((*buf)[:0], b...)
+	return true
+}
+
+// record judges one record of the process pid: the kernel's word for a
+// datagram, the sender's own in a frame of the pipe (s.pipe).
+func (s *preloadServer) record(b []byte, pid int) {
+	r, ok := parseRecord(b)
+	if !ok || pid <= 0 {
+		s.bad++
+		return
+	}
 	s.lost += uint64(r.lost)
 	if r.op == "" {
-		return true // only a count of what was lost
+		return // only a count of what was lost
 	}
 	if !s.take() {
 		s.over++
-		return true
+		return
 	}
 	key := r.key()
 	if s.keys[key] {
-		return true
+		return
 	}
 	if len(s.keys) < maxSeen {
 		s.keys[key] = true
@@ -188,7 +309,7 @@ func (s *preloadServer) one(buf, oob []byte) bool {
 	if s.root < 0 {
 		if s.root = s.boxRoot(pid); s.root < 0 {
 			s.blind++
-			return true
+			return
 		}
 	}
 	a := Attempt{Pid: pid, Syscall: r.call, Op: r.op, Flags: r.flags}
@@ -201,14 +322,27 @@ func (s *preloadServer) one(buf, oob []byte) bool {
 	}
 	e, refused := s.judge(a)
 	if refused && s.seen.first(e) {
-		e.Process = processName(pid)
-		if strings.HasPrefix(e.Process, "? ") && r.prog != "" {
-			// Gone already: the name it gave itself.
-			e.Process = r.prog + strings.TrimPrefix(e.Process, "?")
+		if s.pipe {
+			// The pid is only what the sender wrote: agentbox does not
+			// look at another process it may name.
+			e.Process = claimedName(r.prog, pid)
+		} else {
+			e.Process = processName(pid)
+			if strings.HasPrefix(e.Process, "? ") && r.prog != "" {
+				// Gone already: the name it gave itself.
+				e.Process = r.prog + strings.TrimPrefix(e.Process, "?")
+			}
 		}
 		s.ev.Emit(e)
 	}
-	return true
+}
+
+// claimedName names the sender of a frame of the pipe as it named itself.
+func claimedName(prog string, pid int) string {
+	if prog == "" {
+		prog = "?"
+	}
+	return prog + " (pid " + strconv.Itoa(pid) + ", as it says)"
 }
 
 // boxRoot opens the box's root folder: the host's under Landlock (the
@@ -227,7 +361,8 @@ func (s *preloadServer) boxRoot(sender int) int {
 		}
 		return fd
 	}
-	if s.landlock {
+	if s.landlock || s.pipe {
+		// (never the sender's: a frame's pid is what its sender wrote)
 		return open("/")
 	}
 	if first := int(s.first.Load()); first > 0 {
@@ -265,12 +400,20 @@ func (s *preloadServer) done() {
 		unix.Close(s.root)
 	}
 	if n := s.lost + s.over + s.blind; n > 0 {
+		why := ""
+		if s.pipe {
+			why = ", or a record was longer than the pipe takes at once (4,096 bytes)"
+		}
 		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
 			"filesystem log: %d refusals were not recorded: the box made them faster than the log takes them "+
-				"(each process reports at most 1,000 a second, and agentbox judges at most %d a second)", n, preloadRate)})
+				"(each process reports at most 1,000 a second, and agentbox judges at most %d a second)%s", n, preloadRate, why)})
 	}
 	if s.bad > 0 {
+		what := "socket"
+		if s.pipe {
+			what = "pipe"
+		}
 		s.ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf(
-			"filesystem log: %d messages on its socket were not records of the preloaded library, and were ignored", s.bad)})
+			"filesystem log: %d messages on its %s were not records of the preloaded library, and were ignored", s.bad, what)})
 	}
 }

@@ -3,10 +3,13 @@
 package fslog
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -87,7 +91,21 @@ func TestPreloadLibraryReports(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	for _, pf := range preloadPlatforms(t) {
-		t.Run(pf.name, func(t *testing.T) {
+		for _, mode := range []string{"socket", "pipe", "foreign"} {
+			t.Run(pf.name+"/"+mode, func(t *testing.T) { preloadReports(t, bwrap, pf, mode) })
+		}
+	}
+}
+
+// preloadReports runs the refuser for platform pf and reads its records
+// from the socket, or in mode "pipe" from the pipe at plan.PreloadFD (with
+// no socket to fall back to); in mode "foreign" the program has another
+// pipe than the one the folder names at plan.PreloadFD, and the records
+// still come on the socket, none on that pipe.
+func preloadReports(t *testing.T, bwrap string, pf preloadPlatform, mode string) {
+	pipe := mode == "pipe"
+	{
+		{
 			if _, err := exec.LookPath(pf.cc[0]); err != nil {
 				t.Skipf("%s is not installed", pf.cc[0])
 			}
@@ -104,11 +122,30 @@ func TestPreloadLibraryReports(t *testing.T) {
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			fd, err := listenPreload(dir)
+			fd, wfd, err := listenPreload(dir, pipe)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer unix.Close(fd)
+			var foreign [2]int
+			if mode == "foreign" {
+				var ours [2]int
+				if err := unix.Pipe2(ours[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+					t.Fatal(err)
+				}
+				var st unix.Stat_t
+				unix.Fstat(ours[1], &st)
+				if err := writeFile(dir, plan.PreloadPipe, []byte(strconv.FormatUint(st.Ino, 10))); err != nil {
+					t.Fatal(err)
+				}
+				if err := unix.Pipe2(foreign[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+					t.Fatal(err)
+				}
+				wfd = foreign[1]
+				defer unix.Close(ours[0])
+				defer unix.Close(ours[1])
+				defer unix.Close(foreign[0])
+			}
 			if _, ok := preloadLibraries[pf.name]; !ok {
 				// Another architecture's build, run under qemu-user:
 				// the checked-in file, as agentbox there embeds it.
@@ -123,7 +160,14 @@ func TestPreloadLibraryReports(t *testing.T) {
 			argv := append(append([]string{bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}, pf.runner...), prog)
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), "LD_PRELOAD="+dir+"/"+plan.PreloadLibrary)
+			if wfd >= 0 {
+				cmd.ExtraFiles = make([]*os.File, plan.PreloadFD-2)
+				cmd.ExtraFiles[plan.PreloadFD-3] = os.NewFile(uintptr(wfd), "pipe")
+			}
 			out, err := cmd.CombinedOutput()
+			if wfd >= 0 {
+				unix.Close(wfd)
+			}
 			if err != nil || len(out) > 0 {
 				// Nothing on stderr: the dynamic linker found the
 				// library for this platform.
@@ -132,8 +176,15 @@ func TestPreloadLibraryReports(t *testing.T) {
 			var got []record
 			buf := make([]byte, 1<<16)
 			deadline := time.Now().Add(5 * time.Second)
+			var frames []byte
 			for len(got) < 4 && time.Now().Before(deadline) {
-				n, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+				var n int
+				var err error
+				if pipe {
+					n, err = unix.Read(fd, buf)
+				} else {
+					n, _, err = unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+				}
 				if err == unix.EAGAIN {
 					time.Sleep(10 * time.Millisecond)
 					continue
@@ -141,12 +192,26 @@ func TestPreloadLibraryReports(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r, ok := parseRecord(buf[:n])
-				if !ok {
-					t.Fatalf("not a record: %q", buf[:n])
+				msgs := [][]byte{buf[:n]}
+				if pipe {
+					frames = append(frames, buf[:n]...)
+					msgs = nil
+					for len(frames) >= frameHead && len(frames) >= int(binary.LittleEndian.Uint32(frames)) {
+						size := int(binary.LittleEndian.Uint32(frames))
+						if size < frameHead || binary.LittleEndian.Uint32(frames[4:]) == 0 {
+							t.Fatalf("not a frame: %q", frames)
+						}
+						msgs, frames = append(msgs, frames[frameHead:size]), frames[size:]
+					}
 				}
-				r.prog = "" // the emulator's name under qemu
-				got = append(got, r)
+				for _, m := range msgs {
+					r, ok := parseRecord(m)
+					if !ok {
+						t.Fatalf("not a record: %q", m)
+					}
+					r.prog = "" // the emulator's name under qemu
+					got = append(got, r)
+				}
 			}
 			want := []record{
 				{op: Create, errno: uint32(unix.EROFS), call: "open", path: [2]string{"/usr/abx-open", ""}},
@@ -157,9 +222,70 @@ func TestPreloadLibraryReports(t *testing.T) {
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(record{})); diff != "" {
 				t.Errorf("records (-want +got):\n%s", diff)
 			}
-			if n, _, _ := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT); n > 0 {
-				t.Errorf("one record more: %q", strings.ToValidUTF8(string(buf[:n]), "?"))
+			if n, _ := unix.Read(fd, buf); n > 0 || len(frames) > 0 {
+				t.Errorf("one record more: %q", strings.ToValidUTF8(string(frames)+string(buf[:max(n, 0)]), "?"))
 			}
-		})
+			if mode == "foreign" {
+				if n, _ := unix.Read(foreign[0], buf); n > 0 {
+					t.Errorf("the library wrote to a pipe not its own: %q", strings.ToValidUTF8(string(buf[:n]), "?"))
+				}
+			}
+		}
 	}
 }
+
+// frame wraps a record as preload.c writes it to the pipe.
+func frame(pid uint32, r []byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, uint32(frameHead+len(r)))
+	return append(binary.LittleEndian.AppendUint32(b, pid), r...)
+}
+
+// The pipe's frames are judged whole whatever pieces the reads return;
+// a frame whose length is none, and a record that is none, are counted,
+// and the frames written after them are read again; the pid is the
+// frame's, and names the process only as it says.
+func TestPreloadFrames(t *testing.T) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	var got []string
+	var names []string
+	s := &preloadServer{fd: fds[0], root: -1, landlock: true, pipe: true, judge: func(a Attempt) (event.Event, bool) {
+		got = append(got, fmt.Sprintf("%d %s %s", a.Pid, a.Op, a.Targets[0].Given))
+		return event.Event{Op: string(a.Op), Path: a.Targets[0].Given}, true
+	}, ev: emitFunc(func(e event.Event) { names = append(names, e.Process) }), seen: newDedup(), keys: map[string]bool{}}
+	s.tokens, s.last = preloadBurst, time.Now()
+	one := frame(1, rec(3, 0, 30, 0, "open", "", "/usr/a", "", "", "tmux"))
+	two := frame(42, rec(2, 0, 13, 5, "open", "", "/usr/b", "", "", "sh"))
+	buf := make([]byte, 0, 1<<16)
+	for _, w := range [][]byte{one[:5], one[5:], append(two, one[:0]...)} {
+		unix.Write(fds[1], w)
+		for s.frames(&buf) {
+		}
+	}
+	// Garbage, a record that is none, then a good frame in a later write.
+	unix.Write(fds[1], []byte("garbage-garbage"))
+	for s.frames(&buf) {
+	}
+	unix.Write(fds[1], frame(7, []byte("fsl1xxxxxxxxxxxxnot a record")))
+	unix.Write(fds[1], frame(7, rec(3, 0, 30, 0, "mkdir", "", "/usr/c", "", "", "")))
+	for s.frames(&buf) {
+	}
+	want := []string{"1 create /usr/a", "42 write /usr/b", "7 create /usr/c"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("judged (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"tmux (pid 1, as it says)", "sh (pid 42, as it says)", "? (pid 7, as it says)"}, names); diff != "" {
+		t.Errorf("processes (-want +got):\n%s", diff)
+	}
+	if s.bad != 2 || s.lost != 5 || len(buf) != 0 {
+		t.Errorf("bad %d, lost %d, left %d bytes; want 2, 5, 0", s.bad, s.lost, len(buf))
+	}
+}
+
+type emitFunc func(event.Event)
+
+func (f emitFunc) Emit(e event.Event) { f(e) }

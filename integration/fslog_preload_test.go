@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,25 +42,6 @@ func cProgram(t *testing.T, w *world, name, src string, flags ...string) string 
 	return out
 }
 
-// landlockNoPreload is true for a Landlock box, after checking that its
-// plan says why the preloaded log does not run there: the library sends
-// through a unix socket, which a Landlock box may not create (every host
-// service behind one would answer it). Landlock's own audit may record
-// the refusals instead, where agentbox can read it.
-func landlockNoPreload(t *testing.T, w *world, backend string) bool {
-	t.Helper()
-	if backend != "landlock" {
-		return false
-	}
-	r := w.run("plan", "--backend", backend, "--json", "--", "true")
-	expectCode(t, r, 0)
-	expectNotContains(t, "plan --json", r.stdout, `"filesystem": "preload"`)
-	if !strings.Contains(r.stdout, `"filesystem": "audit"`) {
-		expectContains(t, "plan --json", r.stdout, "a Landlock box may not create")
-	}
-	return true
-}
-
 // preloadMechanism checks that the plan records refusals with the
 // preloaded log.
 func preloadMechanism(t *testing.T, w *world, backend string) {
@@ -81,9 +63,6 @@ func TestFSLogPreloadPrograms(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
 			w := newWorld(t)
-			if landlockNoPreload(t, w, backend) {
-				return
-			}
 			locked := filepath.Join(w.project, "locked")
 			mkdir(t, locked)
 			config := filepath.Join(w.home, ".config", "agentbox", "config.toml")
@@ -213,7 +192,8 @@ int main(int argc, char **argv) {
 
 // The library breaks no program: one that closes every descriptor it has
 // (the library keeps none) and one that forks 1,000 children keep working
-// and are still seen; one started with an empty environment runs without
+// and are still seen (the first not under Landlock, where it closed the
+// log's pipe); one started with an empty environment runs without
 // the library (and is not seen); a 32-bit program (under qemu-user: the
 // box's seccomp filter kills native i386 system calls) gets the library
 // built for it, says nothing about it, and is seen.
@@ -221,9 +201,6 @@ func TestFSLogPreloadProgramsKeepWorking(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
 			w := newWorld(t)
-			if landlockNoPreload(t, w, backend) {
-				return
-			}
 			cProgram(t, w, "stress", stress)
 			ro := filepath.Join(w.home, "ro")
 			mkdir(t, ro)
@@ -240,7 +217,18 @@ env -i /bin/sh -c 'echo envless-ok; echo x > `+ro+`/envless' 2>/dev/null; echo "
 			}
 			expectNotContains(t, "stderr", r.stderr, "ld.so")
 			evs := w.denials()
-			find(t, evs, "create", filepath.Join(ro, "after-close"))
+			if backend == "landlock" {
+				// Under Landlock the library writes to an inherited
+				// pipe: a program that closed it has no log (a box
+				// there may not make the socket it falls back to).
+				for _, e := range evs {
+					if e.Path == filepath.Join(ro, "after-close") {
+						t.Errorf("a refusal after closing every descriptor was recorded under landlock: %+v", e)
+					}
+				}
+			} else {
+				find(t, evs, "create", filepath.Join(ro, "after-close"))
+			}
 			find(t, evs, "create", filepath.Join(ro, "by-child"))
 			for _, e := range evs {
 				if e.Path == filepath.Join(ro, "envless") {
@@ -260,9 +248,6 @@ func TestFSLogPreload32Bit(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
 			w := newWorld(t)
-			if landlockNoPreload(t, w, backend) {
-				return
-			}
 			prog := cProgram(t, w, "prog32", prog32, "-m32")
 			target := filepath.Join(w.home, "by-32-bit")
 			r := w.run("run", "--backend", backend, "--", qemu, prog, target)
@@ -317,9 +302,6 @@ func TestFSLogPreloadFlood(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
 			w := newWorld(t)
-			if landlockNoPreload(t, w, backend) {
-				return
-			}
 			prog := cProgram(t, w, "flood", flood)
 			ro := filepath.Join(w.home, "ro")
 			mkdir(t, ro)
@@ -407,11 +389,21 @@ func waitFile(t *testing.T, file string, limit time.Duration) {
 }
 
 // forger sends records of its own to the preloaded log's socket (found
-// from LD_PRELOAD, as the library finds it).
+// from LD_PRELOAD, as the library finds it), or under Landlock writes them
+// as frames to its pipe at descriptor 1021, naming pid 1 as their sender.
 const forger = `import os, socket, struct, sys
 lib = os.environ["LD_PRELOAD"].split()[0]
 sock = os.path.join(os.path.dirname(lib), "log")
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+pipe = os.path.exists(os.path.join(os.path.dirname(lib), "pipe"))
+if not pipe:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+class Pipe:
+    def sendto(self, b, _):
+        if b.startswith(b"fsl1"):
+            b = struct.pack("<II", 8 + len(b), 1) + b
+        os.write(1021, b)
+if pipe:
+    s = Pipe()
 def rec(op, flags, errno, *strs):
     return b"fsl1" + struct.pack("<BBxxII", op, flags, errno, 0) + b"".join(x.encode() + b"\0" for x in strs)
 home, project = sys.argv[1], sys.argv[2]
@@ -425,8 +417,8 @@ s.sendto(rec(3, 0, 30, "open", "", project + "/allowed", "", "", "x"), sock)
 # a path made to move the cursor and forge a line
 s.sendto(rec(3, 0, 30, "open", "", home + "/x\n\x1b[2Jagentbox:   forged", "", "", "x"), sock)
 # not records
-s.sendto(b"garbage", sock)
 s.sendto(rec(99, 0, 30, "open", "", "/x", "", "", ""), sock)
+s.sendto(b"garbage-garbage", sock)
 print("sent")
 `
 
@@ -443,9 +435,6 @@ func TestFSLogPreloadForged(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
 			w := newWorld(t)
-			if landlockNoPreload(t, w, backend) {
-				return
-			}
 			write(t, filepath.Join(w.home, ".tmux.conf"), "# host\n")
 			write(t, filepath.Join(w.home, ".bashrc"), "# host\n")
 			write(t, filepath.Join(w.home, ".cache", "tool", "deep", "repo", ".git", "HEAD"), "ref: refs/heads/main\n")
@@ -484,9 +473,18 @@ func TestFSLogPreloadForged(t *testing.T) {
 			if strings.ContainsAny(l.stdout, "\x1b") {
 				t.Errorf("log --denials printed an escape sequence:\n%q", l.stdout)
 			}
+			channel := "socket"
+			if backend == "landlock" {
+				// A frame's pid is only what its writer says: agentbox
+				// names no other process from it.
+				channel = "pipe"
+				if e := find(t, evs, "write", filepath.Join(w.home, ".tmux.conf")); e.Process != "tmux (pid 1, as it says)" {
+					t.Errorf("the process of a forged frame: %q", e.Process)
+				}
+			}
 			warned := false
 			for _, e := range runEvents(w.logged(), evs[0].Run)[event.Warning] {
-				warned = warned || strings.Contains(e.Detail, "2 messages on its socket were not records")
+				warned = warned || strings.Contains(e.Detail, "2 messages on its "+channel+" were not records")
 			}
 			if !warned {
 				t.Error("no warning counts the messages that were not records")
@@ -502,9 +500,6 @@ func TestFSLogPreloadSetting(t *testing.T) {
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
 			w := newWorld(t)
-			if landlockNoPreload(t, w, backend) {
-				return
-			}
 			w.env = append(w.env, "LD_PRELOAD=libmine.so")
 			r := w.sh([]string{"--backend", backend}, `echo "$LD_PRELOAD"`)
 			expectCode(t, r, 0)
@@ -521,5 +516,68 @@ func TestFSLogPreloadSetting(t *testing.T) {
 			pl := w.run("plan", "--backend", backend, "--policy", off, "--", "true")
 			expectContains(t, "plan", pl.stdout, "filesystem refusals: not recorded ([log] filesystem = false")
 		})
+	}
+}
+
+// A limit on open files below the pipe's descriptor (1021) neither breaks
+// a run nor its log: the box's first process puts the pipe there before
+// the limit applies, and the box's programs keep it; with a soft limit
+// below it too (ulimit -Sn) where agentbox starts. A hard limit below it
+// there turns the log off under Landlock, and the run says so.
+func TestFSLogPreloadLowOpenFiles(t *testing.T) {
+	for _, backend := range linuxBackends {
+		for _, init := range []string{"c", "go"} {
+			t.Run(backend+"/"+init, func(t *testing.T) { preloadLowOpenFiles(t, backend, init) })
+		}
+	}
+}
+
+// preloadLowOpenFiles runs TestFSLogPreloadLowOpenFiles's box on backend
+// with init's first process (AGENTBOX_INIT).
+func preloadLowOpenFiles(t *testing.T, backend, init string) {
+	{
+		{
+			w := newWorld(t)
+			w.env = append(w.env, "AGENTBOX_INIT="+init)
+			ro := filepath.Join(w.home, "ro")
+			mkdir(t, ro)
+			p := policyFile(t, w, "[limits]\nopen_files = 64\n")
+			r := w.sh([]string{"--backend", backend, "--policy", p}, `ulimit -n; echo x > `+ro+`/low-limit; echo "wrote $?"`)
+			expectCode(t, r, 0)
+			expectContains(t, "stdout", r.stdout, "64\n")
+			expectContains(t, "stdout", r.stdout, "wrote 2\n")
+			expectNotContains(t, "stderr", r.stderr, "pipe")
+			find(t, w.denials(), "create", filepath.Join(ro, "low-limit"))
+			// agentbox started under a soft limit of 512.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := w.command(ctx, "run", "--backend", backend, "--", "sh", "-c", "echo x > "+ro+"/soft-limit")
+			var out bytes.Buffer
+			c.Stdout, c.Stderr = &out, &out
+			var old syscall.Rlimit
+			if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Fatal(err)
+			}
+			c.Args = append([]string{"prlimit", "--nofile=512:" + strconv.FormatUint(old.Max, 10), "--", c.Path}, c.Args[1:]...)
+			prlimit, err := exec.LookPath("prlimit")
+			need(t, err == nil, "prlimit is not installed")
+			c.Path = prlimit
+			c.Run()
+			expectNotContains(t, "output", out.String(), "pipe")
+			find(t, w.denials(), "create", filepath.Join(ro, "soft-limit"))
+			if backend != "landlock" {
+				return
+			}
+			// A hard limit below it: the run goes on without the log, and
+			// says so.
+			c = w.command(ctx, "run", "--backend", backend, "--", "sh", "-c", "echo x > "+ro+"/hard-limit; echo ran")
+			c.Args = append([]string{"prlimit", "--nofile=512:512", "--", c.Path}, c.Args[1:]...)
+			c.Path = prlimit
+			out.Reset()
+			c.Stdout, c.Stderr = &out, &out
+			c.Run()
+			expectContains(t, "output", out.String(), "ran\n")
+			expectContains(t, "output", out.String(), "filesystem log: the limit on open files (ulimit -Hn 512) is below 1022")
+		}
 	}
 }

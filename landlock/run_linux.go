@@ -27,7 +27,8 @@ import (
 // The descriptors the child inherits: what it needs of the frozen plan and
 // the pinned folders (childInput) on planFD, the box's end of the filesystem log's
 // socket on logFD when there is one, then the pinned folders themselves
-// from pinFD on.
+// from pinFD on, then the preloaded log's pipe when there is one
+// (childInput.PreloadFD).
 const (
 	planFD = 3
 	logFD  = 4
@@ -51,6 +52,9 @@ type childInput struct {
 	// Pins are the folders Prepare made and checked, in the order of
 	// their descriptors from pinFD on.
 	Pins []string `json:"pins,omitempty"`
+	// PreloadFD is the descriptor of the preloaded log's pipe, which the
+	// child puts at plan.PreloadFD for CMD; 0 for none.
+	PreloadFD int `json:"preload_fd,omitempty"`
 }
 
 // armLog arms the filesystem log and the broker from the child, on the
@@ -164,13 +168,19 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		}
 		defer mfd.Close()
 		// The helper on fd 3 (run as /proc/self/fd/3), the rule set on
-		// 4, the filter on 5, the log's socket on 6 (or nothing); it
-		// closes them all before it execs CMD.
+		// 4, the filter on 5, the log's socket on 6 (or nothing), the
+		// preloaded log's pipe on 7 (or nothing); it closes them all
+		// before it execs CMD, the pipe moved to plan.PreloadFD.
 		logSlot := ^uintptr(0)
 		if c.FSLog != nil {
 			logSlot = c.FSLog.Fd()
 		}
 		files = []uintptr{0, 1, 2, helper.Fd(), rs.Fd(), mfd.Fd(), logSlot}
+		if c.PreloadPipe != nil {
+			// The preloaded log's pipe on 7, which the helper puts
+			// at plan.PreloadFD for CMD.
+			files = append(files, c.PreloadPipe.Fd())
+		}
 		argv0 = "/proc/self/fd/3"
 		args = []string{"agentbox-landlock", ChildCommand, "--ruleset-fd", "4", "--restrict-flags", strconv.FormatUint(uint64(flags), 10), "--seccomp-fd", "5"}
 		if a.DropCaps || os.Geteuid() == 0 {
@@ -179,6 +189,9 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		if c.FSLog != nil {
 			args = append(args, "--log-fd", "6")
 		}
+		if c.PreloadPipe != nil {
+			args = append(args, "--preload-fd", "7")
+		}
 		for _, l := range supervise.RlimitArgs(p.Limits) {
 			args = append(args, "--rlimit", l)
 		}
@@ -186,9 +199,15 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		dir = p.Cwd
 	} else {
 		paths, pinned := pins.List()
+		preloadSlot := 0
+		if c.PreloadPipe != nil {
+			// After the pinned folders.
+			preloadSlot = pinFD + len(pinned)
+		}
 		var err error
 		if data, err = json.Marshal(childInput{Rules: a, Cwd: p.Cwd, Command: p.Command, Seccomp: p.Seccomp,
-			Network: p.Network.Mode, LogFS: p.Log.Filesystem, LogRead: p.Log.Reads, Limits: p.Limits, Pins: paths}); err != nil {
+			Network: p.Network.Mode, LogFS: p.Log.Filesystem, LogRead: p.Log.Reads, Limits: p.Limits, Pins: paths,
+			PreloadFD: preloadSlot}); err != nil {
 			return 0, err
 		}
 		if r, w, err = os.Pipe(); err != nil {
@@ -203,6 +222,9 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		files = []uintptr{0, 1, 2, r.Fd(), logSlot}
 		for _, f := range pinned {
 			files = append(files, f.Fd())
+		}
+		if c.PreloadPipe != nil {
+			files = append(files, c.PreloadPipe.Fd())
 		}
 	}
 	// Only the descriptors listed reach the child and CMD: whatever
@@ -332,6 +354,9 @@ func ChildMain() int {
 	if err := armLog(in.LogFS, in.LogRead, slices.Contains(a.Seccomp, seccomp.Metadata.Name)); errors.Is(err, fslog.ErrOrphan) {
 		return fail("%v", err)
 	}
+	if in.PreloadFD > 0 {
+		preloadPipe(in.PreloadFD)
+	}
 	// Last, so this Go process does not have to live under a memory limit
 	// meant for CMD: nothing is allocated between here and execve.
 	if err := supervise.ApplyLimits(in.Limits); err != nil {
@@ -344,6 +369,19 @@ func ChildMain() int {
 		return supervise.NoInterpreter(in.Command[0])
 	}
 	return supervise.ExecError(in.Command[0], err)
+}
+
+// preloadPipe puts the preloaded log's pipe (fd) at plan.PreloadFD, not
+// closed on exec, for CMD and every program it starts, as the C helper
+// does: before the limits (a lower limit on open files keeps the
+// descriptor), under this process's soft limit, which the Go runtime
+// raised to the hard one. A pipe that cannot be put there costs the
+// records only: said, and run.
+func preloadPipe(fd int) {
+	if err := unix.Dup3(fd, plan.PreloadFD, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "agentbox: warning: landlock: the filesystem log's pipe: %v; this run's refusals are not recorded\n", err)
+	}
+	unix.Close(fd)
 }
 
 // installSeccomp loads a classic BPF program (the raw sock_filter array) on

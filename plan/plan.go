@@ -425,6 +425,17 @@ const PreloadLibrary = "agentbox-fslog-$PLATFORM.so"
 // sends its records to.
 const PreloadSocket = "log"
 
+// Under Landlock, whose box may not create a unix socket, the preloaded
+// library writes its records to an inherited pipe instead: agentbox hands
+// the pipe's write end to every process of the box at descriptor
+// PreloadFD, and writes the pipe's inode number, in decimal, to the file
+// PreloadPipe in Log.Preload, so that the library writes only to that pipe
+// and never to another the program has at the same number.
+const (
+	PreloadFD   = 1021
+	PreloadPipe = "pipe"
+)
+
 // Enforcement levels.
 const (
 	Require    = "require"

@@ -109,6 +109,7 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	fl := fslog.Start(p, c.Judge, c.Events, br)
 	defer fl.Stop()
 	c.FSLog = fl.Box()
+	c.PreloadPipe = fl.PreloadPipe()
 	c.Started = func(pid int) {
 		if grp != nil && !left {
 			left = true

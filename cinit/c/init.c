@@ -16,7 +16,7 @@
  * for its own failures. It allocates nothing.
  *
  *   INIT __landlock --ruleset-fd N --restrict-flags F --seccomp-fd M
- *        [--drop-caps] [--rlimit NAME=VALUE]... -- CMD ARGS...
+ *        [--drop-caps] [--log-fd L] [--preload-fd P] [--rlimit NAME=VALUE]... -- CMD ARGS...
  *
  * is the Landlock run's child instead (see landlock_exec below). */
 #include "sys.h"
@@ -145,10 +145,10 @@ static const char *errtext(long e, char *buf)
 	return buf;
 }
 
-static void say(const char *a, const char *b, const char *c, const char *d)
+static void tell(const char *kind, const char *a, const char *b, const char *c, const char *d)
 {
 	struct msg m = {.n = 0};
-	add(&m, "agentbox: error: ");
+	add(&m, kind);
 	add(&m, a);
 	if (b) add(&m, b);
 	if (c) add(&m, c);
@@ -156,6 +156,8 @@ static void say(const char *a, const char *b, const char *c, const char *d)
 	add(&m, "\n");
 	sys3(NR_write, 2, m.b, m.n);
 }
+
+static void say(const char *a, const char *b, const char *c, const char *d) { tell("agentbox: error: ", a, b, c, d); }
 
 static __attribute__((noreturn)) void quit(int code)
 {
@@ -669,10 +671,34 @@ static void armlog(int sock, const char *who)
 
 static u8 filter[64 << 10];
 
+/* preloadpipe puts the preloaded log's pipe (fd) at PRELOAD_FD, not
+ * closed on exec, for CMD and every program it starts
+ * (plan.PreloadFD). Before the limits: a lower limit on open files keeps
+ * the descriptor (only a new one must be below it); above the soft
+ * limit, which the hard one allows, for the moment of the dup. A pipe
+ * that cannot be put there costs the records only: said, and run. */
+enum { PRELOAD_FD = 1021 };
+
+static void preloadpipe(int fd)
+{
+	char eb[32];
+	struct rlimit64 old, up;
+	long r = sys4(NR_prlimit64, 0, RLIMIT_NOFILE, 0, &old);
+	int raised = 0;
+	if (r == 0 && old.cur < PRELOAD_FD + 1 && old.max >= PRELOAD_FD + 1) {
+		up.cur = PRELOAD_FD + 1, up.max = old.max;
+		raised = sys4(NR_prlimit64, 0, RLIMIT_NOFILE, &up, 0) == 0;
+	}
+	r = sys3(NR_dup3, fd, PRELOAD_FD, 0);
+	if (raised) sys4(NR_prlimit64, 0, RLIMIT_NOFILE, &old, 0);
+	if (r < 0) tell("agentbox: warning: ", "landlock: the filesystem log's pipe: ", errtext(-r, eb), "; this run's refusals are not recorded", 0);
+	sys1(NR_close, fd);
+}
+
 static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char **envp)
 {
 	char eb[32];
-	int rs = -1, sc = -1, logfd = -1, dropcaps = 0, i = 0;
+	int rs = -1, sc = -1, logfd = -1, pipefd = -1, dropcaps = 0, i = 0;
 	u64 flags = 0, n;
 	for (; i < argc && !seq(argv[i], "--"); i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : 0;
@@ -684,6 +710,8 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 			sc = (int)n, i++;
 		} else if (v && seq(argv[i], "--log-fd") && parseu(v, 1 << 30, &n) == 0) {
 			logfd = (int)n, i++;
+		} else if (v && seq(argv[i], "--preload-fd") && parseu(v, 1 << 30, &n) == 0) {
+			pipefd = (int)n, i++;
 		} else if (v && seq(argv[i], "--restrict-flags") && parseu(v, 0xffffffffULL, &flags) == 0) {
 			i++;
 		} else if (v && seq(argv[i], "--rlimit")) {
@@ -760,6 +788,7 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 		quit(EXIT_FAILURE_);
 	}
 	if (logfd >= 0) armlog(logfd, "landlock: ");
+	if (pipefd >= 0) preloadpipe(pipefd);
 	/* Last, as the Go child does. */
 	for (int k = 0; k < nlims; k++) {
 		struct rlimit64 rl = {lims[k].v, lims[k].v};
@@ -771,7 +800,7 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 	}
 	/* CMD inherits stdin, stdout and stderr only: not this program, the
 	 * rule set or the filter. */
-	r = closefds(3, -1, -1, -1);
+	r = closefds(3, pipefd >= 0 ? PRELOAD_FD : -1, -1, -1);
 	if (r < 0) {
 		say("landlock: closing descriptors: ", errtext(-r, eb), 0, 0);
 		quit(EXIT_FAILURE_);

@@ -4,13 +4,15 @@
  * path (open, fopen, mkdir, rename, unlink, link, symlink, truncate, chmod,
  * chown, utime, the extended attributes, mknod, mkstemp, bind on a path) and
  * calls the real one. When that fails with EROFS, EACCES, EPERM or EBUSY,
- * it sends agentbox one datagram: what the call tried to do, to which path
+ * it sends agentbox one record (a datagram; under Landlock a frame on an
+ * inherited pipe): what the call tried to do, to which path
  * (as the program gave it, with the folder a relative path starts from),
  * and the errno. A call that succeeds costs a compare and a branch.
  *
  * The record is a report, not evidence: agentbox judges each one against
  * the plan, records it only when the plan refuses that operation on that
- * path, and learns the sender's pid from the kernel (SCM_CREDENTIALS).
+ * path, and learns the sender's pid from the kernel (SCM_CREDENTIALS;
+ * through the pipe, only as the process wrote it).
  * What a process does with this library (unload it, call the kernel
  * directly, send made-up records) changes nothing the kernel enforces.
  *
@@ -18,16 +20,19 @@
  * finds the real functions itself, in the objects loaded after it, through
  * dl_iterate_phdr (in every glibc and musl), and reads errno through
  * __errno_location; both are weak, so a program without them runs as it
- * would without the library. It never blocks (a full socket drops the
- * record), never allocates, keeps no descriptor open between calls (a
- * program may close or reuse any descriptor), and sends at most 1,000
+ * would without the library. It never blocks (a full socket or pipe drops
+ * the record), never allocates, keeps no descriptor open between calls (a
+ * program may close or reuse any descriptor; the pipe is inherited, and a
+ * program that closes it is not heard from), and sends at most 1,000
  * records a second per process after a burst of 256; what it does not send
  * it counts, and the next record carries the count.
  *
  * agentbox writes the library, for each platform ($PLATFORM: x86_64, i686,
  * aarch64), into a folder of the run, next to the socket "log" it reads:
  *   DIR/agentbox-fslog-$PLATFORM.so, DIR/log
- * so the library finds the socket from its own path. */
+ * so the library finds the socket from its own path. Under Landlock, whose
+ * box may not make a unix socket, DIR/pipe names an inherited pipe instead
+ * (see onpipe below). */
 #include "sys.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -322,11 +327,81 @@ static size_t base(int dfd, const char *p, char *b, size_t n)
 	return slen(b, n) + 1;
 }
 
-/* sendlog sends one record (n pieces) to DIR/log, or through a descriptor
- * of DIR when that path is longer than a socket address holds; the
- * caller holds busy. It returns sendmsg's result. */
+/* ---- the pipe (Landlock) ----
+ * A Landlock box may not make a unix socket: there agentbox hands every
+ * process of the box the write end of a pipe at descriptor PIPEFD (not
+ * closed on exec, O_NONBLOCK) and writes the pipe's inode number to
+ * DIR/pipe. A record then goes as one frame, one write(2) of at most
+ * PIPE_BUF bytes, which the kernel never interleaves with another
+ * writer's: its length (the whole frame's), the pid of this process (what
+ * agentbox knows of the sender: no kernel vouches for it), the record. A
+ * record too long for a frame is not sent (and counted lost). Only a
+ * pipe at PIPEFD with that inode is agentbox's: a program's own
+ * descriptor there (or none, after it closed every descriptor) means the
+ * socket, as without a pipe. */
+enum { PIPEFD = 1021, PIPE_BUF_ = 4096 };
+static u64 pipeino; /* DIR/pipe's number; 0 none */
+static int pipeknown; /* DIR/pipe was read */
+static char frame[PIPE_BUF_];
+static char pipepath[sizeof dir + 8];
+
+/* onpipe reports whether PIPEFD is agentbox's pipe; the caller holds busy. */
+static int onpipe(int dl)
+{
+	if (!pipeknown) {
+		pipeknown = 1;
+		memcpy(pipepath, dir, (size_t)dl);
+		memcpy(pipepath + dl, "/pipe", 6);
+		long f = sys4(NR_openat, AT_FDCWD, (long)pipepath, O_CLOEXEC | O_NOFOLLOW_, 0);
+		if (f >= 0) {
+			char t[24];
+			long n = sys3(NR_read, f, (long)t, sizeof t);
+			u64 v = 0;
+			for (long i = 0; i < n && t[i] >= '0' && t[i] <= '9'; i++) v = v * 10 + (u64)(t[i] - '0');
+			pipeino = v;
+			sys1(NR_close, f);
+		}
+	}
+	if (!pipeino) return 0;
+	struct statx_ sx;
+	sx.mode = 0;
+	if (sys5(NR_statx, PIPEFD, (long)"", AT_EMPTY_PATH, STATX_TYPE | STATX_INO, (long)&sx) < 0) return 0;
+	return (sx.mode & S_IFMT_) == S_IFIFO_ && sx.ino == pipeino;
+}
+
+/* sendpipe writes one record (n pieces) as a frame to PIPEFD. With SIGPIPE
+ * blocked meanwhile: agentbox gone (no reader) is a record lost, not a
+ * program killed; a SIGPIPE the write raised is taken back, one that was
+ * pending before is left for the program. */
+static long sendpipe(struct iovec_ *iov, size_t n)
+{
+	size_t len = 8;
+	for (size_t i = 0; i < n; i++) {
+		if (iov[i].len > PIPE_BUF_ - len) return -1;
+		memcpy(frame + len, iov[i].base, iov[i].len);
+		len += iov[i].len;
+	}
+	u32 head[2] = {(u32)len, (u32)sys0(NR_getpid)};
+	memcpy(frame, head, sizeof head);
+	u64 pipe = 1ull << (SIGPIPE_ - 1), old = 0, pending = 0;
+	if (sys4(NR_rt_sigprocmask, SIG_BLOCK_, (long)&pipe, (long)&old, 8) < 0) return -1;
+	sys2(NR_rt_sigpending, &pending, 8);
+	long r = sys3(NR_write, PIPEFD, (long)frame, (long)len);
+	if (r == -EPIPE && !(pending & pipe)) {
+		struct timespec_ zero = {0, 0};
+		sys4(NR_rt_sigtimedwait, (long)&pipe, 0, (long)&zero, 8);
+	}
+	sys4(NR_rt_sigprocmask, SIG_SETMASK_, (long)&old, 0, 8);
+	return r == (long)len ? r : -1;
+}
+
+/* sendlog sends one record (n pieces) to agentbox: through its pipe when
+ * this process has it, else to DIR/log, or through a descriptor of DIR
+ * when that path is longer than a socket address holds; the caller holds
+ * busy. Negative when the record was not sent. */
 static long sendlog(struct iovec_ *iov, size_t n, int dl)
 {
+	if (onpipe(dl)) return sendpipe(iov, n);
 	long dfd = -1, s = -1, r = -1;
 	int alen, viafd = 0;
 	addr.family = AF_UNIX;

@@ -27,6 +27,7 @@ typedef unsigned int socklen_t;
 
 #if defined(__x86_64__)
 enum { NR_getpid = 39, NR_close = 3, NR_socket = 41, NR_sendmsg = 46, NR_getcwd = 79, NR_clock_gettime = 228, NR_openat = 257, NR_readlinkat = 267 };
+enum { NR_read = 0, NR_write = 1, NR_statx = 332, NR_rt_sigprocmask = 14, NR_rt_sigpending = 127, NR_rt_sigtimedwait = 128 };
 #define O_DIRECTORY_ 0200000
 #define O_NOFOLLOW_ 0400000
 static inline long sys3(long n, long a, long b, long c)
@@ -48,9 +49,21 @@ static inline long sys4(long n, long a, long b, long c, long d)
 	__asm__ volatile("syscall" : "+r"(rax) : "r"(rdi), "r"(rsi), "r"(rdx), "r"(r10) : "rcx", "r11", "memory");
 	return rax;
 }
+static inline long sys5(long n, long a, long b, long c, long d, long e)
+{
+	register long rax __asm__("rax") = n;
+	register long rdi __asm__("rdi") = a;
+	register long rsi __asm__("rsi") = b;
+	register long rdx __asm__("rdx") = c;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	__asm__ volatile("syscall" : "+r"(rax) : "r"(rdi), "r"(rsi), "r"(rdx), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+	return rax;
+}
 #elif defined(__i386__)
 /* The direct socket calls (Linux 4.3 and later), not socketcall(2). */
 enum { NR_getpid = 20, NR_close = 6, NR_socket = 359, NR_sendmsg = 370, NR_getcwd = 183, NR_clock_gettime = 265, NR_openat = 295, NR_readlinkat = 305 };
+enum { NR_read = 3, NR_write = 4, NR_statx = 383, NR_rt_sigprocmask = 175, NR_rt_sigpending = 176, NR_rt_sigtimedwait = 177 };
 #define O_DIRECTORY_ 0200000
 #define O_NOFOLLOW_ 0400000
 /* int $0x80 takes the arguments in ebx, ecx, edx, esi; gcc (5 and later)
@@ -67,8 +80,15 @@ static inline long sys4(long n, long a, long b, long c, long d)
 	__asm__ volatile("int $0x80" : "=a"(r) : "0"(n), "b"(a), "c"(b), "d"(c), "S"(d) : "memory");
 	return r;
 }
+static inline long sys5(long n, long a, long b, long c, long d, long e)
+{
+	long r;
+	__asm__ volatile("int $0x80" : "=a"(r) : "0"(n), "b"(a), "c"(b), "d"(c), "S"(d), "D"(e) : "memory");
+	return r;
+}
 #elif defined(__aarch64__)
 enum { NR_getpid = 172, NR_close = 57, NR_socket = 198, NR_sendmsg = 211, NR_getcwd = 17, NR_clock_gettime = 113, NR_openat = 56, NR_readlinkat = 78 };
+enum { NR_read = 63, NR_write = 64, NR_statx = 291, NR_rt_sigprocmask = 135, NR_rt_sigpending = 136, NR_rt_sigtimedwait = 137 };
 #define O_DIRECTORY_ 040000
 #define O_NOFOLLOW_ 0100000
 static inline long sys4(long n, long a, long b, long c, long d)
@@ -82,6 +102,17 @@ static inline long sys4(long n, long a, long b, long c, long d)
 	return x0;
 }
 static inline long sys3(long n, long a, long b, long c) { return sys4(n, a, b, c, 0); }
+static inline long sys5(long n, long a, long b, long c, long d, long e)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+	return x0;
+}
 #else
 #error "agentbox's preloaded log is built for x86-64, i386 and arm64"
 #endif
@@ -91,7 +122,22 @@ static inline long sys3(long n, long a, long b, long c) { return sys4(n, a, b, c
 #define sys2(n, a, b) sys3(n, (long)(a), (long)(b), 0)
 
 /* errno values (asm-generic/errno-base.h) */
-enum { EPERM = 1, ENOENT = 2, EACCES = 13, EBUSY = 16, EROFS = 30, ENOSYS = 38, ERANGE = 34 };
+enum { EPERM = 1, ENOENT = 2, EINTR = 4, EACCES = 13, EBUSY = 16, EROFS = 30, EPIPE = 32, ENOSYS = 38, ERANGE = 34 };
+
+/* statx(2): the type and inode of a descriptor (struct statx's first 40
+ * bytes; the kernel writes 256) */
+enum { AT_EMPTY_PATH = 0x1000, STATX_TYPE = 1, STATX_INO = 0x100, S_IFMT_ = 0170000, S_IFIFO_ = 0010000 };
+struct statx_ {
+	u32 mask, blksize;
+	u64 attributes;
+	u32 nlink, uid, gid;
+	u16 mode, pad;
+	u64 ino;
+	u8 rest[216];
+};
+
+/* signals: SIGPIPE, and rt_sigprocmask's how */
+enum { SIGPIPE_ = 13, SIG_BLOCK_ = 0, SIG_SETMASK_ = 2 };
 
 /* open(2) flags common to the three */
 #define O_ACCMODE 3
