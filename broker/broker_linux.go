@@ -648,7 +648,7 @@ func (c *caller) resolve(dirfd int32, p string, follow bool) (*target, error) {
 		trailing := strings.HasSuffix(p, "/")
 		if last == "" || last == "." || last == ".." || trailing {
 			// A folder: it has a ".." of its own.
-			fd, err := unix.Openat2(from, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: how})
+			fd, err := openat2(from, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: how})
 			if err != nil {
 				return nil, err
 			}
@@ -662,7 +662,7 @@ func (c *caller) resolve(dirfd int32, p string, follow bool) (*target, error) {
 		if dir == "" {
 			dir = "."
 		}
-		parent, err := unix.Openat2(from, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: how})
+		parent, err := openat2(from, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: how})
 		if err != nil {
 			return nil, err
 		}
@@ -696,7 +696,7 @@ func (c *caller) resolve(dirfd int32, p string, follow bool) (*target, error) {
 			if base >= 0 {
 				unix.Close(base)
 			}
-			if base, err = unix.Openat2(from, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: how}); err != nil {
+			if base, err = openat2(from, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: how}); err != nil {
 				base = -1
 				return nil, err
 			}
@@ -745,7 +745,7 @@ func (b *Broker) fileAllowed(fd int) (bool, error) {
 			return false, nil // a pipe, a socket, a memory file: no folder
 		}
 		dir, last := path.Split(name)
-		parent, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		parent, err := openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 		if err != nil {
 			continue
@@ -800,4 +800,18 @@ func (b *Broker) allowed(st unix.Stat_t, dir int) (bool, error) {
 	}
 	unix.Close(cur)
 	return false, nil
+}
+
+// openat2 is unix.Openat2, once more when the kernel answers EAGAIN (a
+// rename or a mount anywhere on the system raced a lookup that met "..",
+// under RESOLVE_IN_ROOT or RESOLVE_BENEATH) or EINTR: a lookup the caller
+// asked for must not fail because the machine is busy.
+func openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
+	for i := 0; ; i++ {
+		fd, err := unix.Openat2(dirfd, path, how)
+		if (err == unix.EAGAIN || err == unix.EINTR) && i < 100 {
+			continue
+		}
+		return fd, err
+	}
 }

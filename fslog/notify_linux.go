@@ -313,7 +313,7 @@ func resolveIn(root int, p, abs string, follow bool) Target {
 		flags |= unix.O_NOFOLLOW
 	}
 	resolve := uint64(unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS)
-	if fd, err := unix.Openat2(root, abs, &unix.OpenHow{Flags: flags, Resolve: resolve}); err == nil {
+	if fd, err := openat2(root, abs, &unix.OpenHow{Flags: flags, Resolve: resolve}); err == nil {
 		t.Exists, t.Parent = true, true
 		t.Real, _ = readlink("/proc/self/fd/" + strconv.Itoa(fd))
 		var st unix.Stat_t
@@ -331,7 +331,7 @@ func resolveIn(root int, p, abs string, follow bool) Target {
 	dir, last := path.Split(strings.TrimRight(abs, "/"))
 	if last != "" && last != "." && last != ".." {
 		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolve}
-		if fd, err := unix.Openat2(root, dir, &how); err == nil {
+		if fd, err := openat2(root, dir, &how); err == nil {
 			real, _ := readlink("/proc/self/fd/" + strconv.Itoa(fd))
 			unix.Close(fd)
 			if real != "" {
@@ -423,4 +423,18 @@ func readFile(p string) (string, error) {
 		return "", err
 	}
 	return string(buf[:n]), nil
+}
+
+// openat2 is unix.Openat2, once more when the kernel answers EAGAIN (a
+// rename or a mount anywhere on the system raced a lookup that met "..",
+// under RESOLVE_IN_ROOT or RESOLVE_BENEATH) or EINTR: a lookup the caller
+// asked for must not fail because the machine is busy.
+func openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
+	for i := 0; ; i++ {
+		fd, err := unix.Openat2(dirfd, path, how)
+		if (err == unix.EAGAIN || err == unix.EINTR) && i < 100 {
+			continue
+		}
+		return fd, err
+	}
 }
