@@ -95,15 +95,6 @@ func record(h *plan.HostExec, adopt map[string]guardRecord) ([]guardRecord, erro
 
 var errTooMany = fmt.Errorf("more than %d files and folders to record; remove what the box left there (agentbox keeps it by recording it before each run and putting it back after)", recordEntries)
 
-// inert reports whether the entry at rel in a guard of rule is one no
-// host program runs or reads, left out of the record and of the restore:
-// git runs a hook by its exact name only, never one of its *.sample
-// files, of which the box can make any number (a record bounded in size
-// could otherwise be made to refuse every later run).
-func inert(rule, rel string) bool {
-	return rule == "git hooks" && rel != "" && !strings.Contains(rel, "/") && strings.HasSuffix(rel, ".sample")
-}
-
 // snapAt appends the entry name of dfd, at rel, and what it holds.
 func snapAt(dfd int, name, rel, rule string, out *[]snap, budget, entries *int) error {
 	*entries++

@@ -67,7 +67,7 @@ func record(h *plan.HostExec) ([]guardRecord, error) {
 			continue
 		}
 		gr := guardRecord{Path: g.Path, Rule: g.Rule}
-		if err := snapPath(g.Path, "", &gr.Entries, &budget, &entries); err != nil {
+		if err := snapPath(g.Path, "", g.Rule, &gr.Entries, &budget, &entries); err != nil {
 			return nil, fmt.Errorf("recording %s before the run: %w", g.Path, err)
 		}
 		out = append(out, gr)
@@ -77,7 +77,7 @@ func record(h *plan.HostExec) ([]guardRecord, error) {
 
 // snapPath records the entry at p (named rel within its guard) and, for a
 // folder, what is in it.
-func snapPath(p, rel string, out *[]snap, budget, entries *int) error {
+func snapPath(p, rel, rule string, out *[]snap, budget, entries *int) error {
 	*entries++
 	if *entries > recordEntries {
 		return fmt.Errorf("more than %d files and folders to record", recordEntries)
@@ -108,7 +108,10 @@ func snapPath(p, rel string, out *[]snap, budget, entries *int) error {
 		return err
 	}
 	for _, e := range list {
-		if err := snapPath(filepath.Join(p, e.Name()), filepath.Join(rel, e.Name()), out, budget, entries); err != nil {
+		if inert(rule, filepath.Join(rel, e.Name())) {
+			continue
+		}
+		if err := snapPath(filepath.Join(p, e.Name()), filepath.Join(rel, e.Name()), rule, out, budget, entries); err != nil {
 			return err
 		}
 	}
@@ -188,6 +191,9 @@ func (c *checker) added(p, rel string, recorded map[string]bool, rule string) {
 	for _, e := range list {
 		r := filepath.Join(rel, e.Name())
 		full := filepath.Join(p, e.Name())
+		if inert(rule, r) {
+			continue
+		}
 		if !recorded[r] {
 			c.moveAway(full, rule, "was added during the run")
 			continue
