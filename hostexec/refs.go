@@ -1,9 +1,12 @@
 package hostexec
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -100,12 +103,14 @@ func (r *resolver) isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// named keeps every existing file that shell text (a file a host program
-// runs as a script) names as a word: a script it runs by its path, a file
-// it reads with cat or grep or exports from. What a script does with a
-// file cannot be known from its text, so every file it names is kept.
-// Bare names (no slash) count only when bare is set: the script runs in
-// its own folder.
+// named keeps every file that shell text (a file a host program runs as a
+// script) names as a word: a script it runs by its path, a file it reads
+// with cat or grep or exports from. What a script does with a file cannot
+// be known from its text, so every file it names is kept; one that does
+// not exist yet is kept too when the word is a path (it holds a slash or
+// starts with a dot: `[ -x ./local.sh ] && ./local.sh`), since the box
+// could make it. Bare names (no slash) count only when bare is set: the
+// script runs in its own folder.
 func (r *resolver) named(data []byte, dir string, bare bool, keep func(string)) {
 	x := Expander{Home: r.in.Home, Dir: dir}
 	sep := func(c rune) bool {
@@ -117,6 +122,7 @@ func (r *resolver) named(data []byte, dir string, bare bool, keep func(string)) 
 			if w == "" || w[0] == '-' || w == "." || w == ".." || strings.ContainsAny(w, "*?[") {
 				continue
 			}
+			pathLike := strings.Contains(w, "/") || w[0] == '.'
 			if !strings.Contains(w, "/") {
 				if !bare {
 					continue
@@ -127,8 +133,12 @@ func (r *resolver) named(data []byte, dir string, bare bool, keep func(string)) 
 			if !ok {
 				continue
 			}
-			if fi, err := r.in.FS.Stat(q); err == nil && fi.Mode().IsRegular() {
+			fi, err := r.in.FS.Stat(q)
+			switch {
+			case err == nil && fi.Mode().IsRegular():
 				keep(q)
+			case pathLike && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
+				keep(q) // missing: checked after the run
 			}
 		}
 	}

@@ -89,7 +89,7 @@ func TestReviewPathDirSwapped(t *testing.T) {
 // prompt (direnv's allow covers .envrc alone), like what it sources.
 func TestReviewDirenvRunsScript(t *testing.T) {
 	needTool(t, "direnv", "apt-get install direnv")
-	for _, kind := range []string{"script", "export-env-file"} {
+	for _, kind := range []string{"script", "export-env-file", "missing-script"} {
 		t.Run(kind, func(t *testing.T) {
 			backends(t, func(t *testing.T, be string) {
 				w := newWorld(t)
@@ -101,6 +101,10 @@ func TestReviewDirenvRunsScript(t *testing.T) {
 					write(t, filepath.Join(w.project, "scripts", "dev-env.sh"), "#!/bin/sh\nexit 0\n")
 					os.Chmod(filepath.Join(w.project, "scripts", "dev-env.sh"), 0o755)
 					plant = w.script("scripts/dev-env.sh", "direnv-script")
+				case "missing-script":
+					// Run only if it exists: it does not, before the run.
+					envrc = "[ -x ./scripts/local-env.sh ] && ./scripts/local-env.sh\ntrue\n"
+					plant = `mkdir -p scripts && ` + w.script("scripts/local-env.sh", "direnv-script")
 				case "export-env-file":
 					envrc = "export $(grep -v '^#' .env.shared | xargs)\n"
 					write(t, filepath.Join(w.project, ".env.shared"), "APP_MODE=dev\n")
