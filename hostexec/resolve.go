@@ -408,6 +408,13 @@ func (r *resolver) controls(dir string, specs []Spec, names []string) {
 			continue
 		}
 		p := filepath.Join(dir, filepath.FromSlash(s.Path))
+		if q := r.inTheWay(dir, s.Path); q != "" {
+			// A part on the way that is a symlink or not a folder stands
+			// in the control file's place: kept like it (a symlink is put
+			// back after the run, its target kept read-only).
+			r.add(q, s.Rule(), "")
+			continue
+		}
 		if _, err := r.in.FS.Lstat(p); err == nil {
 			if !s.Watch {
 				r.add(p, s.Rule(), "")
@@ -416,6 +423,25 @@ func (r *resolver) controls(dir string, specs []Spec, names []string) {
 		}
 	}
 	r.commandFiles(dir, false, "")
+}
+
+// inTheWay returns the first part of rel below dir, short of its last,
+// that exists and is not a folder (a symlink included), or "": the host
+// program follows such a part to wherever it leads.
+func (r *resolver) inTheWay(dir, rel string) string {
+	parts := strings.Split(rel, "/")
+	q := dir
+	for _, part := range parts[:len(parts)-1] {
+		q = filepath.Join(q, part)
+		fi, err := r.in.FS.Lstat(q)
+		if err != nil {
+			return ""
+		}
+		if !fi.IsDir() {
+			return q
+		}
+	}
+	return ""
 }
 
 // projectTop blocks the project control files missing at the top of a

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -30,9 +31,40 @@ type checker struct {
 	reported map[string]bool
 	specs    []string // project control paths, relative
 	failures []string // what stopped the check from finishing
+	current  string   // the path the check is reading, for a panic's report
 	started  int64    // when the run began (Unix ns): what changed since is the box's
 	shadow   map[string]bool
 	before   map[string]indexState // the git indexes' marks before the run
+	readOnly map[string]fileID     // the read-only paths in the roots before the run
+}
+
+// beforeRun is what a run recorded before the box started, which its
+// after-run check compares with.
+type beforeRun struct {
+	// Index is what the git indexes marked.
+	Index map[string]indexState
+	// ReadOnly is what stood at each path within the roots that the run
+	// kept read-only (plan.HostExec.ReadOnly).
+	ReadOnly map[string]fileID
+}
+
+// fileID is what identifies a file or folder: its device and inode, and
+// when its inode last changed.
+type fileID struct {
+	Dev, Ino uint64
+	Ctime    int64
+}
+
+// readOnlyIDs records what stands at each read-only path of h now.
+func readOnlyIDs(h *plan.HostExec) map[string]fileID {
+	out := map[string]fileID{}
+	for _, p := range h.ReadOnly {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil {
+			out[p] = fileID{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano()}
+		}
+	}
+	return out
 }
 
 // check runs the after-run check of a run whose plan's registry part is h,
@@ -40,10 +72,26 @@ type checker struct {
 // rewrites or puts back once, as a quarantine event. An error is a check
 // that could not finish (*CheckError): what the box planted may still be
 // where a host program finds it.
-func check(h *plan.HostExec, run string, started int64, recs []guardRecord, before map[string]indexState, ev event.Emitter) error {
-	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started, before: before,
+func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *beforeRun, ev event.Emitter) (err error) {
+	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started,
 		guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[[2]uint64]bool{}, reported: map[string]bool{}}
+	if b != nil {
+		c.before, c.readOnly = b.Index, b.ReadOnly
+	}
 	defer c.q.close()
+	// A reader that panics on what the box wrote (a crafted file) ends in
+	// a check that did not finish, never in an unchecked run: the record
+	// stays, and no run starts before the check has been done.
+	defer func() {
+		if v := recover(); v != nil {
+			at := c.current
+			if at == "" {
+				at = h.State
+			}
+			c.fail(at, "after-run check", fmt.Sprintf("the check stopped on what it read there (%v); move it away, or look at it, before you run a host program there", v))
+			err = &CheckError{Run: run, Failures: c.failures, State: h.State}
+		}
+	}()
 	for _, g := range h.Guards {
 		c.guards[g.Path] = g
 	}
@@ -121,12 +169,15 @@ func (c *checker) created() {
 		if g.Keep != plan.KeepChecked || g.Kind != plan.KindMissing {
 			continue
 		}
-		dfd, name, err := openParent(g.Path)
-		if err != nil {
+		c.current = g.Path
+		dfd, name, ok := c.reachParent(g.Path, g.Rule)
+		if !ok {
 			continue
 		}
 		if _, err := lstatAt(dfd, name); err == nil {
 			c.moveAway(dfd, filepath.Dir(g.Path), name, g.Rule, "did not exist before the run; "+c.program(g.Rule)+" would run or obey it")
+		} else if !errors.Is(err, unix.ENOENT) {
+			c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
 		}
 		unix.Close(dfd)
 	}
@@ -368,13 +419,17 @@ func (c *checker) outsideLink(p string) {
 	if c.guarded(p) {
 		return
 	}
-	dfd, name, err := openParent(p)
-	if err != nil {
+	c.current = p
+	dfd, name, ok := c.reachParent(p, "symlink")
+	if !ok {
 		return
 	}
 	defer unix.Close(dfd)
 	t, err := readlinkAt(dfd, name)
 	if err != nil {
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+			c.fail(p, "symlink", "could not be read after the run: "+err.Error())
+		}
 		return
 	}
 	if !filepath.IsAbs(t) {
@@ -387,6 +442,57 @@ func (c *checker) outsideLink(p string) {
 			return
 		}
 	}
+}
+
+// reachParent opens the folder holding p (in a root) and returns it with
+// p's name. A part of the way that the box turned into a symlink or a
+// non-folder is moved away in p's place (unless it is a guard from before
+// the run); a missing part means nothing is there; any other error is a
+// check that did not finish. ok is false when there is nothing more to
+// look at.
+func (c *checker) reachParent(p, rule string) (int, string, bool) {
+	dfd, name, err := openParent(p)
+	if err == nil {
+		return dfd, name, true
+	}
+	if errors.Is(err, unix.ENOENT) {
+		return -1, "", false
+	}
+	root := ""
+	for _, r := range c.h.Roots {
+		if plan.Within(p, r) && p != r && len(r) > len(root) {
+			root = r
+		}
+	}
+	if root == "" {
+		c.fail(p, rule, "could not be checked after the run: "+err.Error())
+		return -1, "", false
+	}
+	rfd, err := openDir(root)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.fail(p, rule, "could not be checked after the run: "+err.Error())
+		}
+		return -1, "", false
+	}
+	defer unix.Close(rfd)
+	rel, _ := relUnder(root, p)
+	fd, parent, part, stop, err := lookup(rfd, root, rel)
+	switch {
+	case err != nil:
+		c.fail(p, rule, "could not be checked after the run: "+err.Error())
+		return -1, "", false
+	case fd < 0:
+		return -1, "", false
+	case stop:
+		full := filepath.Join(parent, part)
+		if !c.guarded(full) && !c.keptBefore(full, rule) {
+			c.moveAway(fd, parent, part, rule, "stands on the way to "+event.Escape(p)+" (a symlink or not a folder, made during the run): a host program would follow it to what the box chose")
+		}
+		unix.Close(fd)
+		return -1, "", false
+	}
+	return fd, part, true
 }
 
 // guarded reports whether p, or a folder above it, is a guard from before
@@ -403,29 +509,137 @@ func (c *checker) guarded(p string) bool {
 }
 
 // controls moves away the control files in folder dir that were not
-// there before the run.
+// there before the run. Each registry path is resolved one part at a time,
+// as the host program would follow it: a part the box turned into a
+// symlink or a non-folder stands in the control file's place and is moved
+// away itself; only a missing part (ENOENT) means nothing is there.
 func (c *checker) controls(dir string) {
+	c.current = dir
+	dfd, err := openDir(dir)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.fail(dir, "control files", "could not be checked after the run: "+err.Error())
+		}
+		return
+	}
+	defer unix.Close(dfd)
 	for _, s := range c.specs {
 		p := filepath.Join(dir, filepath.FromSlash(s))
-		if c.guarded(p) {
+		rule := "control file " + s
+		if c.guarded(p) || c.keptBefore(p, rule) {
 			continue
 		}
-		dfd, name, err := openParent(p)
-		if err != nil {
+		fd, parent, name, stop, err := lookup(dfd, dir, s)
+		switch {
+		case err != nil:
+			c.fail(p, rule, "could not be checked after the run: "+err.Error())
+			continue
+		case fd < 0:
 			continue
 		}
-		if st, err := lstatAt(dfd, name); err == nil {
-			if isReg(st) {
-				// A version pin that names a version runs nothing.
-				if data, _, err := readAt(dfd, name, 64<<10); err == nil && hostexec.IsHarmless(s, data) {
-					unix.Close(dfd)
-					continue
-				}
+		full := filepath.Join(parent, name)
+		c.current = full
+		switch {
+		case stop:
+			if !c.guarded(full) && !c.keptBefore(full, rule) {
+				c.moveAway(fd, parent, name, rule, "stands where the folder of "+s+" must be (a symlink or not a folder, made during the run): a host program would follow it to what the box chose")
 			}
-			c.moveAway(dfd, filepath.Dir(p), name, "control file "+s, "was created by the box; a host program started there would run or obey it")
+		default:
+			st, err := lstatAt(fd, name)
+			switch {
+			case errors.Is(err, unix.ENOENT):
+			case err != nil:
+				c.fail(full, rule, "could not be checked after the run: "+err.Error())
+			case isReg(st):
+				// A version pin that names a version runs nothing.
+				if data, _, err := readAt(fd, name, 64<<10); err == nil && hostexec.IsHarmless(s, data) {
+					break
+				}
+				fallthrough
+			default:
+				c.moveAway(fd, parent, name, rule, "was created by the box; a host program started there would run or obey it")
+			}
 		}
-		unix.Close(dfd)
+		unix.Close(fd)
 	}
+}
+
+// lookup resolves rel (slash-separated) below the folder dfd (at path
+// dir) one part at a time, following no symlink, and returns the folder
+// holding its last part (a new descriptor; -1 when a part on the way is
+// missing: nothing is there) and that part's name. A part on the way that
+// is a symlink or not a folder is returned instead, with stop set: it
+// stands in the control file's place. Any other error is returned: the
+// lookup did not finish.
+func lookup(dfd int, dir, rel string) (fd int, parent, name string, stop bool, err error) {
+	parts := strings.Split(rel, "/")
+	fd, err = unix.Openat(dfd, ".", dirFlags, 0)
+	if err != nil {
+		return -1, "", "", false, err
+	}
+	parent = dir
+	for _, part := range parts[:len(parts)-1] {
+		st, err := lstatAt(fd, part)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			unix.Close(fd)
+			return -1, "", "", false, nil
+		case err != nil:
+			unix.Close(fd)
+			return -1, "", "", false, err
+		case !isDir(st):
+			return fd, parent, part, true, nil
+		}
+		next, err := unix.Openat(fd, part, dirFlags, 0)
+		if err != nil {
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				// Swapped since the lstat: still in the way.
+				return fd, parent, part, true, nil
+			}
+			unix.Close(fd)
+			if errors.Is(err, unix.ENOENT) {
+				return -1, "", "", false, nil
+			}
+			return -1, "", "", false, err
+		}
+		unix.Close(fd)
+		fd = next
+		parent = filepath.Join(parent, part)
+	}
+	return fd, parent, parts[len(parts)-1], false, nil
+}
+
+// keptBefore reports whether p lies in (or is) a path the run kept
+// read-only that is still what stood there before the run: the box could
+// not have made or changed it. When the check cannot tell (nothing was
+// recorded before the run, or the path cannot be looked at now), p is
+// kept, and the report says so.
+func (c *checker) keptBefore(p, rule string) bool {
+	for _, r := range c.h.ReadOnly {
+		if !plan.Within(p, r) {
+			continue
+		}
+		was, ok := c.readOnly[r]
+		var st unix.Stat_t
+		err := unix.Lstat(r, &st)
+		switch {
+		case ok && err == nil && st.Dev == was.Dev && st.Ino == was.Ino:
+			return true
+		case ok && errors.Is(err, unix.ENOENT):
+			// Gone since: what stands at p now is not the user's.
+			return false
+		case ok && err == nil:
+			return false // replaced during the run: the box's
+		}
+		// In doubt: keep it, and say so.
+		what := "agentbox has no record of what stood at " + event.Escape(r) + " before the run"
+		if err != nil {
+			what = event.Escape(r) + " cannot be looked at (" + err.Error() + ")"
+		}
+		c.note(p, rule, "kept", "in a path kept read-only for the run, so left where it is; "+what+": if the box could have made it, look at it before you run "+c.program(rule)+" there")
+		return true
+	}
+	return false
 }
 
 // inRoots reports whether p lies in a root of the search.

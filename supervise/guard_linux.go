@@ -27,6 +27,8 @@ type runGuard struct {
 	started0 int64
 	// index is what the git indexes marked before the run.
 	index map[string]indexState
+	// readOnly is what stood at the run's read-only paths before it.
+	readOnly map[string]fileID
 }
 
 // startGuard does, before the box starts: the check of every earlier run
@@ -60,13 +62,14 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 		return nil, err
 	}
 	g.index = indexStates(h)
+	g.readOnly = readOnlyIDs(h)
 	return g, nil
 }
 
 // saveRecord writes the pending record: what the check needs, and the
 // box's cgroups (to empty them after a kill).
 func (g *runGuard) saveRecord(cgroups []string) {
-	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index}); err != nil {
+	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index, ReadOnly: g.readOnly}); err != nil {
 		g.ev.Emit(event.Event{Kind: event.Warning, Detail: "writing the pending record: " + err.Error()})
 	}
 }
@@ -80,7 +83,7 @@ func (g *runGuard) prepared() map[string]*os.File { return g.pins.files }
 // check is the after-run check; every process of the run has ended. When
 // it cannot finish, the pending record stays for the next run.
 func (g *runGuard) check() error {
-	err := check(&g.p.HostExec, g.p.RunID, g.started0, g.recs, g.index, g.ev)
+	err := check(&g.p.HostExec, g.p.RunID, g.started0, g.recs, &beforeRun{Index: g.index, ReadOnly: g.readOnly}, g.ev)
 	if err != nil && g.pend != nil {
 		g.keep = true
 	}

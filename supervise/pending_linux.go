@@ -36,6 +36,8 @@ type pendingRecord struct {
 	Started int64 `json:"started,omitempty"`
 	// Index is what the git indexes marked before the run.
 	Index map[string]indexState `json:"index,omitempty"`
+	// ReadOnly is what stood at the run's read-only paths before it.
+	ReadOnly map[string]fileID `json:"read_only,omitempty"`
 }
 
 // pending is this run's record, locked.
@@ -249,7 +251,7 @@ func recoverPending(state, self string, ev event.Emitter) error {
 			killCgroup(cg)
 		}
 		if derr == nil {
-			if err := check(&rec.HostExec, run, rec.Started, rec.Records, rec.Index, ev); err != nil {
+			if err := check(&rec.HostExec, run, rec.Started, rec.Records, &beforeRun{Index: rec.Index, ReadOnly: rec.ReadOnly}, ev); err != nil {
 				// Still not finished: the record stays, and no run starts.
 				releaseHolds(state, dfd, run)
 				f.Close()

@@ -1,0 +1,151 @@
+//go:build linux
+
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The tests in this file attack the after-run check itself: a registry path
+// whose middle part the box turned into a symlink, the user's own files the
+// check must leave alone, a pending record starved of disk space, an index
+// crafted to crash or to hide an edit.
+
+// A control file behind a symlinked parent: in a repository nested in the
+// project, the box replaces .config with a symlink to a folder of its own
+// holding lefthook-local.yml; the host's next git commit there (lefthook
+// installed) must run nothing the box wrote.
+func TestLaterSymlinkedParentLefthook(t *testing.T) {
+	needTool(t, "lefthook", "npm install -g lefthook")
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		sub := filepath.Join(w.project, "sub")
+		w.repo(sub)
+		write(t, filepath.Join(sub, "lefthook.yml"), "pre-commit:\n  commands:\n    hello:\n      run: echo hello\n")
+		if out := w.hostRun(sub, nil, "lefthook", "install"); !exists(filepath.Join(sub, ".git", "hooks", "pre-commit")) {
+			t.Fatalf("lefthook install: %s", out)
+		}
+		r := w.boxed(be, nil, `mkdir -p evil && printf 'pre-commit:\n  commands:\n    evil:\n      run: %s\n' '`+w.payload("local-yml")+`' > evil/lefthook-local.yml
+rm -rf sub/.config; ln -s ../evil sub/.config && echo done`)
+		expectCode(t, r, 0)
+		expectContains(t, "stdout", r.stdout, "done")
+		write(t, filepath.Join(sub, "file.txt"), "x\n")
+		w.mustGit(sub, "add", "file.txt")
+		out, _ := w.hostGit(sub, "commit", "-q", "-m", "host")
+		w.expectNoMarks("host git commit with lefthook in the nested repository ("+out+")", "local-yml")
+		if fi, err := os.Lstat(filepath.Join(sub, ".config")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("the box's symlink sub/.config is still there after the run\n%s", r)
+		}
+	})
+}
+
+// A registry path of several parts with a symlinked middle part
+// (.claude/settings.json, gradle/wrapper/gradle-wrapper.properties): the
+// symlink the box made stands where the control file's folder must be, and
+// is moved away, whatever part of the path it is.
+func TestLaterSymlinkedMiddlePart(t *testing.T) {
+	cases := []struct{ name, link, target, file string }{
+		{"claude", "sub/.claude", "../evil", "settings.json"},
+		{"gradle", "sub/gradle", "../evil", "wrapper/gradle-wrapper.properties"},
+		{"gradle-wrapper", "sub/gradle/wrapper", "../../evil", "gradle-wrapper.properties"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			backends(t, func(t *testing.T, be string) {
+				w := newWorld(t)
+				w.repo(w.project)
+				mkdir(t, filepath.Join(w.project, "sub"))
+				write(t, filepath.Join(w.project, "sub", "README"), "a folder of the project\n")
+				r := w.boxed(be, nil, `mkdir -p evil/wrapper && echo '{"hooks":{}}' > evil/settings.json
+echo 'distributionUrl=file:///evil.zip' > evil/wrapper/gradle-wrapper.properties
+cp evil/wrapper/gradle-wrapper.properties evil/gradle-wrapper.properties
+mkdir -p "$(dirname `+tc.link+`)" && ln -s `+tc.target+` `+tc.link+` && cat `+tc.link+`/`+tc.file+` >/dev/null && echo done`)
+				expectCode(t, r, 0)
+				expectContains(t, "stdout", r.stdout, "done")
+				link := filepath.Join(w.project, tc.link)
+				if fi, err := os.Lstat(link); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+					t.Errorf("the box's symlink %s (in front of %s) is still there after the run\n%s", tc.link, tc.file, r)
+				}
+				expectContains(t, "stderr", r.stderr, link)
+			})
+		})
+	}
+}
+
+// The after-run check never moves away what the user had before the run:
+// every registry entry that exists before a run that changes nothing —
+// kept read-only by the policy, in a writable root, in a nested folder —
+// is still there, unchanged, after it.
+func TestLaterUserFilesStay(t *testing.T) {
+	entries := []string{
+		".codex/config.toml", ".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
+		".vscode/tasks.json", ".envrc", "lefthook.yml", ".config/lefthook-local.yml",
+		".pre-commit-config.yaml", "gradle/wrapper/gradle-wrapper.properties", ".cargo/config.toml",
+		"rust-toolchain.toml", ".yarnrc.yml", ".npmrc", ".gemini/settings.json", ".idea/workspace.xml",
+		".zed/settings.json", ".husky/pre-commit", ".lefthook/pre-commit/x.sh", ".cursor/rules",
+	}
+	// The user's own symlinks in the middle of a registry path stay too.
+	t.Run("symlinked-parts", func(t *testing.T) {
+		backends(t, func(t *testing.T, be string) {
+			w := newWorld(t)
+			w.repo(w.project)
+			links := map[string]string{"sub/.config": "../shared/config", "sub/.claude": "../shared/claude", "sub/gradle": "../shared/gradle"}
+			write(t, filepath.Join(w.project, "shared", "config", "lefthook-local.yml"), "# the user's own\n")
+			write(t, filepath.Join(w.project, "shared", "claude", "settings.json"), "{}\n")
+			write(t, filepath.Join(w.project, "shared", "gradle", "wrapper", "gradle-wrapper.properties"), "# the user's own\n")
+			mkdir(t, filepath.Join(w.project, "sub"))
+			for l, target := range links {
+				if err := os.Symlink(target, filepath.Join(w.project, l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := w.run("run", "--backend", be, "--", "true")
+			expectCode(t, r, 0)
+			expectNotContains(t, "stderr", r.stderr, "moved to")
+			for l, target := range links {
+				if got, err := os.Readlink(filepath.Join(w.project, l)); err != nil || got != target {
+					t.Errorf("%s: the user's symlink, there before the run, is not as it was after it: %q %v", l, got, err)
+				}
+			}
+		})
+	})
+	for _, mode := range []string{"writable", "read-only", "nested", "nested-read-only"} {
+		t.Run(mode, func(t *testing.T) {
+			backends(t, func(t *testing.T, be string) {
+				w := newWorld(t)
+				h := filepath.Join(w.base, "H")
+				mkdir(t, h)
+				top := h
+				if strings.HasPrefix(mode, "nested") {
+					top = filepath.Join(h, "sub", "deeper")
+				}
+				flags := []string{"--writable", h}
+				for _, e := range entries {
+					write(t, filepath.Join(top, e), "# the user's own "+e+"\n")
+					if strings.HasSuffix(mode, "read-only") {
+						first, _, _ := strings.Cut(e, "/")
+						ro := filepath.Join(top, first)
+						if !strings.Contains(strings.Join(flags, " "), ro+" ") && !strings.HasSuffix(strings.Join(flags, " "), ro) {
+							flags = append(flags, "--read-only", ro)
+						}
+					}
+				}
+				w.cwd = h
+				r := w.run(append(append([]string{"run", "--backend", be}, flags...), "--", "true")...)
+				expectCode(t, r, 0)
+				expectNotContains(t, "stderr", r.stderr, "moved to")
+				expectNotContains(t, "stderr", r.stderr, "created by the box")
+				for _, e := range entries {
+					got, err := os.ReadFile(filepath.Join(top, e))
+					if err != nil || string(got) != "# the user's own "+e+"\n" {
+						t.Errorf("%s: the user's file, there before the run, is not as it was after it: %q %v", e, got, err)
+					}
+				}
+			})
+		})
+	}
+}
