@@ -30,45 +30,52 @@ var errIndex = errors.New("not a git index this reader understands")
 
 // IndexFlags returns the entries of index data (a .git/index file) marked
 // assume-unchanged or skip-worktree. hashSize is the size of an object
-// name: 20 (SHA-1) or 32 (SHA-256).
+// name: 20 (SHA-1) or 32 (SHA-256). It reads data once, in time and memory
+// linear in its size: every offset is checked before use, and a version-4
+// name is rebuilt in one buffer (cut to the shared prefix, then extended),
+// never copied whole per entry. What it cannot read is an error, never a
+// panic.
 func IndexFlags(data []byte, hashSize int) ([]IndexFlag, error) {
-	if len(data) < 12+hashSize || string(data[:4]) != "DIRC" {
+	if hashSize <= 0 || len(data) < 12+hashSize || string(data[:4]) != "DIRC" {
 		return nil, errIndex
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	if version < 2 || version > 4 {
 		return nil, errIndex
 	}
-	n := int(binary.BigEndian.Uint32(data[8:12]))
+	n := uint64(binary.BigEndian.Uint32(data[8:12]))
 	off := 12
 	end := len(data) - hashSize
+	// What the marked entries' names may add up to: the names a version-4
+	// index rebuilds from shared prefixes can be far longer than the file;
+	// past this the index is not one git made in ordinary work.
+	budget := 4*len(data) + 1<<20
 	var out []IndexFlag
-	var prev []byte
-	for i := 0; i < n; i++ {
+	var name []byte // the current entry's name (version 4: rebuilt in place)
+	for i := uint64(0); i < n; i++ {
 		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each),
 		// the object name, then 16 bits of flags.
-		fo := off + 40 + hashSize
-		if fo+2 > end {
+		if off > end || end-off < 40+hashSize+2 {
 			return nil, errIndex
 		}
+		fo := off + 40 + hashSize
 		flags := binary.BigEndian.Uint16(data[fo:])
 		p := fo + 2
 		ext := -1
 		var extFlags uint16
 		if flags&0x4000 != 0 {
-			if version < 3 || p+2 > end {
+			if version < 3 || end-p < 2 {
 				return nil, errIndex
 			}
 			ext = p
 			extFlags = binary.BigEndian.Uint16(data[p:])
 			p += 2
 		}
-		var name []byte
 		if version == 4 {
 			// The name: how many bytes of the previous name to drop (a
 			// varint of git's own form), then the rest, NUL-terminated.
 			drop, k := gitVarint(data[p:end])
-			if k <= 0 || int(drop) > len(prev) {
+			if k <= 0 || drop > uint64(len(name)) {
 				return nil, errIndex
 			}
 			p += k
@@ -76,7 +83,7 @@ func IndexFlags(data []byte, hashSize int) ([]IndexFlag, error) {
 			if z < 0 {
 				return nil, errIndex
 			}
-			name = append(append([]byte(nil), prev[:len(prev)-int(drop)]...), data[p:p+z]...)
+			name = append(name[:len(name)-int(drop)], data[p:p+z]...)
 			p += z + 1
 		} else {
 			z := bytes.IndexByte(data[p:end], 0)
@@ -93,16 +100,18 @@ func IndexFlags(data []byte, hashSize int) ([]IndexFlag, error) {
 			return nil, errIndex
 		}
 		if flags&0x8000 != 0 || extFlags&0x4000 != 0 {
+			if budget -= len(name); budget < 0 {
+				return nil, errIndex
+			}
 			out = append(out, IndexFlag{Path: string(name), AssumeValid: flags&0x8000 != 0, SkipWorktree: extFlags&0x4000 != 0, flagsOff: fo, ext: ext})
 		}
-		prev = name
 		off = p
 	}
 	return out, nil
 }
 
 // gitVarint reads git's offset varint (each continuation adds one before
-// shifting); k is the bytes read, 0 when cut short.
+// shifting); k is the bytes read, 0 when cut short or past 64 bits.
 func gitVarint(b []byte) (uint64, int) {
 	if len(b) == 0 {
 		return 0, 0
@@ -111,7 +120,7 @@ func gitVarint(b []byte) (uint64, int) {
 	v := uint64(c & 0x7f)
 	i := 1
 	for c&0x80 != 0 {
-		if i >= len(b) || i > 9 {
+		if i >= len(b) || i > 9 || v+1 > 1<<57-1 {
 			return 0, 0
 		}
 		c = b[i]

@@ -1,6 +1,8 @@
 package hostexec
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,5 +88,169 @@ func TestIndexFlagsWithGit(t *testing.T) {
 	}
 	if _, err := IndexFlags([]byte("DIRC\x00\x00\x00\x09"), 20); err == nil {
 		t.Error("a cut-short index was read")
+	}
+}
+
+// v4Index is a version-4 index of n entries whose names each keep the
+// whole previous name and add one byte ("a", "aa", "aaa", …): small on
+// disk, each name as long as its position. marked says which entries carry
+// the assume-unchanged mark. The checksum is zeros (index.skipHash).
+func v4Index(n int, marked func(int) bool) []byte {
+	out := []byte("DIRC\x00\x00\x00\x04")
+	out = binary.BigEndian.AppendUint32(out, uint32(n))
+	for i := 0; i < n; i++ {
+		out = append(out, make([]byte, 40+20)...)
+		flags := uint16(0)
+		if marked != nil && marked(i) {
+			flags |= 0x8000
+		}
+		out = binary.BigEndian.AppendUint16(out, flags)
+		out = append(out, 0, 'a', 0) // drop nothing, add "a"
+	}
+	return append(out, make([]byte, 20)...)
+}
+
+// A crafted version-4 index: a name-prefix varint past 2^63, past the
+// previous name, past the data, entry counts past the data, names whose
+// marked total outgrows the file. Each is an error, never a panic.
+func TestIndexFlagsCrafted(t *testing.T) {
+	entry := func(varint []byte, name string) []byte {
+		b := append(make([]byte, 40+20), 0x80, 0) // assume-unchanged
+		b = append(b, varint...)
+		return append(append(b, name...), 0)
+	}
+	index := func(n uint32, entries ...[]byte) []byte {
+		out := []byte("DIRC\x00\x00\x00\x04")
+		out = binary.BigEndian.AppendUint32(out, n)
+		for _, e := range entries {
+			out = append(out, e...)
+		}
+		return append(out, make([]byte, 20)...)
+	}
+	huge := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f} // > 2^63 in git's varint
+	cases := map[string][]byte{
+		"varint past 2^63":        index(2, entry([]byte{0}, "abc"), entry(huge, "x")),
+		"varint past 2^64":        index(2, entry([]byte{0}, "abc"), entry([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, "x")),
+		"drop past previous name": index(2, entry([]byte{0}, "abc"), entry([]byte{4}, "x")),
+		"no NUL":                  index(1, append(make([]byte, 40+20), 0, 0, 0, 'a', 'b')),
+		"more entries than data":  index(1000, entry([]byte{0}, "a")),
+		"names past the budget":   v4Index(20000, func(int) bool { return true }),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			if flags, err := IndexFlags(data, 20); err == nil {
+				t.Fatalf("read without an error: %d marks", len(flags))
+			}
+			if _, err := ClearIndexFlags(data, 20, map[string]bool{"x": true}, true); err == nil {
+				t.Fatal("cleared without an error")
+			}
+		})
+	}
+	// A long shared-prefix index with a few marks is read whole.
+	data := v4Index(5000, func(i int) bool { return i%1000 == 999 })
+	flags, err := IndexFlags(data, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, f := range flags {
+		got = append(got, len(f.Path))
+	}
+	if diff := cmp.Diff([]int{1000, 2000, 3000, 4000, 5000}, got); diff != "" {
+		t.Fatalf("marked names' lengths (-want +got):\n%s", diff)
+	}
+}
+
+// gitIndexes are indexes real git writes, in versions 2, 3 and 4, with
+// marks set: the fuzz target's seeds.
+func gitIndexes(tb testing.TB) [][]byte {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil
+	}
+	var out [][]byte
+	for _, version := range []string{"2", "3", "4"} {
+		dir := tb.TempDir()
+		ok := true
+		run := func(args ...string) {
+			c := exec.Command("git", append([]string{"-C", dir}, args...)...)
+			c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+			if c.Run() != nil {
+				ok = false
+			}
+		}
+		run("init", "-q")
+		for _, f := range []string{"Makefile", "a/long/path/name.go", "a/long/path/other.go", "a/long/x", "b", "z"} {
+			os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+			os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
+		}
+		run("add", "-A")
+		run("update-index", "--index-version", version)
+		run("update-index", "--assume-unchanged", "Makefile")
+		if version != "2" {
+			run("update-index", "--skip-worktree", "a/long/path/other.go")
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, ".git", "index")); err == nil && ok {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// FuzzIndexFlags: whatever the index holds, the reader returns or fails,
+// never panics, and what it returns can be cleared; the marks it reads are
+// within the entries and their names within the linear budget.
+func FuzzIndexFlags(f *testing.F) {
+	for _, d := range gitIndexes(f) {
+		f.Add(d)
+	}
+	f.Add(v4Index(50, func(i int) bool { return i%7 == 0 }))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		flags, err := IndexFlags(data, 20)
+		if err != nil {
+			return
+		}
+		total := 0
+		clear := map[string]bool{}
+		for _, fl := range flags {
+			total += len(fl.Path)
+			clear[fl.Path] = true
+			if fl.flagsOff < 12 || fl.flagsOff+2 > len(data)-20 {
+				t.Fatalf("a mark's flags outside the entries: %d of %d", fl.flagsOff, len(data))
+			}
+		}
+		if total > 4*len(data)+1<<20 {
+			t.Fatalf("marked names add up to %d bytes from %d", total, len(data))
+		}
+		out, err := ClearIndexFlags(data, 20, clear, true)
+		if err != nil {
+			t.Fatalf("read, but not cleared: %v", err)
+		}
+		again, err := IndexFlags(out, 20)
+		if err != nil {
+			t.Fatalf("the cleared index is not read: %v", err)
+		}
+		for _, fl := range again {
+			if fl.AssumeValid {
+				t.Fatalf("%q still marked assume-unchanged after clearing", fl.Path)
+			}
+		}
+	})
+}
+
+// BenchmarkIndexFlagsV4 reads version-4 indexes of 4, 16 and 64 MiB whose
+// names grow by one byte an entry (the shape that made the reader take
+// time quadratic in the size): the time per byte stays the same.
+func BenchmarkIndexFlagsV4(b *testing.B) {
+	for _, mib := range []int{4, 16, 64} {
+		n := mib << 20 / 65
+		data := v4Index(n, func(i int) bool { return i%(n/4) == 0 })
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := IndexFlags(data, 20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
