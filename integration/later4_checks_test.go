@@ -3,10 +3,14 @@
 package integration
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // The tests in this file attack the after-run check itself: a registry path
@@ -148,4 +152,69 @@ func TestLaterUserFilesStay(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A full disk never starves the crash recovery: with the state folder on a
+// full file system (a small tmpfs, in a mount namespace of the test's own),
+// a run whose pending record cannot be written does not start, and says
+// where and why.
+func TestLaterPendingRecordFullDisk(t *testing.T) {
+	rootOnly(t, "mounting a small tmpfs needs root")
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		state := filepath.Join(w.home, ".local", "state")
+		mkdir(t, state)
+		// What agentbox keeps there besides the record is made by a first
+		// run, copied onto the tmpfs, and the tmpfs filled.
+		expectCode(t, w.run("run", "--backend", be, "--", "true"), 0)
+		script := `set -e
+keep=$(mktemp -d /var/tmp/abit-state-XXXXXX)
+cp -a "$0"/. "$keep"/
+mount -t tmpfs -o size=512k,mode=0755 tmpfs "$0"
+cp -a "$keep"/. "$0"/
+rm -rf "$keep"
+dd if=/dev/zero of="$0/fill" bs=1k 2>/dev/null || true
+exec "$@"`
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		c := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, state,
+			bin, "run", "--backend", be, "--", "sh", "-c", "echo the box ran")
+		c.Dir, c.Env = w.project, w.env
+		proctest.Own(t, c)
+		out, err := c.CombinedOutput()
+		if err == nil || strings.Contains(string(out), "the box ran") {
+			t.Fatalf("the run started although its pending record could not be written (%v):\n%s", err, out)
+		}
+		expectContains(t, "output", string(out), filepath.Join(state, "agentbox", "pending"))
+		expectContains(t, "output", string(out), "free space")
+	})
+}
+
+// A pending record that exists but cannot be read (cut short, as a full
+// disk left it before) stops the next run with its path and what to do; it
+// is never skipped and removed.
+func TestLaterPendingRecordUnreadable(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		for _, content := range []string{"", `{"run":"dead","host_exec":{"roo`} {
+			w := newWorld(t)
+			w.repo(w.project)
+			expectCode(t, w.run("run", "--backend", be, "--", "true"), 0)
+			rec := filepath.Join(w.home, ".local", "state", "agentbox", "pending", "dead.json")
+			write(t, rec, content)
+			r := w.run("run", "--backend", be, "--", "sh", "-c", "echo the box ran")
+			if r.code == 0 || strings.Contains(r.stdout, "the box ran") {
+				t.Fatalf("a run started past an unreadable pending record %q:\n%s", content, r)
+			}
+			expectContains(t, "stderr", r.stderr, rec)
+			expectContains(t, "stderr", r.stderr, "cannot be read")
+			if !exists(rec) {
+				t.Fatalf("the unreadable record %q was removed", content)
+			}
+			// Once the user has looked and removed it, runs start again.
+			os.Remove(rec)
+			r = w.run("run", "--backend", be, "--", "sh", "-c", "echo the box ran")
+			expectCode(t, r, 0)
+		}
+	})
 }

@@ -390,7 +390,7 @@ func TestRecordRestore(t *testing.T) {
 func TestPlaceholdersShared(t *testing.T) {
 	b := newBox(t)
 	mk := func(run string) (*pending, []hold) {
-		pend, err := newPending(b.state, run)
+		pend, err := newPending(b.state, run, pendingRecord{Run: run})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,7 +443,7 @@ func TestRecover(t *testing.T) {
 	hs, _ := json.Marshal([]hold{{Path: b.p(".claude"), Kind: "dir", Dev: st.Dev, Ino: st.Ino}})
 	os.WriteFile(filepath.Join(b.state, "pending", "dead.holds"), hs, 0o600)
 	// A live run's record is left alone.
-	live, err := newPending(b.state, "live")
+	live, err := newPending(b.state, "live", pendingRecord{Run: "live"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestRecordAdopted(t *testing.T) {
 	b.write(b.p(".claude/settings.json"), "clean\n")
 	h := b.host()
 	h.Guards = []plan.Guard{{Path: b.p(".claude/settings.json"), Rule: "claude settings", Kind: plan.KindFile, Keep: plan.KeepRestored}}
-	first, err := newPending(b.state, "first")
+	first, err := newPending(b.state, "first", pendingRecord{Run: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestRecordAdopted(t *testing.T) {
 	}
 	first.write(pendingRecord{Run: "first", HostExec: *h, Records: recs})
 	b.write(b.p(".claude/settings.json"), "evil\n") // the first run's box
-	second, err := newPending(b.state, "second")
+	second, err := newPending(b.state, "second", pendingRecord{Run: "second"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package supervise
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agentbox/agentbox/event"
@@ -41,12 +43,15 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 	if err := recoverPending(h.State, p.RunID, ev); err != nil {
 		return nil, err
 	}
-	pend, err := newPending(h.State, p.RunID)
-	if err != nil {
-		// The run still gets its after-run check; only a check after
-		// agentbox is killed is lost.
-		ev.Emit(event.Event{Kind: event.Warning, Detail: "no pending record in " + event.Escape(h.State) + " (" + err.Error() + "): if agentbox is killed, the next run cannot do this run's after-run check"})
-		pend = nil
+	var pend *pending
+	var err error
+	if h.State != "" {
+		// No run starts without its record whole on disk: a run killed
+		// without one would leave what it planted unchecked.
+		pend, err = newPending(h.State, p.RunID, pendingRecord{Run: p.RunID, HostExec: *h, Started: g.started0})
+		if err != nil {
+			return nil, fmt.Errorf("%s: this run's pending record cannot be written (%w), and without it a run whose agentbox is killed is never checked; free space on that file system or make the folder writable, then run again", event.Escape(filepath.Join(h.State, "pending", p.RunID+".json")), err)
+		}
 	}
 	g.pend = pend
 	if g.pins, err = PreparePinned(p); err != nil {
@@ -67,11 +72,13 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 }
 
 // saveRecord writes the pending record: what the check needs, and the
-// box's cgroups (to empty them after a kill).
-func (g *runGuard) saveRecord(cgroups []string) {
+// box's cgroups (to empty them after a kill). The box does not start
+// when it cannot be written.
+func (g *runGuard) saveRecord(cgroups []string) error {
 	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index, ReadOnly: g.readOnly}); err != nil {
-		g.ev.Emit(event.Event{Kind: event.Warning, Detail: "writing the pending record: " + err.Error()})
+		return fmt.Errorf("%s: this run's pending record cannot be written (%w), and without it a run whose agentbox is killed is never checked; free space on that file system, then run again", event.Escape(g.pend.path), err)
 	}
+	return nil
 }
 
 // started records the box's first process (its process group).

@@ -18,10 +18,10 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 	return &runGuard{}, Prepare(p)
 }
 
-func (g *runGuard) saveRecord(cgroups []string) {}
-func (g *runGuard) started(pid int)             {}
-func (g *runGuard) check() error                { return nil }
-func (g *runGuard) release()                    {}
+func (g *runGuard) saveRecord(cgroups []string) error { return nil }
+func (g *runGuard) started(pid int)                   {}
+func (g *runGuard) check() error                      { return nil }
+func (g *runGuard) release()                          {}
 
 // prepared is nil: the folders are not pinned by descriptor here.
 func (g *runGuard) prepared() map[string]*os.File { return nil }

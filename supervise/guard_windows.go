@@ -73,15 +73,15 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 }
 
 // saveRecord writes the pending record.
-func (g *runGuard) saveRecord(cgroups []string) {
+func (g *runGuard) saveRecord(cgroups []string) error {
 	h := &g.p.HostExec
 	if h.State == "" || len(h.Roots) == 0 {
-		return
+		return nil
 	}
 	dir := filepath.Join(h.State, "pending")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		g.ev.Emit(event.Event{Kind: event.Warning, Detail: "no pending record in " + event.Escape(dir) + " (" + err.Error() + "): if agentbox is killed, the next run cannot do this run's after-run check"})
-		return
+		return nil
 	}
 	pid, started := self()
 	data, err := json.Marshal(pendingRecord{Run: g.p.RunID, PID: pid, Started: started, HostExec: *h, Records: g.recs})
@@ -89,10 +89,11 @@ func (g *runGuard) saveRecord(cgroups []string) {
 		path := filepath.Join(dir, safeRun(g.p.RunID)+".json")
 		if err = os.WriteFile(path, data, 0o600); err == nil {
 			g.pending = path
-			return
+			return nil
 		}
 	}
 	g.ev.Emit(event.Event{Kind: event.Warning, Detail: "writing the pending record: " + err.Error()})
+	return nil
 }
 
 func (g *runGuard) started(pid int) {}

@@ -21,10 +21,16 @@ import (
 // starts until its after-run check is done: <run>.json (what the check
 // needs: the registry part of the plan and the guards recorded before the
 // run), <run>.holds (the placeholders it uses) and <run>.pgrp (the box's
-// process group). The supervisor holds an exclusive flock(2) on <run>.json
+// process group). The supervisor holds an exclusive flock(2) on <run>.lock
 // for as long as it lives, so a record whose lock can be taken belongs to
 // a run whose agentbox was killed (kill -9): the next run ends what is left
 // of that run and does its check first.
+//
+// <run>.json is only ever whole: each version is written to a new file,
+// synced, renamed over the last and the folder synced, and a run whose
+// record cannot be written does not start. A record that exists but cannot
+// be read stops every later run until the user has looked (it is never
+// skipped, nor removed).
 
 // pendingRecord is what <run>.json holds.
 type pendingRecord struct {
@@ -43,7 +49,7 @@ type pendingRecord struct {
 // pending is this run's record, locked.
 type pending struct {
 	dir  int // <state>/pending
-	fd   int // <run>.json, locked
+	fd   int // <run>.lock, locked
 	run  string
 	path string
 }
@@ -80,26 +86,36 @@ func existingPendingDir(state string) (int, error) {
 	return fd, nil
 }
 
-// newPending creates and locks this run's record.
-func newPending(state, run string) (*pending, error) {
+// newPending locks this run's record and writes its first version (r).
+func newPending(state, run string, r pendingRecord) (*pending, error) {
 	dfd, err := pendingDir(state)
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(dfd, run+".json", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Openat(dfd, run+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		unix.Close(dfd)
 		return nil, err
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		unix.Close(fd)
+		unix.Unlinkat(dfd, run+".lock", 0)
 		unix.Close(dfd)
 		return nil, err
 	}
-	return &pending{dir: dfd, fd: fd, run: run, path: filepath.Join(state, "pending", run+".json")}, nil
+	p := &pending{dir: dfd, fd: fd, run: run, path: filepath.Join(state, "pending", run+".json")}
+	if err := p.write(r); err != nil {
+		unix.Unlinkat(dfd, run+".lock", 0)
+		unix.Close(fd)
+		unix.Close(dfd)
+		return nil, err
+	}
+	return p, nil
 }
 
-// write replaces the record's content.
+// write replaces the record with r, whole: a new file, synced, renamed
+// over the last version, and the folder synced. The record on disk is
+// always a complete one.
 func (p *pending) write(r pendingRecord) error {
 	if p == nil {
 		return nil
@@ -108,11 +124,37 @@ func (p *pending) write(r pendingRecord) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Ftruncate(p.fd, 0); err != nil {
+	return writeDurable(p.dir, p.run+".json", data)
+}
+
+// writeDurable replaces name in dfd with data so that a crash at any point
+// leaves either the old content or the new, whole, on disk.
+func writeDurable(dfd int, name string, data []byte) error {
+	tmp := randomName(".agentbox-new-")
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
 		return err
 	}
-	_, err = unix.Pwrite(p.fd, data, 0)
-	return err
+	for b := data; len(b) > 0 && err == nil; {
+		var n int
+		if n, err = unix.Write(fd, b); err == nil {
+			b = b[n:]
+		}
+	}
+	if err == nil {
+		err = unix.Fsync(fd)
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return err
+	}
+	return unix.Fsync(dfd)
 }
 
 // pgrp records the box's process group.
@@ -128,7 +170,7 @@ func (p *pending) done() {
 	if p == nil {
 		return
 	}
-	for _, ext := range []string{".pgrp", ".holds", ".json"} {
+	for _, ext := range []string{".pgrp", ".holds", ".json", ".lock"} {
 		unix.Unlinkat(p.dir, p.run+ext, 0)
 	}
 	unix.Close(p.fd)
@@ -162,7 +204,7 @@ func writeSmall(dfd int, name string, data []byte) error {
 
 // alive reports whether run's agentbox still holds its record's lock.
 func alive(dfd int, run string) bool {
-	fd, err := unix.Openat(dfd, run+".json", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dfd, run+".lock", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
@@ -224,48 +266,88 @@ func recoverPending(state, self string, ev event.Emitter) error {
 	}
 	defer unix.Close(dfd)
 	var failed error
-	names, _ := listAt(dfd)
+	names, err := listAt(dfd)
+	if err != nil {
+		return fmt.Errorf("%s: the records of earlier runs cannot be listed (%w): their after-run checks cannot be done; make the folder readable, then run again", filepath.Join(state, "pending"), err)
+	}
+	sort.Strings(names)
+	have := map[string]bool{}
+	for _, n := range names {
+		have[n] = true
+	}
+	for _, n := range names {
+		run, ok := strings.CutSuffix(n, ".lock")
+		if !ok || run == self || strings.HasPrefix(n, ".") || have[run+".json"] {
+			continue
+		}
+		// A lock without a record: a run killed before its first record
+		// was on disk, which never started its box.
+		if fd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+				releaseHolds(state, dfd, run)
+				for _, ext := range []string{".pgrp", ".holds", ".lock"} {
+					unix.Unlinkat(dfd, run+ext, 0)
+				}
+			}
+			unix.Close(fd)
+		}
+	}
 	for _, n := range names {
 		run, ok := strings.CutSuffix(n, ".json")
 		if !ok || run == self || strings.HasPrefix(n, ".") {
 			continue
 		}
-		fd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(dfd, run+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
+			if failed == nil {
+				failed = fmt.Errorf("%s: the lock of an earlier run's record cannot be taken (%v): its after-run check cannot be done; make %s writable, then run again", filepath.Join(state, "pending", run+".lock"), err, filepath.Join(state, "pending"))
+			}
 			continue
 		}
 		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 			unix.Close(fd) // its agentbox is alive
 			continue
 		}
-		f := os.NewFile(uintptr(fd), n)
-		var rec pendingRecord
-		derr := json.NewDecoder(f).Decode(&rec)
 		ev.Emit(event.Event{Kind: event.Warning, Detail: "run " + run + " ended without a finished after-run check (agentbox was killed, or the check could not finish): doing it now"})
 		if data, _, err := readAt(dfd, run+".pgrp", 64); err == nil {
 			if pg, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
 				killGroup(pg)
 			}
 		}
+		var rec pendingRecord
+		data, _, rerr := readAt(dfd, n, 256<<20)
+		if rerr == nil {
+			rerr = json.Unmarshal(data, &rec)
+		}
+		if rerr == nil && rec.Run != run {
+			rerr = errors.New("it names run " + strconv.Quote(rec.Run))
+		}
+		if rerr != nil {
+			// What the run could have left is unknown: no run starts,
+			// and the record stays for the user to look at.
+			unix.Close(fd)
+			if failed == nil {
+				failed = fmt.Errorf("%s: the record of run %s, which ended without its after-run check, cannot be read (%v), so agentbox cannot check what that run left where host programs find it (git hooks and config, control files); no run starts until you have looked at the folders it could write (git status, git config --list --show-origin in each repository) and removed this file", event.Escape(filepath.Join(state, "pending", n)), run, rerr)
+			}
+			continue
+		}
 		for _, cg := range rec.Cgroups {
 			killCgroup(cg)
 		}
-		if derr == nil {
-			if err := check(&rec.HostExec, run, rec.Started, rec.Records, &beforeRun{Index: rec.Index, ReadOnly: rec.ReadOnly}, ev); err != nil {
-				// Still not finished: the record stays, and no run starts.
-				releaseHolds(state, dfd, run)
-				f.Close()
-				if failed == nil {
-					failed = err
-				}
-				continue
+		if err := check(&rec.HostExec, run, rec.Started, rec.Records, &beforeRun{Index: rec.Index, ReadOnly: rec.ReadOnly}, ev); err != nil {
+			// Still not finished: the record stays, and no run starts.
+			releaseHolds(state, dfd, run)
+			unix.Close(fd)
+			if failed == nil {
+				failed = err
 			}
+			continue
 		}
 		releaseHolds(state, dfd, run)
-		for _, ext := range []string{".pgrp", ".holds", ".json"} {
+		for _, ext := range []string{".pgrp", ".holds", ".json", ".lock"} {
 			unix.Unlinkat(dfd, run+ext, 0)
 		}
-		f.Close()
+		unix.Close(fd)
 	}
 	return failed
 }

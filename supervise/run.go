@@ -92,7 +92,9 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if track != nil {
 		dirs = append(dirs, track.Dir())
 	}
-	g.saveRecord(dirs)
+	if err := g.saveRecord(dirs); err != nil {
+		return 0, err
+	}
 	c.Prepared = g.prepared()
 	left := false
 	// The filesystem log: it records what the box is refused until every
