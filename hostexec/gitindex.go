@@ -36,27 +36,110 @@ var errIndex = errors.New("not a git index this reader understands")
 // never copied whole per entry. What it cannot read is an error, never a
 // panic.
 func IndexFlags(data []byte, hashSize int) ([]IndexFlag, error) {
+	var out []IndexFlag
+	budget := nameBudget(data)
+	err := walkIndex(data, hashSize, func(e rawEntry) error {
+		if e.flags&0x8000 != 0 || e.extFlags&0x4000 != 0 {
+			if budget -= len(e.name); budget < 0 {
+				return errIndex
+			}
+			out = append(out, IndexFlag{Path: string(e.name), AssumeValid: e.flags&0x8000 != 0, SkipWorktree: e.extFlags&0x4000 != 0, flagsOff: e.fo, ext: e.ext})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// nameBudget is what the names an index reader returns may add up to: the
+// names a version-4 index rebuilds from shared prefixes can be far longer
+// than the file; past this the index is not one git made in ordinary work.
+func nameBudget(data []byte) int { return 4*len(data) + 1<<20 }
+
+// IndexEntry is one entry of a git index: its name, what git cached of
+// the file's stat data (seconds, size), its mode and object name.
+type IndexEntry struct {
+	Path         string
+	Ctime, Mtime uint32
+	Mode, Size   uint32
+	ID           []byte
+}
+
+// IndexEntriesSince returns the entries of index data whose cached change
+// or modification time is at or after since (Unix seconds): the entries
+// written (or refreshed) since then. Read as IndexFlags reads.
+func IndexEntriesSince(data []byte, hashSize int, since int64) ([]IndexEntry, error) {
+	var out []IndexEntry
+	budget := nameBudget(data)
+	err := walkIndex(data, hashSize, func(e rawEntry) error {
+		b := data[e.off:]
+		ctime, mtime := binary.BigEndian.Uint32(b[0:]), binary.BigEndian.Uint32(b[8:])
+		if int64(ctime) < since && int64(mtime) < since {
+			return nil
+		}
+		if budget -= len(e.name); budget < 0 {
+			return errIndex
+		}
+		out = append(out, IndexEntry{Path: string(e.name), Ctime: ctime, Mtime: mtime, Mode: binary.BigEndian.Uint32(b[24:]),
+			Size: binary.BigEndian.Uint32(b[36:]), ID: bytes.Clone(b[40 : 40+hashSize])})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ClearIndexStat returns data with the cached stat data (times, size) of
+// the entries named in paths set to zero, so that git compares those files'
+// content with their objects again, and the checksum made anew.
+func ClearIndexStat(data []byte, hashSize int, paths map[string]bool) ([]byte, error) {
+	out := bytes.Clone(data)
+	err := walkIndex(data, hashSize, func(e rawEntry) error {
+		if paths[string(e.name)] {
+			for _, f := range []int{0, 4, 8, 12, 36} { // ctime, mtime (s, ns), size
+				binary.BigEndian.PutUint32(out[e.off+f:], 0)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	resum(out, hashSize)
+	return out, nil
+}
+
+// rawEntry is one entry as walkIndex reads it: where it starts, where its
+// flags and extended flags are (-1: none), their values, and its name
+// (valid until the next entry).
+type rawEntry struct {
+	off, fo, ext    int
+	flags, extFlags uint16
+	name            []byte
+}
+
+// walkIndex calls visit for each entry of index data, in order; the first
+// error stops it.
+func walkIndex(data []byte, hashSize int, visit func(rawEntry) error) error {
 	if hashSize <= 0 || len(data) < 12+hashSize || string(data[:4]) != "DIRC" {
-		return nil, errIndex
+		return errIndex
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	if version < 2 || version > 4 {
-		return nil, errIndex
+		return errIndex
 	}
 	n := uint64(binary.BigEndian.Uint32(data[8:12]))
 	off := 12
 	end := len(data) - hashSize
-	// What the marked entries' names may add up to: the names a version-4
-	// index rebuilds from shared prefixes can be far longer than the file;
-	// past this the index is not one git made in ordinary work.
-	budget := 4*len(data) + 1<<20
-	var out []IndexFlag
 	var name []byte // the current entry's name (version 4: rebuilt in place)
 	for i := uint64(0); i < n; i++ {
 		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each),
 		// the object name, then 16 bits of flags.
 		if off > end || end-off < 40+hashSize+2 {
-			return nil, errIndex
+			return errIndex
 		}
 		fo := off + 40 + hashSize
 		flags := binary.BigEndian.Uint16(data[fo:])
@@ -65,7 +148,7 @@ func IndexFlags(data []byte, hashSize int) ([]IndexFlag, error) {
 		var extFlags uint16
 		if flags&0x4000 != 0 {
 			if version < 3 || end-p < 2 {
-				return nil, errIndex
+				return errIndex
 			}
 			ext = p
 			extFlags = binary.BigEndian.Uint16(data[p:])
@@ -76,19 +159,19 @@ func IndexFlags(data []byte, hashSize int) ([]IndexFlag, error) {
 			// varint of git's own form), then the rest, NUL-terminated.
 			drop, k := gitVarint(data[p:end])
 			if k <= 0 || drop > uint64(len(name)) {
-				return nil, errIndex
+				return errIndex
 			}
 			p += k
 			z := bytes.IndexByte(data[p:end], 0)
 			if z < 0 {
-				return nil, errIndex
+				return errIndex
 			}
 			name = append(name[:len(name)-int(drop)], data[p:p+z]...)
 			p += z + 1
 		} else {
 			z := bytes.IndexByte(data[p:end], 0)
 			if z < 0 {
-				return nil, errIndex
+				return errIndex
 			}
 			name = data[p : p+z]
 			// Padded with 1 to 8 NULs to a multiple of 8 from the entry's
@@ -97,17 +180,14 @@ func IndexFlags(data []byte, hashSize int) ([]IndexFlag, error) {
 			p = off + (l+8)&^7
 		}
 		if p > end {
-			return nil, errIndex
+			return errIndex
 		}
-		if flags&0x8000 != 0 || extFlags&0x4000 != 0 {
-			if budget -= len(name); budget < 0 {
-				return nil, errIndex
-			}
-			out = append(out, IndexFlag{Path: string(name), AssumeValid: flags&0x8000 != 0, SkipWorktree: extFlags&0x4000 != 0, flagsOff: fo, ext: ext})
+		if err := visit(rawEntry{off: off, fo: fo, ext: ext, flags: flags, extFlags: extFlags, name: name}); err != nil {
+			return err
 		}
 		off = p
 	}
-	return out, nil
+	return nil
 }
 
 // gitVarint reads git's offset varint (each continuation adds one before
@@ -154,9 +234,16 @@ func ClearIndexFlags(data []byte, hashSize int, clear map[string]bool, skipWorkt
 			binary.BigEndian.PutUint16(out[f.ext:], v&^0x4000)
 		}
 	}
+	resum(out, hashSize)
+	return out, nil
+}
+
+// resum makes the trailing checksum of index data anew, unless the index
+// has none (index.skipHash: zeros), which stays so.
+func resum(out []byte, hashSize int) {
 	body := len(out) - hashSize
 	if bytes.Count(out[body:], []byte{0}) == hashSize {
-		return out, nil
+		return
 	}
 	var h hash.Hash = sha1.New()
 	if hashSize == 32 {
@@ -164,5 +251,4 @@ func ClearIndexFlags(data []byte, hashSize int, clear map[string]bool, skipWorkt
 	}
 	h.Write(out[:body])
 	copy(out[body:], h.Sum(nil))
-	return out, nil
 }

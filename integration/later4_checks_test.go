@@ -218,3 +218,93 @@ func TestLaterPendingRecordUnreadable(t *testing.T) {
 		}
 	})
 }
+
+// forgeIndex is a python3 program the box runs: it rewrites the index
+// entry of the file named by argv[1] (index version 2) with the file's
+// present size and times, keeping the old object name, and makes the
+// checksum anew — no mark, just cached stat data that hides the edit.
+const forgeIndex = `import hashlib, os, struct, sys
+name = sys.argv[1].encode()
+data = bytearray(open(".git/index", "rb").read())
+n = struct.unpack(">I", data[8:12])[0]
+off = 12
+st = os.stat(sys.argv[1])
+for i in range(n):
+    flags = struct.unpack(">H", data[off+60:off+62])[0]
+    z = data.index(b"\0", off+62)
+    if bytes(data[off+62:z]) == name:
+        struct.pack_into(">IIII", data, off, int(st.st_ctime), st.st_ctime_ns % 10**9, int(st.st_mtime), st.st_mtime_ns % 10**9)
+        struct.pack_into(">I", data, off+36, st.st_size)
+    off = off + ((z - off) + 8) // 8 * 8
+data[-20:] = hashlib.sha1(bytes(data[:-20])).digest()
+open(".git/index.new", "wb").write(bytes(data))
+os.rename(".git/index.new", ".git/index")
+`
+
+// The box edits a tracked Makefile, then rewrites its index entry with the
+// old object name and the new file's size and times: git status and git
+// diff are clean, no mark is set. The edit is named at the end of the run
+// and shows in the host's git status afterwards.
+func TestLaterForgedIndexEntry(t *testing.T) {
+	needTool(t, "python3", "apt-get install python3")
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		write(t, filepath.Join(w.project, "Makefile"), "all:\n\t@echo ok\n")
+		w.mustGit(w.project, "add", "Makefile")
+		w.mustGit(w.project, "commit", "-q", "-m", "makefile")
+		w.mustGit(w.project, "update-index", "--index-version", "2")
+		write(t, filepath.Join(w.project, "forge.py"), forgeIndex)
+		r := w.boxed(be, nil, `printf '\t@`+w.payload("make")+`\n' >> Makefile && sleep 1.1 && python3 forge.py Makefile && git status --porcelain --untracked-files=no && echo done`)
+		expectCode(t, r, 0)
+		if strings.Contains(r.stdout, "Makefile") || !strings.Contains(r.stdout, "done") {
+			t.Fatalf("the forged entry did not hide the edit inside the box (the test's premise):\n%s", r)
+		}
+		expectContains(t, "stderr (the end-of-run report)", r.stderr, filepath.Join(w.project, "Makefile"))
+		st := w.mustGit(w.project, "status", "--porcelain", "--untracked-files=no")
+		expectContains(t, "host git status", st, "Makefile")
+		diff := w.mustGit(w.project, "diff")
+		expectContains(t, "host git diff", diff, "marks")
+	})
+}
+
+// craftedIndex is a python3 program the box runs: it writes a version-4
+// index whose second entry's name-prefix length is a varint past 2^63.
+const craftedIndex = `import hashlib, struct
+def entry(prefix, name):
+    return bytes(40) + bytes(20) + struct.pack(">H", 0x8000 | len(name)) + prefix + name + b"\0"
+body = b"DIRC" + struct.pack(">II", 4, 2) + entry(b"\0", b"Makefile") + entry(b"\xff" * 8 + b"\x7f", b"x")
+open(".git/index.new", "wb").write(body + hashlib.sha1(body).digest())
+import os; os.rename(".git/index.new", ".git/index")
+`
+
+// A crafted index (a version-4 name-prefix varint past 2^63) does not crash
+// the supervisor: the run's check fails closed naming the index, the runs
+// after it refuse to start with the same path, never a panic, until the
+// index is rebuilt.
+func TestLaterCraftedIndex(t *testing.T) {
+	needTool(t, "python3", "apt-get install python3")
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		write(t, filepath.Join(w.project, "crafted.py"), craftedIndex)
+		index := filepath.Join(w.project, ".git", "index")
+		r := w.boxed(be, nil, `python3 crafted.py && echo done`)
+		expectNotContains(t, "stderr", r.stderr, "panic")
+		if r.code == 0 {
+			t.Fatalf("the run ended as checked although its index could not be read:\n%s", r)
+		}
+		expectContains(t, "stderr", r.stderr, index)
+		r = w.run("run", "--backend", be, "--", "sh", "-c", "echo the box ran")
+		expectNotContains(t, "stderr", r.stderr, "panic")
+		if r.code == 0 || strings.Contains(r.stdout, "the box ran") {
+			t.Fatalf("a run started while the crafted index stands unchecked:\n%s", r)
+		}
+		expectContains(t, "stderr", r.stderr, index)
+		// The user rebuilds the index: runs start again.
+		os.Remove(index)
+		w.mustGit(w.project, "read-tree", "HEAD")
+		r = w.run("run", "--backend", be, "--", "sh", "-c", "echo the box ran")
+		expectCode(t, r, 0)
+	})
+}

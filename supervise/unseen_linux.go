@@ -2,11 +2,15 @@ package supervise
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -30,6 +34,10 @@ type indexState struct {
 	Ctime    int64
 	Size     int64
 	Marked   []string `json:"marked,omitempty"`
+	// Missing: there was no index; Unread: agentbox could not read it.
+	// Either way, what the index says after the run is all new.
+	Missing bool `json:"missing,omitempty"`
+	Unread  bool `json:"unread,omitempty"`
 }
 
 // indexStates records, before the run, the marks of the index of every
@@ -40,6 +48,7 @@ func indexStates(h *plan.HostExec) map[string]indexState {
 	for _, g := range h.GitDirs {
 		st, err := statIndex(g)
 		if err != nil {
+			out[g] = indexState{Missing: errors.Is(err, unix.ENOENT), Unread: !errors.Is(err, unix.ENOENT)}
 			continue
 		}
 		if c, ok := readIndexCache(h.State, g); ok && c.Dev == st.Dev && c.Ino == st.Ino && c.Ctime == st.Ctime && c.Size == st.Size {
@@ -48,6 +57,8 @@ func indexStates(h *plan.HostExec) map[string]indexState {
 		}
 		marks, err := readMarks(g)
 		if err != nil {
+			st.Unread = true
+			out[g] = st
 			continue
 		}
 		for _, m := range marks {
@@ -162,31 +173,213 @@ func (c *checker) indexMarks() {
 	sort.Strings(gits)
 	for _, g := range gits {
 		was := c.before[g]
+		c.current = filepath.Join(g, "index")
 		now, err := statIndex(g)
-		if err != nil || now.Dev == was.Dev && now.Ino == was.Ino && now.Ctime == was.Ctime && now.Size == was.Size {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			continue
+		case err != nil:
+			c.fail(filepath.Join(g, "index"), "git index", "could not be checked after the run: "+err.Error())
+			continue
+		case !was.Missing && !was.Unread && now.Dev == was.Dev && now.Ino == was.Ino && now.Ctime == was.Ctime && now.Size == was.Size:
 			continue
 		}
-		c.clearMarks(g, was.Marked)
+		if c.clearMarks(g, was.Marked) {
+			c.staleEntries(g)
+		}
 	}
 }
 
-// clearMarks clears the marks of git folder g's index that are not in
-// kept.
-func (c *checker) clearMarks(g string, kept []string) {
+// staleEntries finds, in the index of git folder g that the run changed,
+// the entries written during the run whose cached stat data matches the
+// file in the work tree while the file's content is not the entry's
+// object: git status and git diff trust the stat data and never look, so
+// the change is hidden without any mark. Their stat data is cleared (git
+// hashes them again, and shows them), and each is reported. An entry of a
+// folder whose work tree agentbox does not know (a bare or linked git
+// folder) has its stat data cleared when written during the run.
+func (c *checker) staleEntries(g string) {
 	dfd, err := openDir(g)
 	if err != nil {
+		c.fail(g, "git index", "could not be checked after the run: "+err.Error())
 		return
 	}
 	defer unix.Close(dfd)
 	data, _, err := readAt(dfd, "index", 1<<30)
 	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.fail(filepath.Join(g, "index"), "git index", "could not be read after the run: "+err.Error())
+		}
 		return
+	}
+	size := hashSize(g)
+	entries, err := hostexec.IndexEntriesSince(data, size, c.started/1e9)
+	if err != nil {
+		c.fail(filepath.Join(g, "index"), "git index", "a git index agentbox cannot read ("+err.Error()+"): rebuild it (git read-tree HEAD) before you run git there")
+		return
+	}
+	top := ""
+	if filepath.Base(g) == ".git" {
+		top = filepath.Dir(g)
+	}
+	tfd := -1
+	if top != "" {
+		if tfd, err = openDir(top); err != nil {
+			top = ""
+		} else {
+			defer unix.Close(tfd)
+		}
+	}
+	clear := map[string]bool{}
+	var hidden []string
+	for _, e := range entries {
+		switch e.Mode & 0o170000 {
+		case 0o100000, 0o120000:
+		default:
+			continue // a submodule: git looks at its own repository
+		}
+		if top == "" {
+			clear[e.Path] = true
+			continue
+		}
+		switch hiddenEdit(tfd, top, e, size) {
+		case editHidden:
+			clear[e.Path] = true
+			hidden = append(hidden, e.Path)
+		case editUnknown:
+			clear[e.Path] = true
+		}
+	}
+	if len(clear) == 0 {
+		return
+	}
+	out, err := hostexec.ClearIndexStat(data, size, clear)
+	if err == nil {
+		err = replaceIndex(dfd, out)
+	}
+	sort.Strings(hidden)
+	for _, p := range hidden {
+		if err != nil {
+			c.fail(filepath.Join(top, p), "git index", "its index entry was rewritten during the run to match the changed file's size and times, so git status and git diff do not show the change, and it could not be undone ("+err.Error()+"): run git update-index --really-refresh there")
+			continue
+		}
+		c.unseen(filepath.Join(top, p), "index entry cleared", "changed during the run, and its index entry rewritten to match the new file's size and times, which hid the change from git status and git diff; the entry's cached data was cleared, so git status shows it")
+	}
+	if err != nil && len(hidden) == 0 {
+		c.fail(filepath.Join(g, "index"), "git index", "entries written during the run could not be marked for git to compare again ("+err.Error()+"): run git update-index --really-refresh there")
+	}
+}
+
+// The verdicts of hiddenEdit.
+const (
+	editShown   = iota // git sees the file as it is (or as changed)
+	editHidden         // git trusts stat data that hides a change
+	editUnknown        // cannot tell
+)
+
+// hiddenEdit tells whether the work-tree file of index entry e (below the
+// work tree open as tfd, at top) has stat data git would trust while its
+// content is not the entry's object.
+func hiddenEdit(tfd int, top string, e hostexec.IndexEntry, hashSize int) int {
+	fd, _, name, stop, err := lookup(tfd, top, e.Path)
+	if err != nil || stop {
+		return editUnknown
+	}
+	if fd < 0 {
+		return editShown // missing: git shows it deleted
+	}
+	defer unix.Close(fd)
+	st, err := lstatAt(fd, name)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return editShown
+		}
+		return editUnknown
+	}
+	if uint32(st.Size) != e.Size || uint32(st.Mtim.Sec) != e.Mtime || uint32(st.Ctim.Sec) != e.Ctime {
+		return editShown // git compares the content itself
+	}
+	var h hash.Hash = sha1.New()
+	if hashSize == 32 {
+		h = sha256.New()
+	}
+	switch {
+	case isLink(st) && e.Mode&0o170000 == 0o120000:
+		t, err := readlinkAt(fd, name)
+		if err != nil {
+			return editUnknown
+		}
+		fmt.Fprintf(h, "blob %d\x00%s", len(t), t)
+	case isReg(st) && e.Mode&0o170000 == 0o100000:
+		f, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return editUnknown
+		}
+		file := os.NewFile(uintptr(f), name)
+		defer file.Close()
+		fmt.Fprintf(h, "blob %d\x00", st.Size)
+		if n, err := io.Copy(h, io.LimitReader(file, st.Size+1)); err != nil || n != st.Size {
+			return editUnknown
+		}
+	default:
+		return editShown // a changed type: git sees it
+	}
+	if bytes.Equal(h.Sum(nil), e.ID) {
+		return editShown
+	}
+	return editHidden
+}
+
+// replaceIndex writes data as the index of the git folder dfd, as git
+// itself writes it: through index.lock, which also keeps a git command of
+// the user's from racing this.
+func replaceIndex(dfd int, data []byte) error {
+	fd, err := unix.Openat(dfd, "index.lock", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	for b := data; len(b) > 0 && err == nil; {
+		var n int
+		if n, err = unix.Write(fd, b); err == nil {
+			b = b[n:]
+		}
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dfd, "index.lock", dfd, "index")
+	}
+	if err != nil {
+		unix.Unlinkat(dfd, "index.lock", 0)
+	}
+	return err
+}
+
+// clearMarks clears the marks of git folder g's index that are not in
+// kept. It reports whether the index could be read; one that cannot is a
+// check that did not finish.
+func (c *checker) clearMarks(g string, kept []string) bool {
+	dfd, err := openDir(g)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.fail(g, "git index", "could not be checked after the run: "+err.Error())
+		}
+		return false
+	}
+	defer unix.Close(dfd)
+	data, _, err := readAt(dfd, "index", 1<<30)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.fail(filepath.Join(g, "index"), "git index", "could not be read after the run ("+err.Error()+"), so what it hides from git status was not checked: rebuild it (git read-tree HEAD) before you run git there")
+		}
+		return false
 	}
 	size := hashSize(g)
 	marks, err := hostexec.IndexFlags(data, size)
 	if err != nil {
-		c.unseen(filepath.Join(g, "index"), "index", "a git index agentbox cannot read: the marks in it were not checked ("+err.Error()+")")
-		return
+		c.fail(filepath.Join(g, "index"), "git index", "a git index agentbox cannot read ("+err.Error()+"), so what it hides from git status was not checked: rebuild it (git read-tree HEAD) before you run git there")
+		return false
 	}
 	had := map[string]bool{}
 	for _, k := range kept {
@@ -210,24 +403,11 @@ func (c *checker) clearMarks(g string, kept []string) {
 		names = append(names, m.Path)
 	}
 	if len(clear) == 0 {
-		return
+		return true
 	}
 	out, err := hostexec.ClearIndexFlags(data, size, clear, !sparse)
 	if err == nil {
-		// As git itself writes the index: through index.lock, which
-		// also keeps a git command of the user's from racing this.
-		var fd int
-		fd, err = unix.Openat(dfd, "index.lock", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-		if err == nil {
-			_, err = unix.Write(fd, out)
-			unix.Close(fd)
-			if err == nil {
-				err = unix.Renameat(dfd, "index.lock", dfd, "index")
-			}
-			if err != nil {
-				unix.Unlinkat(dfd, "index.lock", 0)
-			}
-		}
+		err = replaceIndex(dfd, out)
 	}
 	for _, n := range names {
 		if err != nil {
@@ -236,6 +416,7 @@ func (c *checker) clearMarks(g string, kept []string) {
 		}
 		c.unseen(n, "index mark cleared", "marked assume-unchanged or skip-worktree during the run, which hid its changes from git status and git diff; the mark was cleared")
 	}
+	return true
 }
 
 // unseen reports one thing the box changed out of git's sight.
