@@ -119,7 +119,14 @@ type resolver struct {
 // is kept safe. Its errors are a search that cannot finish: more folders
 // than its bound (*LimitError), or a folder it could not look into for a
 // reason other than permissions (*WalkError).
-func Resolve(in Input) (Result, error) {
+func Resolve(in Input) (res Result, err error) {
+	// A reader that panics on what it found (a file the box crafted in an
+	// earlier run) stops the run, never lets it start unchecked.
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = Result{}, fmt.Errorf("the search of the writable roots for what host programs run stopped on what it read (%v); the run cannot start before that file is looked at: agentbox plan shows the roots searched", v)
+		}
+	}()
 	r := &resolver{in: in, guards: map[string]*plan.Guard{}, holders: map[string]bool{}, cfgs: map[string][]ConfigVar{}, gitSeen: map[string]bool{}}
 	r.res.Trees = map[string]*plan.Tree{}
 	if err := r.search(); err != nil {

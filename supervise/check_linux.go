@@ -107,11 +107,17 @@ func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *b
 	c.watched()
 	c.search()
 	c.indexMarks()
+	if checkHook != nil {
+		checkHook(c)
+	}
 	if len(c.failures) > 0 {
 		return &CheckError{Run: run, Failures: c.failures, State: h.State}
 	}
 	return nil
 }
+
+// checkHook, when set (by a test), runs as the last step of every check.
+var checkHook func(*checker)
 
 // raiseFiles sets this process's limit on open files to its hard limit.
 func raiseFiles() {

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -536,5 +537,65 @@ func TestCheckSavesIndex(t *testing.T) {
 	idx := hostexec.DecodeIndex(data, b.root)
 	if idx == nil || len(idx.Dirs) != 3 {
 		t.Fatalf("index: %+v", idx)
+	}
+}
+
+// TestCheckPanicFailsClosed: a step of the check that panics on what it
+// reads ends in a check that did not finish, naming the path it was
+// reading, never in a crash or an unchecked run.
+func TestCheckPanicFailsClosed(t *testing.T) {
+	b := newBox(t)
+	checkHook = func(c *checker) {
+		c.current = b.p("crafted")
+		var s []byte
+		_ = s[:len(c.h.Roots)+5] // what a reader's bug does
+	}
+	defer func() { checkHook = nil }()
+	err := check(b.host(), "r", 0, nil, nil, &events{})
+	var ce *CheckError
+	if !errors.As(err, &ce) {
+		t.Fatalf("a panicking check returned %v, not a check that did not finish", err)
+	}
+	if !strings.Contains(err.Error(), b.p("crafted")) || !strings.Contains(err.Error(), "slice bounds") {
+		t.Errorf("the error does not name the path and the cause: %v", err)
+	}
+}
+
+// TestPendingRecordWhole: the record is replaced whole (the old version
+// stays whole until the new one is on disk), and Recover stops at a record
+// that cannot be read, leaving it in place.
+func TestPendingRecordWhole(t *testing.T) {
+	b := newBox(t)
+	p, err := newPending(b.state, "one", pendingRecord{Run: "one", HostExec: *b.host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(b.state, "pending", "one.json")
+	first, _ := os.ReadFile(rec)
+	var r pendingRecord
+	if json.Unmarshal(first, &r) != nil || r.Run != "one" {
+		t.Fatalf("the first record is not whole: %q", first)
+	}
+	if err := p.write(pendingRecord{Run: "one", HostExec: *b.host(), Started: 42}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(rec)
+	if json.Unmarshal(data, &r) != nil || r.Started != 42 {
+		t.Fatalf("the second record is not whole: %q", data)
+	}
+	names, _ := os.ReadDir(filepath.Join(b.state, "pending"))
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), ".agentbox-new-") {
+			t.Errorf("a temporary file is left: %s", n.Name())
+		}
+	}
+	p.leave() // as agentbox killed: the lock goes with the process
+	os.WriteFile(rec, data[:len(data)/2], 0o600)
+	err = Recover(b.state, &events{})
+	if err == nil || !strings.Contains(err.Error(), rec) {
+		t.Fatalf("Recover past a cut-short record: %v", err)
+	}
+	if _, err := os.Stat(rec); err != nil {
+		t.Errorf("the unreadable record was removed: %v", err)
 	}
 }

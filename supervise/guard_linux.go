@@ -37,14 +37,24 @@ type runGuard struct {
 // whose agentbox was killed, this run's pending record, the folders agentbox
 // owns (Prepare), the placeholders, and the record of the guards kept by
 // restoring.
-func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
+func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
+	// A reader that panics on what it found before the run (a file an
+	// earlier box crafted) stops the run, never lets it start unchecked.
+	defer func() {
+		if v := recover(); v != nil {
+			if gd != nil {
+				gd.release()
+			}
+			gd, err = nil, fmt.Errorf("what agentbox records before the run stopped on what it read (%v); the run cannot start: look at the git indexes and control files in the writable roots (agentbox plan lists them)", v)
+		}
+	}()
 	g := &runGuard{p: p, ev: ev, started0: time.Now().UnixNano()}
 	h := &p.HostExec
 	if err := recoverPending(h.State, p.RunID, ev); err != nil {
 		return nil, err
 	}
+	gd = g
 	var pend *pending
-	var err error
 	if h.State != "" {
 		// No run starts without its record whole on disk: a run killed
 		// without one would leave what it planted unchecked.
