@@ -196,15 +196,30 @@ func gitIndexes(tb testing.TB) [][]byte {
 	return out
 }
 
-// FuzzIndexFlags: whatever the index holds, the reader returns or fails,
-// never panics, and what it returns can be cleared; the marks it reads are
-// within the entries and their names within the linear budget.
+// FuzzIndexFlags: whatever the index holds, the readers return or fail,
+// never panic, and what they return can be cleared (marks, cached stat
+// data); the marks read are within the entries and their names within the
+// linear budget.
 func FuzzIndexFlags(f *testing.F) {
 	for _, d := range gitIndexes(f) {
 		f.Add(d)
 	}
 	f.Add(v4Index(50, func(i int) bool { return i%7 == 0 }))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, eerr := IndexEntriesSince(data, 20, 0)
+		if eerr == nil {
+			stale := map[string]bool{}
+			for _, e := range entries {
+				stale[e.Path] = true
+			}
+			out, err := ClearIndexStat(data, 20, stale)
+			if err != nil {
+				t.Fatalf("entries read, but their stat data not cleared: %v", err)
+			}
+			if again, err := IndexEntriesSince(out, 20, 1); err != nil || len(again) != 0 {
+				t.Fatalf("after clearing, entries still carry times (%v): %d", err, len(again))
+			}
+		}
 		flags, err := IndexFlags(data, 20)
 		if err != nil {
 			return
