@@ -830,10 +830,17 @@ func (c *checker) newHooks(gfd int, p string) {
 	}
 	hfd, err := unix.Openat(gfd, "hooks", dirFlags, 0)
 	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return
+		}
+		c.moveAway(gfd, p, "hooks", "git hooks", "a repository made during the run whose hooks folder cannot be looked into ("+err.Error()+")")
 		return
 	}
 	defer unix.Close(hfd)
-	names, _ := listAt(hfd)
+	names, err := listAt(hfd)
+	if err != nil {
+		c.fail(filepath.Join(p, "hooks"), "git hooks", "could not be listed after the run: "+err.Error())
+	}
 	sort.Strings(names)
 	for _, n := range names {
 		if strings.HasSuffix(n, ".sample") {
