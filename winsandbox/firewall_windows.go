@@ -193,11 +193,17 @@ func firewallState() (profilesOff []string, localPolicy int, err error) {
 }
 
 // offlineFacts reads, for a run that needs the offline user, whether its
-// firewall rules take effect now (offline.go).
+// firewall rules take effect now and its WFP filters are all there
+// (offline.go).
 func offlineFacts(rec *record) *OfflineFacts {
 	f := &OfflineFacts{}
 	if rec != nil {
 		f.Unavailable = rec.Offline
+	}
+	if missing, err := readWFP(WFPFilters()); err != nil {
+		f.WFPReadErr = err.Error()
+	} else {
+		f.WFPMissing = missing
 	}
 	off, lp, err := firewallState()
 	if err != nil {

@@ -248,7 +248,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 
 	// The runner's own job: when agentbox exits or dies, closing this handle
 	// kills the runner and, through it, the command's nested job.
-	job, err := newJob(JobLimits{})
+	job, err := newJob(JobLimits{UI: JobUILimits})
 	if err != nil {
 		return 125, err
 	}
@@ -290,22 +290,19 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		windows.CloseHandle(fromRunnerH)
 		return 125, err
 	}
-	// The window station and desktop: agentbox's own on the interactive
-	// desktop; a private one elsewhere (station.go).
-	desktop, runnerDesktop := desktopName(), ""
-	if st, flags, session, known := processStation(); needPrivateStation(st, flags, session, known) {
-		me, _ := currentUserSID()
-		d, closeDesktop, err := privateDesktop(stationSDDL(rec.GroupSID, me, spec.Spawn.RestrictingSIDs))
-		if err != nil {
-			windows.CloseHandle(toRunnerH)
-			windows.CloseHandle(fromRunnerH)
-			windows.CloseHandle(errH)
-			return 125, fmt.Errorf("agentbox runs on window station %q, not the interactive one (an SSH session or a service), where the sandbox user's programs cannot start, and a private one could not be made: %w; run agentbox from a desktop session", st, err)
-		}
-		defer closeDesktop()
-		desktop, runnerDesktop = d, d
+	// The window station and desktop: the run's own, on the interactive
+	// desktop too (station.go); the runner and the command both start
+	// there, and the box never runs on the user's desktop.
+	me, _ := currentUserSID()
+	desktop, closeDesktop, err := privateDesktop(stationSDDL(rec.GroupSID, me, spec.Spawn.RestrictingSIDs))
+	if err != nil {
+		windows.CloseHandle(toRunnerH)
+		windows.CloseHandle(fromRunnerH)
+		windows.CloseHandle(errH)
+		return 125, fmt.Errorf("a window station and desktop of the run's own could not be made (the box never runs on your desktop): %w", err)
 	}
-	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, runnerDesktop, job)
+	defer closeDesktop()
+	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, desktop, job)
 	if err != nil {
 		windows.CloseHandle(toRunnerH)
 		windows.CloseHandle(fromRunnerH)
@@ -461,12 +458,11 @@ var launchRunner = startRunner
 
 // startRunner starts agentbox in runner mode as the sandbox user, suspended,
 // puts it in job and resumes it. LOGON_WITH_PROFILE loads the user's profile
-// so HKCU and %USERPROFILE% exist for the tools it runs. desktop is ""
-// on the interactive desktop: the new process gets agentbox's own window
-// station and desktop, and the Secondary Logon service grants the new
-// logon access to them (CreateProcessWithLogonW, remarks). Elsewhere (an
-// SSH session, a service) it does not, and desktop is the run's private
-// one (station.go), whose DACL grants the sandbox group.
+// so HKCU and %USERPROFILE% exist for the tools it runs. desktop is the
+// run's own window station and desktop (station.go), named in the call's
+// STARTUPINFO: named explicitly, it gets no grant from the Secondary Logon
+// service (which grants the new logon the caller's desktop only when none
+// is named), and its own DACL grants the sandbox group.
 func startRunner(exe, user, password string, pipes []string, desktop string, job windows.Handle) (windows.Handle, uint32, error) {
 	u, _ := windows.UTF16PtrFromString(user)
 	dot, _ := windows.UTF16PtrFromString(".")
@@ -487,13 +483,12 @@ func startRunner(exe, user, password string, pipes []string, desktop string, job
 		return 0, 0, err
 	}
 	cwd, _ := windows.UTF16PtrFromString(sysdir)
+	if !isPrivateDesktop(desktop) {
+		return 0, 0, fmt.Errorf("the runner's desktop %q is not a window station and desktop of the run's own", desktop)
+	}
 	si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
-	if desktop != "" {
-		// Named explicitly, the desktop gets no grant from the Secondary
-		// Logon service: a private one grants the sandbox group itself.
-		if si.Desktop, err = windows.UTF16PtrFromString(desktop); err != nil {
-			return 0, 0, err
-		}
+	if si.Desktop, err = windows.UTF16PtrFromString(desktop); err != nil {
+		return 0, 0, err
 	}
 	var pi windows.ProcessInformation
 	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_NO_WINDOW | windows.CREATE_UNICODE_ENVIRONMENT)

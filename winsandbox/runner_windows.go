@@ -285,6 +285,9 @@ func (ch *child) close() {
 // the command suspended, puts it in the job and resumes it. On failure it
 // names the stage that failed.
 func startChild(req *SpawnRequest) (*child, string, error) {
+	if err := checkSpawnUI(req); err != nil {
+		return nil, "desktop", err
+	}
 	token, err := restrictedToken(req.RestrictingSIDs)
 	if err != nil {
 		return nil, "token", err
@@ -581,6 +584,8 @@ func logonSID(t windows.Token) (*windows.SID, error) {
 //     fails), so nothing escapes the kill.
 //   - JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION: a crashing process dies
 //     instead of waiting on an error dialog no one sees.
+//   - limits.UI: the UI restrictions (station.go), JobUILimits on both
+//     jobs of every run; a job that cannot get them is not used.
 //
 // Model: Tailscale's createJob in util/winutil/s4u/s4u_windows.go.
 func newJob(limits JobLimits) (windows.Handle, error) {
@@ -606,6 +611,12 @@ func newJob(limits JobLimits) (windows.Handle, error) {
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		windows.CloseHandle(job)
 		return 0, fmt.Errorf("SetInformationJobObject: %w", err)
+	}
+	if limits.UI != 0 {
+		if err := setUILimits(job, limits.UI); err != nil {
+			windows.CloseHandle(job)
+			return 0, err
+		}
 	}
 	return job, nil
 }

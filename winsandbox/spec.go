@@ -479,6 +479,7 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		ActiveProcesses: uint32(min(p.Limits.Processes, 1<<32-1)),
 		MemoryBytes:     p.Limits.Memory,
 		CPUSeconds:      p.Limits.CPUTime,
+		UI:              JobUILimits,
 	}
 	return s, nil
 }
