@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
@@ -165,4 +166,76 @@ func TestWindowsACLInheritanceSkipsJunction(t *testing.T) {
 			t.Errorf("the junction's target got the root's inherited ACE: %+v", a)
 		}
 	}
+}
+
+// TestWindowsTokenDACL: the command's token's own DACL and its default
+// DACL grant full access to the logon SID and the capability SIDs (the
+// restricting SIDs a write must pass), and nothing to Everyone: a
+// write-restricted MSYS2 program may adjust its own token and open what
+// it creates. That Git Bash then starts is for real Windows (the
+// workflow runs bash.exe -lc).
+func TestWindowsTokenDACL(t *testing.T) {
+	capSID := CapabilitySID(`C:\agentbox-test-root`)
+	tok, err := restrictedToken([]string{capSID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tok.Close()
+	self, err := windows.OpenCurrentProcessToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	logon, err := logonSID(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, acl *windows.ACL) {
+		t.Helper()
+		if acl == nil {
+			t.Fatalf("%s: no DACL", what)
+		}
+		size := int(*(*uint16)(unsafe.Add(unsafe.Pointer(acl), 2)))
+		_, aces, err := parseACL(unsafe.Slice((*byte)(unsafe.Pointer(acl)), size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := map[string]bool{}
+		for _, a := range aces {
+			if a.Type == aceAllow && (a.Mask&genericAll != 0 || a.Mask&0xf01ff == 0xf01ff) {
+				full[a.SID] = true
+			}
+			if a.SID == sidEveryone && a.Type == aceAllow {
+				t.Errorf("%s grants Everyone %#x", what, a.Mask)
+			}
+		}
+		for _, s := range []string{logon.String(), capSID} {
+			if !full[s] {
+				t.Errorf("%s: %s has no full access: %+v", what, s, aces)
+			}
+		}
+	}
+	var rc windows.Handle
+	me := windows.CurrentProcess()
+	if err := windows.DuplicateHandle(me, windows.Handle(tok), me, &rc, windows.READ_CONTROL, false, 0); err != nil {
+		t.Fatalf("DuplicateHandle(token, READ_CONTROL): %v", err)
+	}
+	defer windows.CloseHandle(rc)
+	sd, err := windows.GetSecurityInfo(rc, windows.SE_KERNEL_OBJECT, windows.DACL_SECURITY_INFORMATION)
+	if err != nil {
+		t.Fatalf("GetSecurityInfo(token): %v", err)
+	}
+	acl, _, err := sd.DACL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the token's DACL: %v", sd)
+	check("the token's DACL", acl)
+	n := uint32(0)
+	windows.GetTokenInformation(tok, windows.TokenDefaultDacl, nil, 0, &n)
+	buf := make([]byte, n)
+	if err := windows.GetTokenInformation(tok, windows.TokenDefaultDacl, &buf[0], n, &n); err != nil {
+		t.Fatalf("GetTokenInformation(TokenDefaultDacl): %v", err)
+	}
+	check("the token's default DACL", *(**windows.ACL)(unsafe.Pointer(&buf[0])))
 }
