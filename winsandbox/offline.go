@@ -40,6 +40,9 @@ type OfflineFacts struct {
 	// find; WFPReadErr is why they could not be read ("" when they were).
 	WFPMissing []string `json:"wfp_missing,omitempty"`
 	WFPReadErr string   `json:"wfp_read_error,omitempty"`
+	// RuleProblems are the differences between the offline user's
+	// firewall rules as read back and as setup makes them.
+	RuleProblems []string `json:"rule_problems,omitempty"`
 }
 
 // offlineProblem is why offline mode does not hold, given the facts; ""
@@ -61,6 +64,9 @@ func offlineProblem(f OfflineFacts) string {
 	}
 	if len(f.WFPMissing) > 0 {
 		why = append(why, fmt.Sprintf("%d of the offline user's WFP filters are missing (%s); run `agentbox setup`", len(f.WFPMissing), strings.Join(f.WFPMissing, ", ")))
+	}
+	if len(f.RuleProblems) > 0 {
+		why = append(why, "the offline user's firewall rules are not as setup made them ("+strings.Join(f.RuleProblems, "; ")+"); run `agentbox setup`")
 	}
 	switch f.LocalPolicyModifyState {
 	case 0:

@@ -184,3 +184,18 @@ func TestWFPVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestStagingRuleName: the name a rule is added under while setup replaces
+// it is no rule's own, so removing the old rules never removes the new.
+func TestStagingRuleName(t *testing.T) {
+	names := map[string]bool{}
+	rules := FirewallRules(DefaultProxyRange)
+	for _, r := range rules {
+		names[r.Name] = true
+	}
+	for _, r := range rules {
+		if s := stagingRuleName(r.Name); names[s] || s == r.Name {
+			t.Errorf("staging name %q of %q is a rule's name", s, r.Name)
+		}
+	}
+}

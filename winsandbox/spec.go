@@ -728,6 +728,10 @@ func portRange(lo, hi int) string {
 	return strconv.Itoa(lo) + "-" + strconv.Itoa(hi)
 }
 
+// stagingRuleName is the name a rule is added under while setup replaces
+// it (setFirewallRules): the old rule goes only once the new one is there.
+func stagingRuleName(name string) string { return name + " (being replaced)" }
+
 // FirewallSDDL returns a rule's LocalUserAuthorizedList with the offline
 // user's SID filled in.
 func FirewallSDDL(r FirewallRule, offlineSID string) string {
