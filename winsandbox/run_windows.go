@@ -24,8 +24,9 @@ import (
 
 // machineFacts are what the spec needs from this machine: the proxy ports
 // setup opened, the runner (agentbox.exe), which the sandbox users must be
-// able to read, a file lookup, the caller's TEMP and SID, and for offline
-// runs the firewall's state.
+// able to read, a file lookup, the caller's TEMP and SID, for offline
+// runs the firewall's state, and which PATH folders the sandbox users may
+// read.
 func machineFacts(p *plan.Plan) Options {
 	o := Options{Exists: fileExists, TempDir: os.TempDir()}
 	o.User, _ = currentUserSID()
@@ -42,6 +43,20 @@ func machineFacts(p *plan.Plan) Options {
 		o.Runner = exe
 	}
 	o.Git = readGitFacts(p.Environ, p.Identity.Home)
+	group := ""
+	if rec != nil {
+		group = rec.GroupSID
+	}
+	o.PathReadable = func(dir string) (bool, bool) {
+		d, ok, err := readDACL(dir, true)
+		if err != nil {
+			return false, false
+		}
+		if !ok {
+			return true, true // not there: nothing of it runs anywhere
+		}
+		return sandboxCanRead(d.aces, d.null, group), true
+	}
 	return o
 }
 

@@ -97,6 +97,10 @@ type Options struct {
 	// Git is the caller's global git configuration, of which the box's
 	// git gets a part (gitconfig.go); nil when it was not read.
 	Git *GitFacts
+	// PathReadable reports whether the sandbox users may read a folder of
+	// the command's PATH (known false when that could not be read); nil
+	// when it was not read (pathread.go).
+	PathReadable func(dir string) (ok, known bool)
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -472,6 +476,20 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	s.Spawn.Cwd = p.Cwd
 	s.Spawn.Env = env
 	s.Spawn.Args = append([]string(nil), p.Command...)
+	pathCovered := func(x string) bool {
+		if innermost(writable, x) != "" {
+			return true
+		}
+		for _, g := range grants {
+			if g.Folder && winWithin(x, g.Path) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range unreadablePathNotes(env, opts.PathReadable, pathCovered) {
+		note("%s", n)
+	}
 	if r := commandLine(&s.Spawn, p.Command, env, opts.Exists); r != nil {
 		s.Refuse = r
 	}
