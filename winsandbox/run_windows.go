@@ -244,6 +244,9 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	}
 	userSID := rec.Users[spec.User]
 	password, err := loadPassword(spec.User)
+	if errors.Is(err, errDPAPINoKey) {
+		return 125, err
+	}
 	if err != nil || userSID == "" {
 		return 125, fmt.Errorf("sandbox user %s: %v; run `agentbox setup`", spec.User, err)
 	}
