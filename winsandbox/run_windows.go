@@ -28,7 +28,7 @@ import (
 // runs the firewall's state, and which PATH folders the sandbox users may
 // read.
 func machineFacts(p *plan.Plan) Options {
-	o := Options{Exists: fileExists, TempDir: os.TempDir()}
+	o := Options{Exists: fileExists, TempDir: os.TempDir(), ReadFile: readSmall}
 	o.User, _ = currentUserSID()
 	rec, err := loadRecord()
 	if err == nil {

@@ -101,6 +101,9 @@ type Options struct {
 	// the command's PATH (known false when that could not be read); nil
 	// when it was not read (pathread.go).
 	PathReadable func(dir string) (ok, known bool)
+	// ReadFile reads a small file (a .cmd the command resolves to, to
+	// tell an npm shim: npmshim.go); nil runs every batch file as one.
+	ReadFile func(path string) ([]byte, error)
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -490,7 +493,7 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	for _, n := range unreadablePathNotes(env, opts.PathReadable, pathCovered) {
 		note("%s", n)
 	}
-	if r := commandLine(&s.Spawn, p.Command, env, opts.Exists); r != nil {
+	if r := commandLine(&s.Spawn, p.Command, env, opts.Exists, opts.ReadFile); r != nil {
 		s.Refuse = r
 	}
 	s.Spawn.Limits = JobLimits{
@@ -659,7 +662,7 @@ func innermost(writable []pathRule, p string) string {
 // commandLine fills in the program and command line of req, or says why
 // the command cannot run: not found in the sandbox's PATH (127), or not
 // something a Windows command line can start (126).
-func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool) *Refusal {
+func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool, read func(string) ([]byte, error)) *Refusal {
 	prog := argv[0]
 	if exists != nil {
 		prog = lookPath(argv[0], env, exists)
@@ -668,6 +671,28 @@ func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool
 		}
 		if alias(prog) {
 			return &Refusal{Status: 126, Reason: prog + ": an App Execution Alias (a link to a Microsoft Store app), which only the user who installed the app can start; name the program's real .exe, or install it outside the Store"}
+		}
+	}
+	if isBatch(prog) && exists != nil && read != nil {
+		// An npm shim runs as what it runs: node on its script
+		// (npmshim.go), so % and " reach the script intact.
+		if data, err := read(prog); err == nil {
+			if script, ok := npmShimScript(string(data)); ok {
+				dir := winDir(prog)
+				js := winJoin(dir, script)
+				node := winJoin(dir, "node.exe")
+				if !exists(node) {
+					node = lookPath("node", env, exists)
+				}
+				if node != "" && exists(js) {
+					line, err := CommandLine(append([]string{node, js}, argv[1:]...))
+					if err != nil {
+						return &Refusal{Status: 126, Reason: err.Error()}
+					}
+					req.Application, req.CommandLine = node, line
+					return nil
+				}
+			}
 		}
 	}
 	if isBatch(prog) {
