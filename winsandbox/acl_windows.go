@@ -127,7 +127,7 @@ func openRecordFile(path string, access, share uint32, create bool, user string)
 		return 0, fmt.Errorf("security descriptor for %s: %w", user, err)
 	}
 	sa := &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}
-	p, err := windows.UTF16PtrFromString(path)
+	p, err := windows.UTF16PtrFromString(extendedPath(path))
 	if err != nil {
 		return 0, err
 	}
@@ -238,7 +238,7 @@ func writeRecord(path, user string, rec *aclRecord) error {
 		return err
 	}
 	sa := &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}
-	p, err := windows.UTF16PtrFromString(tmp)
+	p, err := windows.UTF16PtrFromString(extendedPath(tmp))
 	if err != nil {
 		return err
 	}
@@ -256,8 +256,8 @@ func writeRecord(path, user string, rec *aclRecord) error {
 		os.Remove(tmp)
 		return werr
 	}
-	from, _ := windows.UTF16PtrFromString(tmp)
-	to, err := windows.UTF16PtrFromString(path)
+	from, _ := windows.UTF16PtrFromString(extendedPath(tmp))
+	to, err := windows.UTF16PtrFromString(extendedPath(path))
 	if err != nil {
 		os.Remove(tmp)
 		return err
@@ -285,7 +285,7 @@ type dacl struct {
 // than its own long form (samePath): a link or a subst drive on the way.
 // A missing path is os.ErrNotExist.
 func openACLPath(path string, write, follow bool) (h windows.Handle, dir bool, err error) {
-	p, err := windows.UTF16PtrFromString(path)
+	p, err := windows.UTF16PtrFromString(extendedPath(path))
 	if err != nil {
 		return 0, false, err
 	}
@@ -335,6 +335,12 @@ func finalPath(h windows.Handle) (string, error) {
 	buf := make([]uint16, 512)
 	for {
 		n, err := windows.GetFinalPathNameByHandle(h, &buf[0], uint32(len(buf)), 0)
+		// Windows answers a short buffer with the size it needs; Wine
+		// with ERROR_MORE_DATA.
+		if errors.Is(err, windows.ERROR_MORE_DATA) && len(buf) < 1<<15 {
+			buf = make([]uint16, 2*len(buf))
+			continue
+		}
 		if err != nil {
 			return "", fmt.Errorf("GetFinalPathNameByHandle: %w", err)
 		}
@@ -348,7 +354,7 @@ func finalPath(h windows.Handle) (string, error) {
 // longPath is path with its 8.3 short names expanded (GetLongPathNameW),
 // or path itself when that fails.
 func longPath(path string) string {
-	p, err := windows.UTF16PtrFromString(path)
+	p, err := windows.UTF16PtrFromString(extendedPath(path))
 	if err != nil {
 		return path
 	}

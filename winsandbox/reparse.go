@@ -69,3 +69,35 @@ func samePath(final, want string) bool {
 	}
 	return norm(final) == norm(want)
 }
+
+// extendedPath is path as the Win32 file calls take it past MAX_PATH: a
+// drive path of 248 characters or more gets "\\?\" (a UNC one
+// "\\?\UNC\"), after its "." and ".." parts are resolved by name and its
+// slashes turned into backslashes (the prefix turns both off). Shorter
+// paths and paths that already have a prefix are left alone.
+func extendedPath(path string) string {
+	if len(path) < 248 || strings.HasPrefix(path, `\\?\`) || strings.HasPrefix(path, `\\.\`) {
+		return path
+	}
+	p := strings.ReplaceAll(path, "/", `\`)
+	unc := strings.HasPrefix(p, `\\`)
+	if !unc && !(len(p) >= 3 && p[1] == ':' && p[2] == '\\') {
+		return path // relative: only an absolute path can take the prefix
+	}
+	var parts []string
+	for _, part := range strings.Split(strings.TrimPrefix(p, `\\`), `\`) {
+		switch part {
+		case "", ".":
+		case "..":
+			if len(parts) > 1 {
+				parts = parts[:len(parts)-1]
+			}
+		default:
+			parts = append(parts, part)
+		}
+	}
+	if unc {
+		return `\\?\UNC\` + strings.Join(parts, `\`)
+	}
+	return `\\?\` + strings.Join(parts, `\`)
+}

@@ -1,6 +1,9 @@
 package winsandbox
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRedirects(t *testing.T) {
 	for _, tc := range []struct {
@@ -64,6 +67,23 @@ func TestSamePath(t *testing.T) {
 	} {
 		if got := samePath(tc.final, tc.want); got != tc.same {
 			t.Errorf("samePath(%q, %q) = %v, want %v", tc.final, tc.want, got, tc.same)
+		}
+	}
+}
+
+func TestExtendedPath(t *testing.T) {
+	long := `C:\Users\me\proj\` + strings.Repeat(`deep\`, 50) + `x`
+	for _, tc := range []struct{ in, want string }{
+		{`C:\Users\me\proj`, `C:\Users\me\proj`},
+		{long, `\\?\` + long},
+		{strings.ReplaceAll(long, `\`, `/`), `\\?\` + long},
+		{`C:\Users\me\proj\.\` + strings.Repeat(`deep\`, 50) + `skip\..\x`, `\\?\` + long},
+		{`\\server\share\` + strings.Repeat(`deep\`, 50) + `x`, `\\?\UNC\server\share\` + strings.Repeat(`deep\`, 50) + `x`},
+		{`\\?\` + long, `\\?\` + long},
+		{strings.Repeat(`rel\`, 70), strings.Repeat(`rel\`, 70)},
+	} {
+		if got := extendedPath(tc.in); got != tc.want {
+			t.Errorf("extendedPath(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
