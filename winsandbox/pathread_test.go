@@ -7,11 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestUnreadablePathNotes: `plan` names each PATH folder the sandbox users
-// cannot read (a bin in the profile), not one they can, one a writable
-// root or read grant covers, a missing one, or a repeat.
-func TestUnreadablePathNotes(t *testing.T) {
-	env := []string{`Path=C:\Windows\system32;"C:\Users\me\go\bin";C:\Users\me\.cargo\bin;;C:\Users\me\proj\node_modules\.bin;C:\gone;c:\users\me\GO\BIN;relative\bin;C:\odd`}
+// TestPathReadGrants: a PATH folder in the profile the sandbox users
+// cannot read gets a read grant when it is narrow (a Go bin); a broad one
+// (the home folder's own bin directly in it), one outside the profile and
+// one whose DACL could not be read are named for `plan` instead; a
+// readable one, a covered one, a relative one and a repeat are left alone.
+func TestPathReadGrants(t *testing.T) {
+	const home = `C:\Users\me`
+	env := []string{`Path=C:\Windows\system32;"C:\Users\me\go\bin";C:\Users\me\.cargo\bin;;C:\Users\me\proj\node_modules\.bin;C:\gone;c:\users\me\GO\BIN;relative\bin;C:\odd;C:\Users\me\bin;C:\Tools\private`}
 	readable := func(dir string) (bool, bool) {
 		switch winKey(dir) {
 		case winKey(`C:\Windows\system32`):
@@ -26,16 +29,21 @@ func TestUnreadablePathNotes(t *testing.T) {
 	covered := func(dir string) bool {
 		return winWithin(dir, `C:\Users\me\proj`) || winKey(dir) == winKey(`C:\Users\me\.cargo\bin`)
 	}
-	got := unreadablePathNotes(env, readable, covered)
-	want := []string{
-		`PATH folder C:\Users\me\go\bin: the sandbox users cannot read it, so its programs do not run in the box (give the box the tool another way, or run it from a folder they can read)`,
-		`PATH folder C:\odd: whether the sandbox users may read it could not be read; its programs may not run in the box`,
+	grants, notes := pathReadGrants(env, readable, covered, home, `C:\Users\me\AppData\Local\Temp`)
+	wantGrants := []readGrant{{Path: `C:\Users\me\go\bin`, Folder: true, Origin: "a folder of the command's PATH in your profile: read only"}}
+	if diff := cmp.Diff(wantGrants, grants, cmp.AllowUnexported(readGrant{})); diff != "" {
+		t.Errorf("grants (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	wantNotes := []string{
+		`PATH folder C:\odd: whether the sandbox users may read it could not be read; its programs may not run in the box`,
+		`PATH folder C:\Users\me\bin: the sandbox users cannot read it (it is too broad to share: it lies directly in your home folder, which holds your other files there), so its programs do not run in the box`,
+		`PATH folder C:\Tools\private: the sandbox users cannot read it (it lies outside your profile), so its programs do not run in the box`,
+	}
+	if diff := cmp.Diff(wantNotes, notes); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
-	if unreadablePathNotes(env, nil, covered) != nil {
-		t.Error("notes without the facts")
+	if g, n := pathReadGrants(env, nil, covered, home, ""); g != nil || n != nil {
+		t.Error("grants or notes without the facts")
 	}
 }
 
@@ -59,10 +67,11 @@ func TestSandboxCanRead(t *testing.T) {
 	}
 }
 
-// TestBuildNotesUnreadablePath: a spec built with the machine's answer
-// names, in its notes (`agentbox plan`), the PATH folders in the profile
-// the sandbox users cannot read, and not the system's.
-func TestBuildNotesUnreadablePath(t *testing.T) {
+// TestBuildGrantsPathFolders: a spec built with the machine's answer
+// gives the sandbox group read on the narrow PATH folders in the profile
+// it cannot read (npm's global folder, WindowsApps), read-only, each only
+// where Users cannot read already, and no note for them.
+func TestBuildGrantsPathFolders(t *testing.T) {
 	opts := Options{Exists: exists, PathReadable: func(dir string) (bool, bool) {
 		return !winWithin(dir, `C:\Users\me`), true
 	}}
@@ -71,13 +80,21 @@ func TestBuildNotesUnreadablePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, n := range s.Notes {
-		if strings.HasPrefix(n, "PATH folder ") {
-			got = append(got, strings.SplitN(n, ":", 3)[0]+":"+strings.SplitN(n, ":", 3)[1])
+	for _, a := range s.ACEs {
+		if strings.HasPrefix(a.Origin, "a folder of the command's PATH") {
+			if a.Rights != RightsRead || a.Deny || !a.Inherit || !a.IfUsersCannotRead || a.Trustee != GroupName {
+				t.Errorf("PATH grant %+v, want an inherited read grant for the group where Users cannot read", a)
+			}
+			got = append(got, a.Path)
 		}
 	}
-	want := []string{`PATH folder C:\Users\me\AppData\Roaming\npm`, `PATH folder C:\Users\me\AppData\Local\Microsoft\WindowsApps`}
+	want := []string{`C:\Users\me\AppData\Roaming\npm`, `C:\Users\me\AppData\Local\Microsoft\WindowsApps`}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("PATH notes (-want +got):\n%s\nall notes: %q", diff, s.Notes)
+		t.Errorf("PATH grants (-want +got):\n%s", diff)
+	}
+	for _, n := range s.Notes {
+		if strings.HasPrefix(n, "PATH folder ") {
+			t.Errorf("note for a granted folder: %s", n)
+		}
 	}
 }

@@ -490,7 +490,13 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		}
 		return false
 	}
-	for _, n := range unreadablePathNotes(env, opts.PathReadable, pathCovered) {
+	pathGrants, pathNotes := pathReadGrants(env, opts.PathReadable, func(x string) bool {
+		return pathCovered(x) || innermost(hidden, x) != ""
+	}, p.Identity.Home, opts.TempDir)
+	for _, g := range pathGrants {
+		s.ACEs = append(s.ACEs, ACE{Path: g.Path, Trustee: GroupName, Rights: RightsRead, Inherit: g.Folder, IfUsersCannotRead: true, Origin: g.Origin})
+	}
+	for _, n := range pathNotes {
 		note("%s", n)
 	}
 	if r := commandLine(&s.Spawn, p.Command, env, opts.Exists, opts.ReadFile); r != nil {
