@@ -265,3 +265,31 @@ func TestWindowsACLLongPath(t *testing.T) {
 		t.Fatalf("syncPath of a %d-character path: %v (DACL had %d entries)", len(deep), err, len(d.aces))
 	}
 }
+
+// TestWindowsPlaceholders: a missing control folder is made before the
+// run and removed after it when still empty; one someone wrote into stays;
+// a file where the folder should be fails the run.
+func TestWindowsPlaceholders(t *testing.T) {
+	root := tempDir(t)
+	a, b, f := filepath.Join(root, ".vscode"), filepath.Join(root, ".claude"), filepath.Join(root, ".idea")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	made, err := makePlaceholders([]string{a, b})
+	if err != nil || len(made) != 2 {
+		t.Fatalf("makePlaceholders = %v, %v", made, err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "kept.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removePlaceholders(made)
+	if _, err := os.Lstat(a); !os.IsNotExist(err) {
+		t.Errorf("the empty placeholder %s is still there: %v", a, err)
+	}
+	if _, err := os.Lstat(filepath.Join(b, "kept.txt")); err != nil {
+		t.Errorf("a placeholder someone wrote into was removed: %v", err)
+	}
+	if _, err := makePlaceholders([]string{f}); err == nil {
+		t.Error("a file where a placeholder folder goes did not fail")
+	}
+}

@@ -73,6 +73,9 @@ func (s *Spec) Render() string {
 	if s.ProxyPort != 0 {
 		p("proxy 127.0.0.1:%d (agentbox's allowlist proxy; it serves the processes of this run's job only)", s.ProxyPort)
 	}
+	for _, ph := range s.Placeholders {
+		p("placeholder %s (an empty folder, read-only for the box, during the run)", ph)
+	}
 	for _, f := range s.Git {
 		p("git-file %s %q", f.Path, f.Content)
 	}

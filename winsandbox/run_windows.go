@@ -43,6 +43,10 @@ func machineFacts(p *plan.Plan) Options {
 		o.Runner = exe
 	}
 	o.Git = readGitFacts(p.Environ, p.Identity.Home)
+	o.IsDir = func(path string) bool {
+		fi, err := os.Lstat(path)
+		return err == nil && fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 && fi.Mode()&os.ModeIrregular == 0
+	}
 	group := ""
 	if rec != nil {
 		group = rec.GroupSID
@@ -254,6 +258,15 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		if err := logonGate(spec.User, n); err != nil {
 			return 125, err
 		}
+	}
+	// Placeholders for missing control folders (controlfolder.go), made
+	// before their deny ACE is applied and removed, when still empty,
+	// once every process of the run has ended (this defer runs after the
+	// job's).
+	made, err := makePlaceholders(spec.Placeholders)
+	defer removePlaceholders(made)
+	if err != nil {
+		return 125, err
 	}
 	// The folders agentbox owns exist by now, and are the user's own, not
 	// a link planted by someone else (supervise.Run prepared them) before
@@ -703,5 +716,37 @@ func watchResize(w io.Writer, stdout *os.File, cols, rows uint16) {
 				return
 			}
 		}
+	}
+}
+
+// makePlaceholders makes each missing control folder as an empty folder
+// of the caller's (controlfolder.go) and returns those it made. A path
+// that exists by now (the user made it) is left alone; its deny ACE still
+// applies. A path that cannot be made fails the run: what it stands for
+// would be unprotected.
+func makePlaceholders(paths []string) ([]string, error) {
+	var made []string
+	for _, p := range paths {
+		err := os.Mkdir(p, 0o755)
+		if errors.Is(err, os.ErrExist) {
+			if fi, lerr := os.Lstat(p); lerr == nil && fi.IsDir() && fi.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0 {
+				continue
+			}
+			return made, fmt.Errorf("placeholder %s: something other than a folder is there now", p)
+		}
+		if err != nil {
+			return made, fmt.Errorf("placeholder %s: %w", p, err)
+		}
+		made = append(made, p)
+	}
+	return made, nil
+}
+
+// removePlaceholders removes the placeholders makePlaceholders made that
+// are still empty; one that is not (someone outside the box wrote there
+// during the run) stays, and the after-run check looks at it.
+func removePlaceholders(made []string) {
+	for i := len(made) - 1; i >= 0; i-- {
+		os.Remove(made[i]) // fails on a folder that is not empty
 	}
 }

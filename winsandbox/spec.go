@@ -104,6 +104,9 @@ type Options struct {
 	// ReadFile reads a small file (a .cmd the command resolves to, to
 	// tell an npm shim: npmshim.go); nil runs every batch file as one.
 	ReadFile func(path string) ([]byte, error)
+	// IsDir reports whether a path is a folder (not a link to one); nil
+	// when it was not read (controlfolder.go).
+	IsDir func(path string) bool
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -131,6 +134,10 @@ const (
 	RightsDelete Rights = "delete"
 	// RightsAll (deny): everything but SYNCHRONIZE.
 	RightsAll Rights = "all"
+	// RightsCreate (deny): adding a file or a subfolder to a folder
+	// (FILE_ADD_FILE, FILE_ADD_SUBDIRECTORY), without inheritance: what is
+	// in the folder keeps the access it had (controlfolder.go).
+	RightsCreate Rights = "create"
 )
 
 // Access mask bits (winnt.h), repeated here so the pure half needs no
@@ -164,6 +171,8 @@ func FileRights(r Rights) uint32 {
 		return fileWriteData | fileAppendData | fileWriteEA | fileWriteAttributes | accessDelete | fileDeleteChild | writeDAC | writeOwner
 	case RightsDelete:
 		return accessDelete
+	case RightsCreate:
+		return fileWriteData | fileAppendData
 	case RightsAll:
 		return fileReadData | fileWriteData | fileAppendData | fileReadEA | fileWriteEA | fileExecute |
 			fileDeleteChild | fileReadAttributes | fileWriteAttributes | accessDelete | readControl | writeDAC | writeOwner
@@ -245,6 +254,10 @@ type Spec struct {
 	// Git are the files of the box's global git configuration, which Run
 	// writes into the box's temporary folder (gitconfig.go).
 	Git []GitFile `json:"git_files,omitempty"`
+	// Placeholders are the missing control folders Run makes, empty and
+	// read-only for the box, before the command starts, and removes after
+	// it when still empty (controlfolder.go).
+	Placeholders []string `json:"placeholders,omitempty"`
 	// Refuse, when set, says why the command cannot run at all.
 	Refuse *Refusal          `json:"refuse,omitempty"`
 	Spawn  SpawnRequest      `json:"spawn"`
@@ -424,6 +437,11 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 			pin(dir, r.origin+" (keeps "+r.path+" from being moved away)")
 		}
 	}
+	// Missing control folders and files, kept during the run too
+	// (controlfolder.go).
+	placeholders, controlACEs := controlKeep(p.HostExec.Guards, opts.IsDir)
+	s.Placeholders = placeholders
+	s.ACEs = append(s.ACEs, controlACEs...)
 	// What the sandbox users must read besides the plan's paths: the
 	// runner, the command's program, a working directory outside the
 	// writable roots, each no broader than it must be (readgrant.go).
