@@ -141,6 +141,9 @@ func openRecordFile(path string, access, share uint32, create bool, user string)
 	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) {
 		return 0, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
 	}
+	if errors.Is(err, windows.ERROR_ACCESS_DENIED) {
+		return 0, fmt.Errorf("refusing %s: %s may not open it, so it is not one agentbox made for that user (another user of this machine could have planted it); an administrator should remove it", path, user)
+	}
 	if err != nil {
 		return 0, &os.PathError{Op: "open", Path: path, Err: err}
 	}
