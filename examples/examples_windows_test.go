@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,10 @@ func moved(p *plan.Plan, root string) *plan.Plan {
 	}
 	for i := range q.HostExec.GitDirs {
 		q.HostExec.GitDirs[i] = m(q.HostExec.GitDirs[i])
+	}
+	q.HostExec.Guards = slices.Clone(q.HostExec.Guards)
+	for i := range q.HostExec.Guards {
+		q.HostExec.Guards[i].Path = m(q.HostExec.Guards[i].Path)
 	}
 	for i := range q.Environ {
 		q.Environ[i] = m(q.Environ[i])

@@ -21,9 +21,16 @@
 #     reported, the job terminated on request; a runner that cannot be put
 #     in agentbox's job is ended, not resumed; a runner that panics is
 #     reported with its panic (its third pipe, its standard error); a
-#     window station and desktop of the run's own are made and a command
-#     runs on them; a DACL read, added to and cleaned with agentbox's ACEs
-#     as bytes; the allowlist proxy's peer check (the TCP table's owner PID
+#     window station and desktop of the run's own are made for every run
+#     and a command runs on them, both jobs given every UI restriction
+#     (Wine accepts them and cannot report them back), and a spawn naming
+#     the user's desktop is refused by the runner; the command's token's
+#     own DACL and default DACL read back granting the logon and
+#     capability SIDs; a DACL read, added to and cleaned with agentbox's
+#     ACEs as bytes, through handles opened without following links; the
+#     ACL record and its lock made with the user's own security
+#     descriptor, read back through their handles, and a record's ACE of a
+#     SID not agentbox's dropped; the allowlist proxy's peer check (the TCP table's owner PID
 #     against the job's process list), including a connection whose owner
 #     the table names late (Wine before 9.17 finds owners by scanning its
 #     processes' open files); Prepare's folders; DPAPI round trips; this
@@ -52,7 +59,13 @@
 #   - that ACEs grant or deny anything, or that deny-write on .git/hooks and
 #     deny-delete on .git hold;
 #   - that the job object kills the tree when agentbox dies, or that
-#     breakaway is refused;
+#     breakaway is refused, or that its UI restrictions and the run's own
+#     desktop keep the box from the user's windows and clipboard;
+#   - that a planted ACL record is refused (Wine keeps no
+#     SE_DACL_PROTECTED, so the tests under Wine take every DACL as
+#     protected), or that a DACL is handled on a path past 260 characters
+#     (Wine's GetFinalPathNameByHandleW cannot name such a handle);
+#   - that Git Bash or any MSYS2 program starts under the restricted token;
 #   - that the sandbox users, their passwords (NetUserAdd, LogonUser,
 #     CreateProcessWithLogonW), profiles or the elevated relaunch behave as
 #     on Windows;

@@ -1,11 +1,15 @@
 package winsandbox
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -46,95 +50,226 @@ func alive(h aclHolder) bool {
 	return c.Nanoseconds() == h.Started && code == 259 // STILL_ACTIVE
 }
 
-// aclRecordFile is the calling user's record: acl\<SID>.json in the machine
-// folder.
-func aclRecordFile() (string, error) {
+// aclRecordFile is the calling user's record, acl\<SID>.json in the
+// machine folder, and the user's SID.
+func aclRecordFile() (path, user string, err error) {
 	dir, err := machineDir()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	sid, err := currentUserSID()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return filepath.Join(dir, "acl", sid+".json"), nil
+	return filepath.Join(dir, "acl", sid+".json"), sid, nil
 }
 
-// withRecord runs f on the record at path under an exclusive lock on
-// path+".lock": every run of the user that changes ACLs goes through it,
-// so two runs on the same root never write one DACL at the same time.
-func withRecord(path string, f func(*aclRecord) error) error {
-	_, statErr := os.Stat(path + ".lock")
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("opening the ACL record's lock: %w", err)
-	}
-	defer lock.Close()
-	if statErr != nil {
-		if err := ownFile(path + ".lock"); err != nil {
-			return err
+// withRecord runs f on the record at path, which belongs to the user whose
+// SID is user, under an exclusive lock on path+".lock": every run of the
+// user that changes ACLs goes through it, so two runs on the same root
+// never write one DACL at the same time. The lock and the record are used
+// only when they are the user's own (trustProblem, read through their
+// handles); of the record, only the ACEs of agentbox's own SIDs (keepOwn).
+// create makes a missing lock and writes the record back (a run); setup
+// --uninstall, which runs elevated and may not own another user's files,
+// uses the lock only when it exists and writes nothing.
+func withRecord(path, user, groupSID string, create bool, f func(*aclRecord) error) error {
+	lock, err := openRecordFile(path+".lock", windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, create, user)
+	switch {
+	case err == nil:
+		defer windows.CloseHandle(lock)
+		ol := new(windows.Overlapped)
+		if err := windows.LockFileEx(lock, windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, ol); err != nil {
+			return fmt.Errorf("locking the ACL record: %w", err)
 		}
+		defer windows.UnlockFileEx(lock, 0, 1, 0, ol)
+	case create || !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("the ACL record's lock: %w", err)
 	}
-	ol := new(windows.Overlapped)
-	h := windows.Handle(lock.Fd())
-	if err := windows.LockFileEx(h, windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, ol); err != nil {
-		return fmt.Errorf("locking the ACL record: %w", err)
-	}
-	defer windows.UnlockFileEx(h, 0, 1, 0, ol)
 	rec := &aclRecord{Version: aclRecordVersion}
-	if err := readJSON(path, rec); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := readRecord(path, user, rec); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading the ACL record: %w", err)
 	}
+	rec.keepOwn(groupSID)
 	rec.prune(alive)
 	ferr := f(rec)
+	if !create {
+		// Uninstall removes the record when it is done; a record it
+		// could not finish stays as it was, and names no more than what
+		// may still be on disk.
+		return ferr
+	}
 	// What f recorded is kept even when it failed part way: the record
 	// must never miss an ACE that is on disk.
-	if err := writeRecord(path, rec); err != nil {
+	if err := writeRecord(path, user, rec); err != nil {
 		return errors.Join(ferr, fmt.Errorf("writing the ACL record: %w", err))
 	}
 	return ferr
 }
 
-// ownFile gives a file of the ACL folder to the calling user: SYSTEM,
-// Administrators and the user's own SID, nothing inherited. The folder's
-// CREATOR OWNER entry would give it to Administrators when an elevated
-// process makes it, and the same user's later, unelevated runs could then
-// not write their own record.
-func ownFile(path string) error {
-	sid, err := currentUserSID()
+// ownedSDDL is the security descriptor of a record or lock file of the
+// user whose SID is user: owned by that user, a protected DACL with full
+// access for SYSTEM, Administrators and the user. The machine folder's
+// CREATOR OWNER entry would give a file an elevated process makes to
+// Administrators; the owner is named so the same user's later,
+// unelevated runs own it.
+func ownedSDDL(user string) string {
+	return "O:" + user + "D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;" + user + ")"
+}
+
+// openRecordFile opens a record or lock file without following a reparse
+// point, creating it with ownedSDDL when create is set and it is missing,
+// and returns its handle only when it is the user's own (trustProblem).
+// A missing file, when create is not set, is os.ErrNotExist.
+func openRecordFile(path string, access, share uint32, create bool, user string) (windows.Handle, error) {
+	sd, err := windows.SecurityDescriptorFromString(ownedSDDL(user))
+	if err != nil {
+		return 0, fmt.Errorf("security descriptor for %s: %w", user, err)
+	}
+	sa := &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}
+	p, err := windows.UTF16PtrFromString(extendedPath(path))
+	if err != nil {
+		return 0, err
+	}
+	disposition := uint32(windows.OPEN_EXISTING)
+	if create {
+		disposition = windows.OPEN_ALWAYS
+	}
+	h, err := windows.CreateFile(p, access|windows.READ_CONTROL, share, sa, disposition,
+		windows.FILE_ATTRIBUTE_NORMAL|windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	runtime.KeepAlive(sd)
+	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) {
+		return 0, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
+	}
+	if errors.Is(err, windows.ERROR_ACCESS_DENIED) {
+		return 0, fmt.Errorf("refusing %s: %s may not open it, so it is not one agentbox made for that user (another user of this machine could have planted it); an administrator should remove it", path, user)
+	}
+	if err != nil {
+		return 0, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	t, err := trustOf(h)
+	if err != nil {
+		windows.CloseHandle(h)
+		return 0, &aclError{"reading the security of", path, err}
+	}
+	if problem := recordTrustProblem(t, user); problem != "" {
+		windows.CloseHandle(h)
+		return 0, fmt.Errorf("refusing %s: %s, so it is not one agentbox made for %s (another user of this machine could have planted it); an administrator should remove it", path, problem, user)
+	}
+	return h, nil
+}
+
+// recordTrustProblem is trustProblem; the tests under Wine, which keeps no
+// DACL protection flag for a file it creates, replace it (wineTrust).
+var recordTrustProblem = trustProblem
+
+// trustOf reads what trustProblem decides on through a file's handle:
+// owner, DACL and its protection, link count and attributes.
+func trustOf(h windows.Handle) (fileTrust, error) {
+	var t fileTrust
+	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
+	if err != nil {
+		return t, fmt.Errorf("GetSecurityInfo: %w", err)
+	}
+	owner, _, err := sd.Owner()
+	if err != nil || owner == nil {
+		return t, fmt.Errorf("owner: %v", err)
+	}
+	t.Owner = owner.String()
+	control, _, err := sd.Control()
+	if err != nil {
+		return t, fmt.Errorf("control: %w", err)
+	}
+	t.Protected = control&windows.SE_DACL_PROTECTED != 0
+	acl, _, err := sd.DACL()
+	if err != nil && !errors.Is(err, windows.ERROR_OBJECT_NOT_FOUND) {
+		return t, fmt.Errorf("DACL: %w", err)
+	}
+	if acl == nil {
+		t.NullDACL = true
+	} else {
+		size := int(*(*uint16)(unsafe.Add(unsafe.Pointer(acl), 2)))
+		if _, t.ACEs, err = parseACL(unsafe.Slice((*byte)(unsafe.Pointer(acl)), size)); err != nil {
+			return t, err
+		}
+	}
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		return t, fmt.Errorf("GetFileInformationByHandle: %w", err)
+	}
+	t.Links = info.NumberOfLinks
+	t.Reparse = info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0
+	t.Dir = info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0
+	return t, nil
+}
+
+// readRecord reads the record at path into rec, through a handle it
+// opened only when the file is the user's own, shared for reading only
+// (no one holds it open for writing while it is read).
+func readRecord(path, user string, rec *aclRecord) error {
+	h, err := openRecordFile(path, windows.GENERIC_READ, windows.FILE_SHARE_READ, false, user)
 	if err != nil {
 		return err
 	}
-	sd, err := windows.SecurityDescriptorFromString("D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;" + sid + ")")
+	f := os.NewFile(uintptr(h), path)
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
 	if err != nil {
 		return err
 	}
-	d, _, err := sd.DACL()
-	if err != nil {
-		return err
-	}
-	err = windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, d, nil)
-	if err != nil {
-		return &aclError{"setting the ACL of", path, err}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
 
-// writeRecord writes the record through a temporary file of the user's
-// own (ownFile) and a rename.
-func writeRecord(path string, rec *aclRecord) error {
+// writeRecord writes the record through a new temporary file of a random
+// name, made with the user's own security descriptor (nobody else ever
+// holds a handle to it), and a rename over the record.
+func writeRecord(path, user string, rec *aclRecord) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
 		return err
 	}
-	if err := ownFile(tmp); err != nil {
+	tmp := path + ".tmp-" + hex.EncodeToString(r[:])
+	sd, err := windows.SecurityDescriptorFromString(ownedSDDL(user))
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	sa := &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}
+	p, err := windows.UTF16PtrFromString(extendedPath(tmp))
+	if err != nil {
+		return err
+	}
+	h, err := windows.CreateFile(p, windows.GENERIC_WRITE, 0, sa, windows.CREATE_NEW, windows.FILE_ATTRIBUTE_NORMAL, 0)
+	runtime.KeepAlive(sd)
+	if err != nil {
+		return &os.PathError{Op: "create", Path: tmp, Err: err}
+	}
+	f := os.NewFile(uintptr(h), tmp)
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return werr
+	}
+	from, _ := windows.UTF16PtrFromString(extendedPath(tmp))
+	to, err := windows.UTF16PtrFromString(extendedPath(path))
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := windows.MoveFileEx(from, to, windows.MOVEFILE_REPLACE_EXISTING); err != nil {
+		os.Remove(tmp)
+		return &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
+	}
+	return nil
 }
 
 // dacl is a path's DACL as read: its ACEs, its revision, whether it is NULL
@@ -146,13 +281,112 @@ type dacl struct {
 	dir      bool
 }
 
-// readDACL reads the DACL of path. ok is false when the path does not
-// exist.
-func readDACL(path string) (d dacl, ok bool, err error) {
-	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+// openACLPath opens path to read its DACL (and, with write, to set it).
+// Unless follow is set it follows no link: the handle is opened with
+// FILE_FLAG_OPEN_REPARSE_POINT, a junction or symbolic link there is
+// refused (redirects), and so is a path whose handle resolves elsewhere
+// than its own long form (samePath): a link or a subst drive on the way.
+// A missing path is os.ErrNotExist.
+func openACLPath(path string, write, follow bool) (h windows.Handle, dir bool, err error) {
+	p, err := windows.UTF16PtrFromString(extendedPath(path))
+	if err != nil {
+		return 0, false, err
+	}
+	access := uint32(windows.READ_CONTROL)
+	if write {
+		access |= windows.WRITE_DAC
+	}
+	flags := uint32(windows.FILE_FLAG_BACKUP_SEMANTICS)
+	if !follow {
+		flags |= windows.FILE_FLAG_OPEN_REPARSE_POINT
+	}
+	h, err = windows.CreateFile(p, access, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING, flags, 0)
 	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
+		return 0, false, os.ErrNotExist
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	var tag struct{ FileAttributes, ReparseTag uint32 }
+	if err := windows.GetFileInformationByHandleEx(h, windows.FileAttributeTagInfo, (*byte)(unsafe.Pointer(&tag)), uint32(unsafe.Sizeof(tag))); err != nil {
+		windows.CloseHandle(h)
+		return 0, false, fmt.Errorf("GetFileInformationByHandleEx: %w", err)
+	}
+	dir = tag.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0
+	if follow {
+		return h, dir, nil
+	}
+	if redirects(tag.FileAttributes, tag.ReparseTag) {
+		windows.CloseHandle(h)
+		return 0, false, fmt.Errorf("it is a junction or symbolic link (reparse tag %#x): agentbox never sets access through a link; name the folder it leads to instead", tag.ReparseTag)
+	}
+	final, err := finalPath(h)
+	if err != nil {
+		windows.CloseHandle(h)
+		return 0, false, err
+	}
+	long := longPath(path)
+	if !samePath(final, long) {
+		windows.CloseHandle(h)
+		return 0, false, fmt.Errorf("it leads to %s (a junction, symbolic link or mapped drive lies on the way): agentbox never sets access through a link; name that folder instead", final)
+	}
+	return h, dir, nil
+}
+
+// finalPath is GetFinalPathNameByHandle's name of an open file.
+func finalPath(h windows.Handle) (string, error) {
+	buf := make([]uint16, 512)
+	for {
+		n, err := windows.GetFinalPathNameByHandle(h, &buf[0], uint32(len(buf)), 0)
+		// Windows answers a short buffer with the size it needs; Wine
+		// with ERROR_MORE_DATA.
+		if errors.Is(err, windows.ERROR_MORE_DATA) && len(buf) < 1<<15 {
+			buf = make([]uint16, 2*len(buf))
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("GetFinalPathNameByHandle: %w", err)
+		}
+		if int(n) < len(buf) {
+			return windows.UTF16ToString(buf[:n]), nil
+		}
+		buf = make([]uint16, n+1)
+	}
+}
+
+// longPath is path with its 8.3 short names expanded (GetLongPathNameW),
+// or path itself when that fails.
+func longPath(path string) string {
+	p, err := windows.UTF16PtrFromString(extendedPath(path))
+	if err != nil {
+		return path
+	}
+	buf := make([]uint16, 512)
+	for {
+		n, err := windows.GetLongPathName(p, &buf[0], uint32(len(buf)))
+		if err != nil || n == 0 {
+			return path
+		}
+		if int(n) < len(buf) {
+			return windows.UTF16ToString(buf[:n])
+		}
+		buf = make([]uint16, n+1)
+	}
+}
+
+// readDACL reads the DACL of path through a handle (openACLPath). ok is
+// false when the path does not exist.
+func readDACL(path string, follow bool) (d dacl, ok bool, err error) {
+	h, dir, err := openACLPath(path, false, follow)
+	if errors.Is(err, os.ErrNotExist) {
 		return d, false, nil
 	}
+	if err != nil {
+		return d, false, &aclError{"reading the ACL of", path, err}
+	}
+	defer windows.CloseHandle(h)
+	d.dir = dir
+	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
 	if err != nil {
 		return d, false, &aclError{"reading the ACL of", path, err}
 	}
@@ -169,24 +403,25 @@ func readDACL(path string) (d dacl, ok bool, err error) {
 			return d, false, &aclError{"reading the ACL of", path, err}
 		}
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		d.dir = fi.IsDir()
-	}
 	return d, true, nil
 }
 
-// writeDACL sets path's DACL to aces. SetNamedSecurityInfo keeps the DACL
-// unprotected, recomputes the inherited entries from the parent, and
-// propagates inheritable entries to everything below a folder (which
-// takes a while on a large tree; it happens only when something changed).
-func writeDACL(path string, revision byte, aces []rawACE) error {
+// writeDACL sets path's DACL to aces through a handle (openACLPath).
+// SetSecurityInfo keeps the DACL unprotected and propagates inheritable
+// entries to everything below a folder (which takes a while on a large
+// tree; it happens only when something changed).
+func writeDACL(path string, follow bool, revision byte, aces []rawACE) error {
 	b, err := buildACL(revision, aces)
 	if err != nil {
 		return &aclError{"building the ACL of", path, err}
 	}
-	acl := (*windows.ACL)(unsafe.Pointer(&b[0]))
-	err = windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION, nil, nil, acl, nil)
+	h, _, err := openACLPath(path, true, follow)
 	if err != nil {
+		return &aclError{"setting the ACL of", path, err}
+	}
+	defer windows.CloseHandle(h)
+	acl := (*windows.ACL)(unsafe.Pointer(&b[0]))
+	if err := windows.SetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION, nil, nil, acl, nil); err != nil {
 		return &aclError{"setting the ACL of", path, err}
 	}
 	return nil
@@ -194,8 +429,13 @@ func writeDACL(path string, revision byte, aces []rawACE) error {
 
 // syncPath makes path's DACL hold exactly what the record wants of
 // agentbox's there, writing only when that differs from what it holds.
+//
+// It follows no link at path unless every ACE the record has there is a
+// read grant on one file (mayFollow): a junction swapped in for a
+// writable root is refused, never granted.
 func syncPath(rec *aclRecord, path, groupSID string) error {
-	d, ok, err := readDACL(path)
+	follow := rec.mayFollow(path)
+	d, ok, err := readDACL(path, follow)
 	if err != nil {
 		return err
 	}
@@ -223,7 +463,7 @@ func syncPath(rec *aclRecord, path, groupSID string) error {
 	if !changed {
 		return nil
 	}
-	return writeDACL(path, d.revision, next)
+	return writeDACL(path, follow, d.revision, next)
 }
 
 // volumeFS returns the file system of the volume path lies on ("NTFS").
@@ -248,7 +488,7 @@ func volumeFS(path string) (string, error) {
 // missing, refuses paths on volumes that keep no ACLs, adds a read ACE
 // only where Users cannot read already, and records exactly what it wrote.
 func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
-	path, err := aclRecordFile()
+	path, user, err := aclRecordFile()
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +517,7 @@ func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
 		if a.IfUsersCannotRead {
 			k := winKey(a.Path)
 			if _, done := readable[k]; !done {
-				d, ok, err := readDACL(a.Path)
+				d, ok, err := readDACL(a.Path, !a.Inherit)
 				if err != nil {
 					return nil, err
 				}
@@ -291,7 +531,7 @@ func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
 	}
 	me := self()
 	project = winKey(project)
-	err = withRecord(path, func(rec *aclRecord) error {
+	err = withRecord(path, user, groupSID, true, func(rec *aclRecord) error {
 		paths, added := rec.begin(want, project, me)
 		for _, p := range paths {
 			if err := syncPath(rec, p, groupSID); err != nil {
@@ -306,7 +546,7 @@ func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
 		return nil
 	})
 	release = func() {
-		withRecord(path, func(rec *aclRecord) error {
+		withRecord(path, user, groupSID, true, func(rec *aclRecord) error {
 			for _, p := range rec.end(me) {
 				if syncPath(rec, p, groupSID) == nil {
 					rec.done(p)
@@ -322,16 +562,12 @@ func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
 	return release, nil
 }
 
-func trusteeSID(trustee, groupSID string) string {
-	if trustee == GroupName {
-		return groupSID
-	}
-	return trustee
-}
-
 // removeAllACEs removes every ACE in every user's record (setup
 // --uninstall, elevated): each path's DACL loses the explicit entries of
-// the SIDs recorded for it, and of the sandbox group.
+// agentbox's own SIDs the record names for it (ownSID: the sandbox group,
+// a root's capability SID on that root), and of the sandbox group. A
+// record that is not its user's own (trustProblem) is not used, and says
+// so; no other SID's entries are touched.
 func removeAllACEs(groupSID string) error {
 	dir, err := machineDir()
 	if err != nil {
@@ -340,7 +576,12 @@ func removeAllACEs(groupSID string) error {
 	files, _ := filepath.Glob(filepath.Join(dir, "acl", "*.json"))
 	var errs []error
 	for _, f := range files {
-		err := withRecord(f, func(rec *aclRecord) error {
+		user := recordFileSID(f)
+		if user == "" {
+			errs = append(errs, fmt.Errorf("refusing %s: its name is not a user's SID", f))
+			continue
+		}
+		err := withRecord(f, user, groupSID, false, func(rec *aclRecord) error {
 			var errs []error
 			for _, a := range rec.ACEs {
 				a.Projects, a.Holders = nil, nil

@@ -71,7 +71,7 @@ func (w *Windows) Complete(p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
-	keepAfterRun(p)
+	keepAfterRun(p, s)
 	box := boxOf(p, s)
 	if box.Detail, err = json.Marshal(s); err != nil {
 		return err
@@ -87,7 +87,7 @@ func (w *Windows) Complete(p *plan.Plan) error {
 // box made where nothing was (checked), and puts back what was recorded
 // before the run (restored). A new list, not changed entries: backend
 // selection undoes a candidate's Complete by restoring the plan's fields.
-func keepAfterRun(p *plan.Plan) {
+func keepAfterRun(p *plan.Plan, s *Spec) {
 	guards := slices.Clone(p.HostExec.Guards)
 	for i, g := range guards {
 		if g.Keep != plan.KeepNone {
@@ -95,7 +95,14 @@ func keepAfterRun(p *plan.Plan) {
 		}
 		if g.Kind == plan.KindMissing {
 			guards[i].Keep = plan.KeepChecked
-			guards[i].Note = "does not exist: what the box makes here is moved away after the run (on Windows nothing stands in for it during the run)"
+			switch keptDuringRun(s, g) {
+			case "placeholder":
+				guards[i].Note = "does not exist: an empty folder the box cannot write stands in for it during the run (removed after it when still empty), and what appears here anyway is moved away after the run"
+			case "deny-create":
+				guards[i].Note = "does not exist: nothing can be added to its folder during the run (a deny-create ACE), and what appears here anyway is moved away after the run"
+			default:
+				guards[i].Note = "does not exist: what the box makes here is moved away after the run (on Windows nothing stands in for it during the run)"
+			}
 		} else {
 			guards[i].Keep = plan.KeepRestored
 			guards[i].Note = "the box may change it: recorded before the run, and put back after it"

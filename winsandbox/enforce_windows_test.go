@@ -101,7 +101,7 @@ func TestWindowsCommandLineToArgv(t *testing.T) {
 // back agentbox's ACEs on a folder of this user without an error.
 func TestWindowsDACLRoundTrip(t *testing.T) {
 	dir := tempDir(t)
-	d, ok, err := readDACL(dir)
+	d, ok, err := readDACL(dir, false)
 	if err != nil || !ok {
 		t.Fatalf("readDACL: ok %v, %v", ok, err)
 	}
@@ -146,7 +146,7 @@ func TestWindowsDACLPersists(t *testing.T) {
 	if err := syncPath(rec, dir, group); err != nil {
 		t.Fatalf("syncPath (add): %v", err)
 	}
-	d2, _, err := readDACL(dir)
+	d2, _, err := readDACL(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestWindowsDACLPersists(t *testing.T) {
 	if err := syncPath(rec, dir, group); err != nil {
 		t.Fatalf("syncPath (remove): %v", err)
 	}
-	d3, _, err := readDACL(dir)
+	d3, _, err := readDACL(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,11 +88,15 @@ func removeByName(rules *ole.IDispatch, name string) error {
 }
 
 // setFirewallRules replaces each rule by name with the one given, so a second
-// setup repairs instead of duplicating.
+// setup repairs instead of duplicating. The new rule is added first, under
+// its staging name (stagingRuleName), the old ones removed, and the new one
+// renamed: an offline run under way while setup runs again is never left
+// without the rule.
 func setFirewallRules(want []FirewallRule, offlineSID string) error {
 	return withRules(func(rules *ole.IDispatch) error {
 		for _, r := range want {
-			if err := removeByName(rules, r.Name); err != nil {
+			staging := stagingRuleName(r.Name)
+			if err := removeByName(rules, staging); err != nil {
 				return err
 			}
 			unk, err := oleutil.CreateObject("HNetCfg.FWRule")
@@ -113,7 +117,7 @@ func setFirewallRules(want []FirewallRule, offlineSID string) error {
 				name  string
 				value any
 			}{
-				{"Name", r.Name}, {"Description", r.Description}, {"Grouping", fwGrouping},
+				{"Name", staging}, {"Description", r.Description}, {"Grouping", fwGrouping},
 				{"Protocol", fwProtocol(r.Protocol)}, {"Direction", dir}, {"Action", int32(fwActionBlock)},
 				{"RemoteAddresses", r.RemoteAddresses}, {"Profiles", int32(fwProfilesAll)},
 				{"LocalUserAuthorizedList", FirewallSDDL(r, offlineSID)}, {"Enabled", true},
@@ -134,6 +138,19 @@ func setFirewallRules(want []FirewallRule, offlineSID string) error {
 			rule.Release()
 			if err != nil {
 				return fmt.Errorf("adding rule %q: %w", r.Name, err)
+			}
+			if err := removeByName(rules, r.Name); err != nil {
+				return err
+			}
+			v, err := oleutil.CallMethod(rules, "Item", staging)
+			if err != nil {
+				return fmt.Errorf("rule %q: reading it back: %w", staging, err)
+			}
+			added := v.ToIDispatch()
+			_, err = oleutil.PutProperty(added, "Name", r.Name)
+			v.Clear()
+			if err != nil {
+				return fmt.Errorf("rule %q: renaming it %q: %w", staging, r.Name, err)
 			}
 		}
 		return nil
@@ -193,11 +210,20 @@ func firewallState() (profilesOff []string, localPolicy int, err error) {
 }
 
 // offlineFacts reads, for a run that needs the offline user, whether its
-// firewall rules take effect now (offline.go).
+// firewall rules take effect now, are all there as setup made them, and
+// its WFP filters are all there (offline.go).
 func offlineFacts(rec *record) *OfflineFacts {
 	f := &OfflineFacts{}
 	if rec != nil {
 		f.Unavailable = rec.Offline
+	}
+	if missing, err := readWFP(WFPFilters()); err != nil {
+		f.WFPReadErr = err.Error()
+	} else {
+		f.WFPMissing = missing
+	}
+	if rec != nil {
+		f.RuleProblems = checkRules(FirewallRules(rec.proxyRange()), rec.Users[OfflineUser])
 	}
 	off, lp, err := firewallState()
 	if err != nil {
@@ -217,6 +243,13 @@ func checkFirewall(want []FirewallRule, offlineSID string) []string {
 	if why := offlineProblem(*offlineFacts(nil)); why != "" {
 		problems = append(problems, why)
 	}
+	return append(problems, checkRules(want, offlineSID)...)
+}
+
+// checkRules reads each rule back and names every difference
+// (checkFirewall); an unreadable policy is one.
+func checkRules(want []FirewallRule, offlineSID string) []string {
+	var problems []string
 	err := withPolicy(func(policy, rules *ole.IDispatch) error {
 		get := func(d *ole.IDispatch, name string, args ...any) (any, error) {
 			v, err := oleutil.GetProperty(d, name, args...)
@@ -275,8 +308,10 @@ func checkFirewall(want []FirewallRule, offlineSID string) []string {
 func removeFirewallRules(rs []FirewallRule) error {
 	return withRules(func(rules *ole.IDispatch) error {
 		for _, r := range rs {
-			if err := removeByName(rules, r.Name); err != nil {
-				return err
+			for _, n := range []string{r.Name, stagingRuleName(r.Name)} {
+				if err := removeByName(rules, n); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

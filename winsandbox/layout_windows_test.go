@@ -86,9 +86,6 @@ func TestWindowsStructLayout(t *testing.T) {
 	f("FWPM_SUBLAYER0.providerKey", unsafe.Offsetof(sl.ProviderKey))
 	f("FWPM_SUBLAYER0.providerData", unsafe.Offsetof(sl.ProviderData))
 	f("FWPM_SUBLAYER0.weight", unsafe.Offsetof(sl.Weight))
-	var uf userObjectFlags
-	s("USEROBJECTFLAGS", unsafe.Sizeof(uf))
-	f("USEROBJECTFLAGS.dwFlags", unsafe.Offsetof(uf.Flags))
 	var ja jobAccounting
 	s("JOBOBJECT_BASIC_ACCOUNTING_INFORMATION", unsafe.Sizeof(ja))
 	f("JOBOBJECT_BASIC_ACCOUNTING_INFORMATION.ActiveProcesses", unsafe.Offsetof(ja.ActiveProcesses))

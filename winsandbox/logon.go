@@ -59,3 +59,20 @@ func logonGate(user string, badCount uint32) error {
 	}
 	return fmt.Errorf("%s had %d failed logon(s) since its last good one, so agentbox does not try again (each failure counts towards locking the account out); %s", user, badCount, setupFix)
 }
+
+// DPAPI's failures when the logon holds no key for the user's master key
+// (winerror.h): NTE_BAD_KEY_STATE, the usual one, and NTE_BAD_KEY.
+const (
+	nteBadKeyState = 0x8009000B
+	nteBadKey      = 0x80090003
+)
+
+// dpapiNoKeyLine is the one line a run gives when the stored passwords
+// cannot be decrypted in this logon: DPAPI derives the user's key from the
+// Windows password, which a session that signed in with an SSH key (or
+// any logon without the password) does not have.
+const dpapiNoKeyLine = "the sandbox passwords are protected with your Windows password (DPAPI), which this logon does not hold (an SSH session signed in with a key has none): sign in with your password (over SSH too), or run agentbox from a desktop session"
+
+// dpapiNoKey reports whether a CryptUnprotectData error code is DPAPI's
+// "no key in this logon".
+func dpapiNoKey(code uint32) bool { return code == nteBadKeyState || code == nteBadKey }

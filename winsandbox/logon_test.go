@@ -47,3 +47,14 @@ func TestLogonGate(t *testing.T) {
 		t.Errorf("one failed logon: %v", err)
 	}
 }
+
+func TestDPAPINoKey(t *testing.T) {
+	for code, want := range map[uint32]bool{0x8009000B: true, 0x80090003: true, 5: false, 0x8009000D: false, 0: false} {
+		if got := dpapiNoKey(code); got != want {
+			t.Errorf("dpapiNoKey(%#x) = %v, want %v", code, got, want)
+		}
+	}
+	if !strings.Contains(dpapiNoKeyLine, "SSH") || strings.Contains(dpapiNoKeyLine, "agentbox setup") {
+		t.Errorf("the line must name SSH keys and not send the user to setup (which would fail the same way): %s", dpapiNoKeyLine)
+	}
+}

@@ -14,8 +14,11 @@ import (
 // unavailable" and finishes (network "open" runs need no firewall); each
 // run that needs the offline user reads both again (machineFacts), so a
 // firewall turned off after setup is found before the command starts, not
-// after it reached the network. The WFP filters setup installs hold with
-// the firewall off, but they cover DNS, SMB and ICMP only.
+// after it reached the network. The WFP filters setup installs (wfp.go)
+// hold with the firewall off and block loopback too, which the firewall's
+// rules do not; each such run reads them back as well, and a filter that
+// is missing, or filters that cannot be read, mean offline mode does not
+// hold.
 
 // OfflineFacts are what decides whether the offline user's firewall rules
 // take effect now.
@@ -33,6 +36,13 @@ type OfflineFacts struct {
 	// effect, 1 when group policy overrides them, 2 when inbound traffic
 	// is blocked regardless of them.
 	LocalPolicyModifyState int `json:"local_policy_modify_state,omitempty"`
+	// WFPMissing names the offline user's WFP filters the run did not
+	// find; WFPReadErr is why they could not be read ("" when they were).
+	WFPMissing []string `json:"wfp_missing,omitempty"`
+	WFPReadErr string   `json:"wfp_read_error,omitempty"`
+	// RuleProblems are the differences between the offline user's
+	// firewall rules as read back and as setup makes them.
+	RuleProblems []string `json:"rule_problems,omitempty"`
 }
 
 // offlineProblem is why offline mode does not hold, given the facts; ""
@@ -48,6 +58,15 @@ func offlineProblem(f OfflineFacts) string {
 	}
 	if len(f.ProfilesOff) > 0 {
 		why = append(why, fmt.Sprintf("the Windows Firewall is off for the active %s profile, so its rules for the offline user do nothing (another firewall, such as an antivirus's, may have replaced it)", strings.Join(f.ProfilesOff, " and ")))
+	}
+	if f.WFPReadErr != "" {
+		why = append(why, "the offline user's WFP filters could not be read ("+f.WFPReadErr+"), so nothing shows that loopback and the rest are blocked for it")
+	}
+	if len(f.WFPMissing) > 0 {
+		why = append(why, fmt.Sprintf("%d of the offline user's WFP filters are missing (%s); run `agentbox setup`", len(f.WFPMissing), strings.Join(f.WFPMissing, ", ")))
+	}
+	if len(f.RuleProblems) > 0 {
+		why = append(why, "the offline user's firewall rules are not as setup made them ("+strings.Join(f.RuleProblems, "; ")+"); run `agentbox setup`")
 	}
 	switch f.LocalPolicyModifyState {
 	case 0:

@@ -26,6 +26,12 @@ func TestOfflineProblem(t *testing.T) {
 		{"setup found it unavailable", OfflineFacts{Unavailable: "group policy overrides them"}, []string{"setup found it unavailable on this machine: group policy"}},
 		{"not readable", OfflineFacts{ReadErr: "creating HNetCfg.FwPolicy2: class not registered"},
 			[]string{"could not be read (creating HNetCfg.FwPolicy2", "nothing shows its rules"}},
+		{"a WFP filter missing (setup of an older version)", OfflineFacts{WFPMissing: []string{"agentbox offline: block every connection v4"}},
+			[]string{"1 of the offline user's WFP filters are missing (agentbox offline: block every connection v4)", "agentbox setup"}},
+		{"a firewall rule missing", OfflineFacts{RuleProblems: []string{`firewall rule "agentbox offline: block outbound" is missing`}},
+			[]string{"firewall rules are not as setup made them", "block outbound", "agentbox setup"}},
+		{"WFP filters not readable", OfflineFacts{WFPReadErr: "FwpmEngineOpen0: error 0x5"},
+			[]string{"WFP filters could not be read (FwpmEngineOpen0: error 0x5)", "loopback"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := offlineProblem(tc.facts)

@@ -51,6 +51,9 @@ type JobLimits struct {
 	ActiveProcesses uint32 `json:"active_processes,omitempty"`
 	MemoryBytes     uint64 `json:"memory_bytes,omitempty"`
 	CPUSeconds      uint64 `json:"cpu_seconds,omitempty"`
+	// UI are the job's UI restrictions (JOB_OBJECT_UILIMIT_*): JobUILimits
+	// for every run.
+	UI uint32 `json:"ui_restrictions,omitempty"`
 }
 
 // SpawnRequest tells the runner what to start and how.
@@ -69,11 +72,11 @@ type SpawnRequest struct {
 	// runner adds its own logon SID (see runner_windows.go).
 	RestrictingSIDs []string  `json:"restricting_sids"`
 	Limits          JobLimits `json:"limits"`
-	// Desktop is the window station and desktop the command starts on
-	// ("WinSta0\Default"): agentbox's own, which the secondary logon
-	// service opened to the runner. Named explicitly because programs
-	// that load user32 (PowerShell) fail at start with a restricted token
-	// otherwise. Empty leaves the runner's.
+	// Desktop is the window station and desktop the command starts on:
+	// the run's own ("agentbox-…\agentbox", station.go), never the
+	// user's. Named explicitly because programs that load user32
+	// (PowerShell) fail at start with a restricted token otherwise. The
+	// runner refuses a request without one (checkSpawnUI).
 	Desktop string `json:"desktop,omitempty"`
 	// Console asks for a pseudo console of Cols × Rows instead of pipes.
 	Console bool   `json:"console,omitempty"`

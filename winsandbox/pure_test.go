@@ -61,11 +61,11 @@ func TestWFPFilters(t *testing.T) {
 			t.Errorf("filter %q or key %s is not unique", f.Name, f.Key)
 		}
 		keys[f.Key], names[f.Name] = true, true
-		if f.Layer != "connect" && f.Layer != "assign" {
+		if f.Layer != "connect" && f.Layer != "assign" && f.Layer != "accept" {
 			t.Errorf("filter %q: layer %q", f.Name, f.Layer)
 		}
-		if f.Protocol == 0 && f.RemotePort == 0 {
-			t.Errorf("filter %q matches every connection of the user", f.Name)
+		if f.Permit && (f.Protocol != 6 || f.RemoteV4 != "127.0.0.1" || !DefaultProxyRange.Holds(int(f.RemotePort)) || f.Weight != 15) {
+			t.Errorf("permit filter %q reaches beyond TCP to 127.0.0.1 on a proxy port: %+v", f.Name, f)
 		}
 		if f.IPv6 && f.Protocol == 1 {
 			t.Errorf("filter %q: ICMP (1) on IPv6, where it is 58", f.Name)
@@ -73,7 +73,7 @@ func TestWFPFilters(t *testing.T) {
 	}
 	var ports []uint16
 	for _, f := range fs {
-		if f.RemotePort != 0 && !f.IPv6 {
+		if f.RemotePort != 0 && !f.IPv6 && !f.Permit {
 			ports = append(ports, f.RemotePort)
 		}
 	}
@@ -143,5 +143,59 @@ func TestProxyPorts(t *testing.T) {
 	}
 	if _, err := proxyRange(PortRange{First: 65530, Count: 16}); err == nil {
 		t.Error("a range past 65535 is accepted")
+	}
+}
+
+// TestWFPVerdict: with agentbox's filters, the offline user reaches
+// nothing but TCP to 127.0.0.1 on the allowlist proxies' ports: not
+// another loopback port or address, not ::1, not UDP to 127.0.0.1:53 (a
+// local DNS forwarder), not the internet; and accepts no connection.
+func TestWFPVerdict(t *testing.T) {
+	fs := WFPFilters()
+	for _, tc := range []struct {
+		layer  string
+		v6     bool
+		proto  uint8
+		remote string
+		port   uint16
+		permit bool
+	}{
+		{"connect", false, 6, "127.0.0.1", 47080, true},
+		{"connect", false, 6, "127.0.0.1", 47095, true},
+		{"connect", false, 6, "127.0.0.1", 47096, false},
+		{"connect", false, 6, "127.0.0.1", 47079, false},
+		{"connect", false, 6, "127.0.0.1", 8080, false}, // a local forward proxy
+		{"connect", false, 6, "127.0.0.2", 47080, false},
+		{"connect", false, 17, "127.0.0.1", 47080, false},
+		{"connect", false, 17, "127.0.0.1", 53, false},
+		{"connect", true, 6, "::1", 47080, false},
+		{"connect", true, 6, "::1", 8080, false},
+		{"connect", true, 17, "::1", 53, false},
+		{"connect", false, 6, "93.184.216.34", 443, false},
+		{"connect", false, 6, "10.0.0.1", 445, false},
+		{"connect", true, 6, "2001:db8::1", 443, false},
+		{"connect", false, 1, "8.8.8.8", 0, false},
+		{"accept", false, 6, "127.0.0.1", 50000, false},
+		{"accept", true, 6, "::1", 50000, false},
+	} {
+		got, by := wfpVerdict(fs, tc.layer, tc.v6, tc.proto, tc.remote, tc.port)
+		if got != tc.permit {
+			t.Errorf("%s v6=%v proto %d to %s:%d: permit %v (by %q), want %v", tc.layer, tc.v6, tc.proto, tc.remote, tc.port, got, by, tc.permit)
+		}
+	}
+}
+
+// TestStagingRuleName: the name a rule is added under while setup replaces
+// it is no rule's own, so removing the old rules never removes the new.
+func TestStagingRuleName(t *testing.T) {
+	names := map[string]bool{}
+	rules := FirewallRules(DefaultProxyRange)
+	for _, r := range rules {
+		names[r.Name] = true
+	}
+	for _, r := range rules {
+		if s := stagingRuleName(r.Name); names[s] || s == r.Name {
+			t.Errorf("staging name %q of %q is a rule's name", s, r.Name)
+		}
 	}
 }

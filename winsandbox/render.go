@@ -51,6 +51,9 @@ func (s *Spec) Render() string {
 		if f.Protocol != 0 {
 			match += fmt.Sprintf(" protocol %d", f.Protocol)
 		}
+		if f.RemoteV4 != "" {
+			match += " remote " + f.RemoteV4
+		}
 		if f.RemotePort != 0 {
 			match += fmt.Sprintf(" remote-port %d", f.RemotePort)
 		}
@@ -58,10 +61,20 @@ func (s *Spec) Render() string {
 		if f.IPv6 {
 			ip = "v6"
 		}
-		p("wfp %q %s %s%s user {%s} key %s", f.Name, f.Layer, ip, match, OfflineUser, f.Key)
+		action := "block"
+		if f.Permit {
+			action = "permit"
+		}
+		if f.Weight != 0 {
+			action += fmt.Sprintf(" weight %d", f.Weight)
+		}
+		p("wfp %q %s %s %s%s user {%s} key %s", f.Name, action, f.Layer, ip, match, OfflineUser, f.Key)
 	}
 	if s.ProxyPort != 0 {
 		p("proxy 127.0.0.1:%d (agentbox's allowlist proxy; it serves the processes of this run's job only)", s.ProxyPort)
+	}
+	for _, ph := range s.Placeholders {
+		p("placeholder %s (an empty folder, read-only for the box, during the run)", ph)
 	}
 	for _, f := range s.Git {
 		p("git-file %s %q", f.Path, f.Content)
@@ -77,9 +90,11 @@ func (s *Spec) Render() string {
 	p("spawn cwd %s", sp.Cwd)
 	// The runner adds its logon SID and Everyone (restrictedToken).
 	p("spawn restricting-sids %s (and the runner's logon SID, Everyone)", strings.Join(sp.RestrictingSIDs, " "))
-	if sp.Limits != (JobLimits{}) {
-		p("spawn limits processes=%d memory=%d cpu=%ds", sp.Limits.ActiveProcesses, sp.Limits.MemoryBytes, sp.Limits.CPUSeconds)
+	if l := sp.Limits; l.ActiveProcesses != 0 || l.MemoryBytes != 0 || l.CPUSeconds != 0 {
+		p("spawn limits processes=%d memory=%d cpu=%ds", l.ActiveProcesses, l.MemoryBytes, l.CPUSeconds)
 	}
+	p("spawn desktop a window station and desktop of the run's own (%s<random>\\%s), for the runner and the command", stationPrefix, privateDesk)
+	p("spawn ui-restrictions %s (both jobs: the runner's and the command's)", uiLimitText(sp.Limits.UI))
 	for _, kv := range sp.Env {
 		p("env %s", kv)
 	}

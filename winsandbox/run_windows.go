@@ -24,10 +24,11 @@ import (
 
 // machineFacts are what the spec needs from this machine: the proxy ports
 // setup opened, the runner (agentbox.exe), which the sandbox users must be
-// able to read, a file lookup, the caller's TEMP and SID, and for offline
-// runs the firewall's state.
+// able to read, a file lookup, the caller's TEMP and SID, for offline
+// runs the firewall's state, and which PATH folders the sandbox users may
+// read.
 func machineFacts(p *plan.Plan) Options {
-	o := Options{Exists: fileExists, TempDir: os.TempDir()}
+	o := Options{Exists: fileExists, TempDir: os.TempDir(), ReadFile: readSmall}
 	o.User, _ = currentUserSID()
 	rec, err := loadRecord()
 	if err == nil {
@@ -42,6 +43,24 @@ func machineFacts(p *plan.Plan) Options {
 		o.Runner = exe
 	}
 	o.Git = readGitFacts(p.Environ, p.Identity.Home)
+	o.IsDir = func(path string) bool {
+		fi, err := os.Lstat(path)
+		return err == nil && fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 && fi.Mode()&os.ModeIrregular == 0
+	}
+	group := ""
+	if rec != nil {
+		group = rec.GroupSID
+	}
+	o.PathReadable = func(dir string) (bool, bool) {
+		d, ok, err := readDACL(dir, true)
+		if err != nil {
+			return false, false
+		}
+		if !ok {
+			return true, true // not there: nothing of it runs anywhere
+		}
+		return sandboxCanRead(d.aces, d.null, group), true
+	}
 	return o
 }
 
@@ -229,6 +248,9 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	}
 	userSID := rec.Users[spec.User]
 	password, err := loadPassword(spec.User)
+	if errors.Is(err, errDPAPINoKey) {
+		return 125, err
+	}
 	if err != nil || userSID == "" {
 		return 125, fmt.Errorf("sandbox user %s: %v; run `agentbox setup`", spec.User, err)
 	}
@@ -236,6 +258,15 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		if err := logonGate(spec.User, n); err != nil {
 			return 125, err
 		}
+	}
+	// Placeholders for missing control folders (controlfolder.go), made
+	// before their deny ACE is applied and removed, when still empty,
+	// once every process of the run has ended (this defer runs after the
+	// job's).
+	made, err := makePlaceholders(spec.Placeholders)
+	defer removePlaceholders(made)
+	if err != nil {
+		return 125, err
 	}
 	// The folders agentbox owns exist by now, and are the user's own, not
 	// a link planted by someone else (supervise.Run prepared them) before
@@ -248,7 +279,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 
 	// The runner's own job: when agentbox exits or dies, closing this handle
 	// kills the runner and, through it, the command's nested job.
-	job, err := newJob(JobLimits{})
+	job, err := newJob(JobLimits{UI: JobUILimits})
 	if err != nil {
 		return 125, err
 	}
@@ -290,22 +321,19 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		windows.CloseHandle(fromRunnerH)
 		return 125, err
 	}
-	// The window station and desktop: agentbox's own on the interactive
-	// desktop; a private one elsewhere (station.go).
-	desktop, runnerDesktop := desktopName(), ""
-	if st, flags, session, known := processStation(); needPrivateStation(st, flags, session, known) {
-		me, _ := currentUserSID()
-		d, closeDesktop, err := privateDesktop(stationSDDL(rec.GroupSID, me, spec.Spawn.RestrictingSIDs))
-		if err != nil {
-			windows.CloseHandle(toRunnerH)
-			windows.CloseHandle(fromRunnerH)
-			windows.CloseHandle(errH)
-			return 125, fmt.Errorf("agentbox runs on window station %q, not the interactive one (an SSH session or a service), where the sandbox user's programs cannot start, and a private one could not be made: %w; run agentbox from a desktop session", st, err)
-		}
-		defer closeDesktop()
-		desktop, runnerDesktop = d, d
+	// The window station and desktop: the run's own, on the interactive
+	// desktop too (station.go); the runner and the command both start
+	// there, and the box never runs on the user's desktop.
+	me, _ := currentUserSID()
+	desktop, closeDesktop, err := privateDesktop(stationSDDL(rec.GroupSID, me, spec.Spawn.RestrictingSIDs))
+	if err != nil {
+		windows.CloseHandle(toRunnerH)
+		windows.CloseHandle(fromRunnerH)
+		windows.CloseHandle(errH)
+		return 125, fmt.Errorf("a window station and desktop of the run's own could not be made (the box never runs on your desktop): %w", err)
 	}
-	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, runnerDesktop, job)
+	defer closeDesktop()
+	proc, pid, err := launchRunner(exe, spec.User, password, []string{inName, outName, errName}, desktop, job)
 	if err != nil {
 		windows.CloseHandle(toRunnerH)
 		windows.CloseHandle(fromRunnerH)
@@ -461,12 +489,11 @@ var launchRunner = startRunner
 
 // startRunner starts agentbox in runner mode as the sandbox user, suspended,
 // puts it in job and resumes it. LOGON_WITH_PROFILE loads the user's profile
-// so HKCU and %USERPROFILE% exist for the tools it runs. desktop is ""
-// on the interactive desktop: the new process gets agentbox's own window
-// station and desktop, and the Secondary Logon service grants the new
-// logon access to them (CreateProcessWithLogonW, remarks). Elsewhere (an
-// SSH session, a service) it does not, and desktop is the run's private
-// one (station.go), whose DACL grants the sandbox group.
+// so HKCU and %USERPROFILE% exist for the tools it runs. desktop is the
+// run's own window station and desktop (station.go), named in the call's
+// STARTUPINFO: named explicitly, it gets no grant from the Secondary Logon
+// service (which grants the new logon the caller's desktop only when none
+// is named), and its own DACL grants the sandbox group.
 func startRunner(exe, user, password string, pipes []string, desktop string, job windows.Handle) (windows.Handle, uint32, error) {
 	u, _ := windows.UTF16PtrFromString(user)
 	dot, _ := windows.UTF16PtrFromString(".")
@@ -487,13 +514,12 @@ func startRunner(exe, user, password string, pipes []string, desktop string, job
 		return 0, 0, err
 	}
 	cwd, _ := windows.UTF16PtrFromString(sysdir)
+	if !isPrivateDesktop(desktop) {
+		return 0, 0, fmt.Errorf("the runner's desktop %q is not a window station and desktop of the run's own", desktop)
+	}
 	si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
-	if desktop != "" {
-		// Named explicitly, the desktop gets no grant from the Secondary
-		// Logon service: a private one grants the sandbox group itself.
-		if si.Desktop, err = windows.UTF16PtrFromString(desktop); err != nil {
-			return 0, 0, err
-		}
+	if si.Desktop, err = windows.UTF16PtrFromString(desktop); err != nil {
+		return 0, 0, err
 	}
 	var pi windows.ProcessInformation
 	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_NO_WINDOW | windows.CREATE_UNICODE_ENVIRONMENT)
@@ -690,5 +716,37 @@ func watchResize(w io.Writer, stdout *os.File, cols, rows uint16) {
 				return
 			}
 		}
+	}
+}
+
+// makePlaceholders makes each missing control folder as an empty folder
+// of the caller's (controlfolder.go) and returns those it made. A path
+// that exists by now (the user made it) is left alone; its deny ACE still
+// applies. A path that cannot be made fails the run: what it stands for
+// would be unprotected.
+func makePlaceholders(paths []string) ([]string, error) {
+	var made []string
+	for _, p := range paths {
+		err := os.Mkdir(p, 0o755)
+		if errors.Is(err, os.ErrExist) {
+			if fi, lerr := os.Lstat(p); lerr == nil && fi.IsDir() && fi.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0 {
+				continue
+			}
+			return made, fmt.Errorf("placeholder %s: something other than a folder is there now", p)
+		}
+		if err != nil {
+			return made, fmt.Errorf("placeholder %s: %w", p, err)
+		}
+		made = append(made, p)
+	}
+	return made, nil
+}
+
+// removePlaceholders removes the placeholders makePlaceholders made that
+// are still empty; one that is not (someone outside the box wrote there
+// during the run) stays, and the after-run check looks at it.
+func removePlaceholders(made []string) {
+	for i := len(made) - 1; i >= 0; i-- {
+		os.Remove(made[i]) // fails on a folder that is not empty
 	}
 }

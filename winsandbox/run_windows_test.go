@@ -186,6 +186,7 @@ func wineSetup(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wineTrust(t)
 	t.Setenv("ProgramData", tempDir(t))
 	dir, err := machineDir()
 	if err != nil {

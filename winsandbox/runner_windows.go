@@ -285,6 +285,9 @@ func (ch *child) close() {
 // the command suspended, puts it in the job and resumes it. On failure it
 // names the stage that failed.
 func startChild(req *SpawnRequest) (*child, string, error) {
+	if err := checkSpawnUI(req); err != nil {
+		return nil, "desktop", err
+	}
 	token, err := restrictedToken(req.RestrictingSIDs)
 	if err != nil {
 		return nil, "token", err
@@ -455,11 +458,12 @@ func startChild(req *SpawnRequest) (*child, string, error) {
 // explicitly: without it, reaching a writable root inside a profile the
 // sandbox user may not list (C:\Users\me\proj) fails.
 //
-// The token's default DACL is replaced by one granting the user, the logon
-// SID and SYSTEM full access: objects the command creates without
-// inheritance (named pipes, events) get that DACL, and without a
+// The token's default DACL and the token object's own DACL are replaced
+// by one granting the user, SYSTEM, the logon SID and the capability SIDs
+// full access (token.go): objects the command creates without inheritance
+// (named pipes, events, its processes) get that DACL, and without a
 // restricting SID in it the command could not open its own objects for
-// writing.
+// writing, nor adjust its own token as MSYS2 programs do.
 //
 // Reference: "Restricted Tokens" and CreateRestrictedToken,
 // https://learn.microsoft.com/windows/win32/secauthz/restricted-tokens
@@ -503,14 +507,16 @@ func restrictedToken(capabilities []string) (windows.Token, error) {
 		tok.Close()
 		return 0, fmt.Errorf("GetTokenInformation(TokenUser): %w", err)
 	}
-	system, err := windows.CreateWellKnownSid(windows.WinLocalSystemSid)
-	if err != nil {
-		tok.Close()
-		return 0, err
-	}
-	owners := []*windows.SID{user.User.Sid, logon, system}
+	// The token's own DACL and its default DACL (token.go).
 	var entries []windows.EXPLICIT_ACCESS
-	for _, sid := range owners {
+	var owners []*windows.SID
+	for _, s := range tokenDACLSIDs(user.User.Sid.String(), logon.String(), capabilities) {
+		sid, err := windows.StringToSid(s)
+		if err != nil {
+			tok.Close()
+			return 0, fmt.Errorf("token DACL SID %q: %w", s, err)
+		}
+		owners = append(owners, sid)
 		entries = append(entries, windows.EXPLICIT_ACCESS{
 			AccessPermissions: windows.GENERIC_ALL,
 			AccessMode:        windows.GRANT_ACCESS,
@@ -519,7 +525,6 @@ func restrictedToken(capabilities []string) (windows.Token, error) {
 	}
 	acl, err := windows.ACLFromEntries(entries, nil)
 	runtime.KeepAlive(owners) // TrusteeValueFromSID keeps only a uintptr
-	runtime.KeepAlive(user)
 	if err != nil {
 		tok.Close()
 		return 0, fmt.Errorf("default DACL: %w", err)
@@ -528,6 +533,21 @@ func restrictedToken(capabilities []string) (windows.Token, error) {
 	if err := windows.SetTokenInformation(tok, windows.TokenDefaultDacl, (*byte)(unsafe.Pointer(&dd)), uint32(unsafe.Sizeof(dd))); err != nil {
 		tok.Close()
 		return 0, fmt.Errorf("SetTokenInformation(TokenDefaultDacl): %w", err)
+	}
+	// A handle with WRITE_DAC, whatever access CreateRestrictedToken's
+	// handle has: the runner's own default DACL grants its user full
+	// access to the token object it made.
+	var wd windows.Handle
+	me := windows.CurrentProcess()
+	if err := windows.DuplicateHandle(me, windows.Handle(tok), me, &wd, windows.WRITE_DAC, false, 0); err != nil {
+		tok.Close()
+		return 0, fmt.Errorf("DuplicateHandle(token, WRITE_DAC): %w", err)
+	}
+	err = windows.SetSecurityInfo(wd, windows.SE_KERNEL_OBJECT, windows.DACL_SECURITY_INFORMATION, nil, nil, acl, nil)
+	windows.CloseHandle(wd)
+	if err != nil {
+		tok.Close()
+		return 0, fmt.Errorf("SetSecurityInfo(token DACL): %w", err)
 	}
 	return tok, nil
 }
@@ -581,6 +601,8 @@ func logonSID(t windows.Token) (*windows.SID, error) {
 //     fails), so nothing escapes the kill.
 //   - JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION: a crashing process dies
 //     instead of waiting on an error dialog no one sees.
+//   - limits.UI: the UI restrictions (station.go), JobUILimits on both
+//     jobs of every run; a job that cannot get them is not used.
 //
 // Model: Tailscale's createJob in util/winutil/s4u/s4u_windows.go.
 func newJob(limits JobLimits) (windows.Handle, error) {
@@ -606,6 +628,12 @@ func newJob(limits JobLimits) (windows.Handle, error) {
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		windows.CloseHandle(job)
 		return 0, fmt.Errorf("SetInformationJobObject: %w", err)
+	}
+	if limits.UI != 0 {
+		if err := setUILimits(job, limits.UI); err != nil {
+			windows.CloseHandle(job)
+			return 0, err
+		}
 	}
 	return job, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
@@ -143,17 +144,58 @@ func TestWindowsRestrictedToken(t *testing.T) {
 }
 
 func TestWindowsJob(t *testing.T) {
-	job, err := newJob(JobLimits{ActiveProcesses: 8, MemoryBytes: 1 << 30, CPUSeconds: 60})
+	job, err := newJob(JobLimits{ActiveProcesses: 8, MemoryBytes: 1 << 30, CPUSeconds: 60, UI: JobUILimits})
 	if err != nil {
 		t.Fatal(err)
 	}
-	windows.CloseHandle(job)
+	defer windows.CloseHandle(job)
+	// The UI restrictions read back as set.
+	var info windows.JOBOBJECT_BASIC_UI_RESTRICTIONS
+	if err := windows.QueryInformationJobObject(job, windows.JobObjectBasicUIRestrictions, uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info)), nil); err != nil {
+		if underWine() {
+			// Wine accepts the restrictions and cannot report them.
+			t.Logf("QueryInformationJobObject(JobObjectBasicUIRestrictions) under Wine: %v", err)
+			return
+		}
+		t.Fatalf("QueryInformationJobObject(JobObjectBasicUIRestrictions): %v", err)
+	}
+	if info.UIRestrictionsClass != JobUILimits {
+		t.Errorf("the job's UI restrictions are %s, want %s", uiLimitText(info.UIRestrictionsClass), uiLimitText(JobUILimits))
+	}
+}
+
+// TestWindowsUILimitValues: the UI restriction values station.go declares
+// are Windows' own.
+func TestWindowsUILimitValues(t *testing.T) {
+	want := uint32(windows.JOB_OBJECT_UILIMIT_HANDLES | windows.JOB_OBJECT_UILIMIT_READCLIPBOARD | windows.JOB_OBJECT_UILIMIT_WRITECLIPBOARD |
+		windows.JOB_OBJECT_UILIMIT_SYSTEMPARAMETERS | windows.JOB_OBJECT_UILIMIT_DISPLAYSETTINGS | windows.JOB_OBJECT_UILIMIT_GLOBALATOMS |
+		windows.JOB_OBJECT_UILIMIT_DESKTOP | windows.JOB_OBJECT_UILIMIT_EXITWINDOWS)
+	if JobUILimits != want {
+		t.Errorf("JobUILimits = %#x, Windows' flags give %#x", JobUILimits, want)
+	}
+}
+
+// TestWindowsRunnerRefusesUserDesktop: the runner starts nothing on the
+// user's desktop, nor in a job without the UI restrictions.
+func TestWindowsRunnerRefusesUserDesktop(t *testing.T) {
+	_, _, e := runRunnerOn(t, desktopName(), `cmd.exe /d /c echo on the user's desktop`, "", false)
+	if e == nil || e.Stage != "desktop" {
+		t.Fatalf("a spawn on %q gave %+v, want a desktop error", desktopName(), e)
+	}
 }
 
 // runRunner runs serveRunner over real pipes with a spawn request for
-// cmdline and returns the output and exit code the client saw.
+// cmdline, on a window station and desktop of its own as every run is,
+// and returns the output and exit code the client saw.
 func runRunner(t *testing.T, cmdline string, stdin string, terminate bool) (string, uint32, *ErrorInfo) {
-	return runRunnerOn(t, desktopName(), cmdline, stdin, terminate)
+	t.Helper()
+	cwd, _ := os.Getwd()
+	d, closeDesktop, err := privateDesktop(stationSDDL(selfSID(t), selfSID(t), []string{CapabilitySID(cwd)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDesktop()
+	return runRunnerOn(t, d, cmdline, stdin, terminate)
 }
 
 // runRunnerOn is runRunner with the command on desktop.
@@ -169,6 +211,7 @@ func runRunnerOn(t *testing.T, desktop, cmdline string, stdin string, terminate 
 		Cwd:             cwd,
 		Env:             sortEnv(os.Environ()),
 		RestrictingSIDs: []string{CapabilitySID(cwd)},
+		Limits:          JobLimits{UI: JobUILimits},
 		Desktop:         desktop,
 	}
 	var m Machine
@@ -277,9 +320,9 @@ func TestWindowsDPAPIRoundTrip(t *testing.T) {
 	}
 }
 
-// TestWindowsDesktopName: the window station and desktop Run names for the
-// command is this process's own, "WinSta0\Default" on an interactive
-// desktop.
+// TestWindowsDesktopName: desktopName reads this process's window station
+// and desktop ("WinSta0\Default" on an interactive desktop), the one a
+// spawn request may never name.
 func TestWindowsDesktopName(t *testing.T) {
 	d := desktopName()
 	if ws, desk, ok := strings.Cut(d, `\`); !ok || ws == "" || desk == "" {
@@ -288,23 +331,20 @@ func TestWindowsDesktopName(t *testing.T) {
 	t.Logf("desktop: %s", d)
 }
 
-// TestWindowsPrivateDesktop: the window station and desktop a run makes
-// where agentbox is not on the interactive one (an SSH session, a
-// service) can be made, and the runner starts a command on it that loads
+// TestWindowsPrivateDesktop: the window station and desktop every run
+// makes can be made, and the runner starts a command on it that loads
 // user32 (cmd.exe does), with its output and exit code as on any other.
 // Under Wine this shows the calls and the command's start; that the
 // sandbox user gets access there only through the DACL is for Windows.
 func TestWindowsPrivateDesktop(t *testing.T) {
-	st, flags, session, known := processStation()
-	t.Logf("this process: window station %q, flags %#x, session %d (read: %v); a private one needed: %v", st, flags, session, known, needPrivateStation(st, flags, session, known))
 	cwd, _ := os.Getwd()
 	d, closeDesktop, err := privateDesktop(stationSDDL(selfSID(t), selfSID(t), []string{CapabilitySID(cwd)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeDesktop()
-	if !strings.HasPrefix(d, "agentbox-") || !strings.HasSuffix(d, `\Default`) {
-		t.Errorf("private desktop %q, want agentbox-…\\Default", d)
+	if !isPrivateDesktop(d) || strings.HasSuffix(d, `\Default`) {
+		t.Errorf("private desktop %q, want agentbox-…\\agentbox", d)
 	}
 	out, code, e := runRunnerOn(t, d, `cmd.exe /d /c echo on a desktop of its own& exit 4`, "", false)
 	if e != nil {

@@ -97,6 +97,16 @@ type Options struct {
 	// Git is the caller's global git configuration, of which the box's
 	// git gets a part (gitconfig.go); nil when it was not read.
 	Git *GitFacts
+	// PathReadable reports whether the sandbox users may read a folder of
+	// the command's PATH (known false when that could not be read); nil
+	// when it was not read (pathread.go).
+	PathReadable func(dir string) (ok, known bool)
+	// ReadFile reads a small file (a .cmd the command resolves to, to
+	// tell an npm shim: npmshim.go); nil runs every batch file as one.
+	ReadFile func(path string) ([]byte, error)
+	// IsDir reports whether a path is a folder (not a link to one); nil
+	// when it was not read (controlfolder.go).
+	IsDir func(path string) bool
 }
 
 // Rights is a named set of file access rights an ACE grants or denies.
@@ -124,6 +134,10 @@ const (
 	RightsDelete Rights = "delete"
 	// RightsAll (deny): everything but SYNCHRONIZE.
 	RightsAll Rights = "all"
+	// RightsCreate (deny): adding a file or a subfolder to a folder
+	// (FILE_ADD_FILE, FILE_ADD_SUBDIRECTORY), without inheritance: what is
+	// in the folder keeps the access it had (controlfolder.go).
+	RightsCreate Rights = "create"
 )
 
 // Access mask bits (winnt.h), repeated here so the pure half needs no
@@ -157,6 +171,8 @@ func FileRights(r Rights) uint32 {
 		return fileWriteData | fileAppendData | fileWriteEA | fileWriteAttributes | accessDelete | fileDeleteChild | writeDAC | writeOwner
 	case RightsDelete:
 		return accessDelete
+	case RightsCreate:
+		return fileWriteData | fileAppendData
 	case RightsAll:
 		return fileReadData | fileWriteData | fileAppendData | fileReadEA | fileWriteEA | fileExecute |
 			fileDeleteChild | fileReadAttributes | fileWriteAttributes | accessDelete | readControl | writeDAC | writeOwner
@@ -238,6 +254,10 @@ type Spec struct {
 	// Git are the files of the box's global git configuration, which Run
 	// writes into the box's temporary folder (gitconfig.go).
 	Git []GitFile `json:"git_files,omitempty"`
+	// Placeholders are the missing control folders Run makes, empty and
+	// read-only for the box, before the command starts, and removes after
+	// it when still empty (controlfolder.go).
+	Placeholders []string `json:"placeholders,omitempty"`
 	// Refuse, when set, says why the command cannot run at all.
 	Refuse *Refusal          `json:"refuse,omitempty"`
 	Spawn  SpawnRequest      `json:"spawn"`
@@ -417,6 +437,11 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 			pin(dir, r.origin+" (keeps "+r.path+" from being moved away)")
 		}
 	}
+	// Missing control folders and files, kept during the run too
+	// (controlfolder.go).
+	placeholders, controlACEs := controlKeep(p.HostExec.Guards, opts.IsDir)
+	s.Placeholders = placeholders
+	s.ACEs = append(s.ACEs, controlACEs...)
 	// What the sandbox users must read besides the plan's paths: the
 	// runner, the command's program, a working directory outside the
 	// writable roots, each no broader than it must be (readgrant.go).
@@ -472,13 +497,34 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	s.Spawn.Cwd = p.Cwd
 	s.Spawn.Env = env
 	s.Spawn.Args = append([]string(nil), p.Command...)
-	if r := commandLine(&s.Spawn, p.Command, env, opts.Exists); r != nil {
+	pathCovered := func(x string) bool {
+		if innermost(writable, x) != "" {
+			return true
+		}
+		for _, g := range grants {
+			if g.Folder && winWithin(x, g.Path) {
+				return true
+			}
+		}
+		return false
+	}
+	pathGrants, pathNotes := pathReadGrants(env, opts.PathReadable, func(x string) bool {
+		return pathCovered(x) || innermost(hidden, x) != ""
+	}, p.Identity.Home, opts.TempDir)
+	for _, g := range pathGrants {
+		s.ACEs = append(s.ACEs, ACE{Path: g.Path, Trustee: GroupName, Rights: RightsRead, Inherit: g.Folder, IfUsersCannotRead: true, Origin: g.Origin})
+	}
+	for _, n := range pathNotes {
+		note("%s", n)
+	}
+	if r := commandLine(&s.Spawn, p.Command, env, opts.Exists, opts.ReadFile); r != nil {
 		s.Refuse = r
 	}
 	s.Spawn.Limits = JobLimits{
 		ActiveProcesses: uint32(min(p.Limits.Processes, 1<<32-1)),
 		MemoryBytes:     p.Limits.Memory,
 		CPUSeconds:      p.Limits.CPUTime,
+		UI:              JobUILimits,
 	}
 	return s, nil
 }
@@ -640,7 +686,7 @@ func innermost(writable []pathRule, p string) string {
 // commandLine fills in the program and command line of req, or says why
 // the command cannot run: not found in the sandbox's PATH (127), or not
 // something a Windows command line can start (126).
-func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool) *Refusal {
+func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool, read func(string) ([]byte, error)) *Refusal {
 	prog := argv[0]
 	if exists != nil {
 		prog = lookPath(argv[0], env, exists)
@@ -649,6 +695,28 @@ func commandLine(req *SpawnRequest, argv, env []string, exists func(string) bool
 		}
 		if alias(prog) {
 			return &Refusal{Status: 126, Reason: prog + ": an App Execution Alias (a link to a Microsoft Store app), which only the user who installed the app can start; name the program's real .exe, or install it outside the Store"}
+		}
+	}
+	if isBatch(prog) && exists != nil && read != nil {
+		// An npm shim runs as what it runs: node on its script
+		// (npmshim.go), so % and " reach the script intact.
+		if data, err := read(prog); err == nil {
+			if script, ok := npmShimScript(string(data)); ok {
+				dir := winDir(prog)
+				js := winJoin(dir, script)
+				node := winJoin(dir, "node.exe")
+				if !exists(node) {
+					node = lookPath("node", env, exists)
+				}
+				if node != "" && exists(js) {
+					line, err := CommandLine(append([]string{node, js}, argv[1:]...))
+					if err != nil {
+						return &Refusal{Status: 126, Reason: err.Error()}
+					}
+					req.Application, req.CommandLine = node, line
+					return nil
+				}
+			}
 		}
 	}
 	if isBatch(prog) {
@@ -726,6 +794,10 @@ func portRange(lo, hi int) string {
 	}
 	return strconv.Itoa(lo) + "-" + strconv.Itoa(hi)
 }
+
+// stagingRuleName is the name a rule is added under while setup replaces
+// it (setFirewallRules): the old rule goes only once the new one is there.
+func stagingRuleName(name string) string { return name + " (being replaced)" }
 
 // FirewallSDDL returns a rule's LocalUserAuthorizedList with the offline
 // user's SID filled in.

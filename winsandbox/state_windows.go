@@ -252,11 +252,19 @@ func loadPassword(user string) (string, error) {
 		return "", fmt.Errorf("reading the sandbox passwords: %w", err)
 	}
 	p, err := unprotect(secrets[user])
+	var code windows.Errno
+	if errors.As(err, &code) && dpapiNoKey(uint32(code)) {
+		return "", errDPAPINoKey
+	}
 	if err != nil {
 		return "", fmt.Errorf("password of %s: %w", user, err)
 	}
 	return string(p), nil
 }
+
+// errDPAPINoKey is loadPassword's error when this logon cannot decrypt
+// the stored passwords (dpapiNoKey).
+var errDPAPINoKey = errors.New(dpapiNoKeyLine)
 
 // currentUserSID is the SID of the calling process's user.
 func currentUserSID() (string, error) {

@@ -2,7 +2,6 @@ package winsandbox
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -10,8 +9,8 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// The Windows half of station.go: reading the process's window station
-// and making a run's own.
+// The Windows half of station.go: making a run's own window station and
+// desktop, and a job's UI restrictions.
 
 var (
 	procCreateWindowStationW    = moduser32.NewProc("CreateWindowStationW")
@@ -21,42 +20,9 @@ var (
 	procCloseWindowStation      = moduser32.NewProc("CloseWindowStation")
 )
 
-// userObjectFlags is USEROBJECTFLAGS.
-type userObjectFlags struct {
-	Inherit  int32
-	Reserved int32
-	Flags    uint32
-}
-
-// processStation reads this process's window station: its name, its
-// USEROBJECTFLAGS flags and the process's session. known is false when
-// any of it cannot be read.
-func processStation() (name string, flags, session uint32, known bool) {
-	if moduser32.Load() != nil {
-		return "", 0, 0, false
-	}
-	if windows.ProcessIdToSessionId(windows.GetCurrentProcessId(), &session) != nil {
-		return "", 0, 0, false
-	}
-	ws, _, _ := procGetProcessWindowStation.Call()
-	if ws == 0 {
-		return "", 0, session, false
-	}
-	const uoiFlags, uoiName = 1, 2
-	var f userObjectFlags
-	var n uint32
-	if r, _, _ := procGetUserObjectInformationW.Call(ws, uoiFlags, uintptr(unsafe.Pointer(&f)), unsafe.Sizeof(f), uintptr(unsafe.Pointer(&n))); r == 0 {
-		return "", 0, session, false
-	}
-	buf := make([]uint16, 256)
-	if r, _, _ := procGetUserObjectInformationW.Call(ws, uoiName, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)*2), uintptr(unsafe.Pointer(&n))); r == 0 {
-		return "", f.Flags, session, false
-	}
-	return windows.UTF16ToString(buf), f.Flags, session, true
-}
-
-// privateDesktop makes a window station and a desktop in it for one run,
-// with the DACL sddl (stationSDDL), and returns "station\desktop" and the
+// privateDesktop makes a window station and a desktop in it for one run
+// (privateStationName), with the DACL sddl (stationSDDL), and returns
+// "station\desktop" and the
 // function that closes both (they go when their last handle closes: the
 // run's processes hold theirs until they end).
 func privateDesktop(sddl string) (string, func(), error) {
@@ -66,8 +32,10 @@ func privateDesktop(sddl string) (string, func(), error) {
 	}
 	sa := &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}
 	var b [8]byte
-	rand.Read(b[:])
-	station := "agentbox-" + hex.EncodeToString(b[:])
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", nil, err
+	}
+	station, deskName := privateStationName(b)
 	name, _ := windows.UTF16PtrFromString(station)
 	const winstaAllAccess, genericAll = 0x37f, 0x10000000
 	ws, _, e := procCreateWindowStationW.Call(uintptr(unsafe.Pointer(name)), 0, winstaAllAccess, uintptr(unsafe.Pointer(sa)))
@@ -85,7 +53,7 @@ func privateDesktop(sddl string) (string, func(), error) {
 		closeStation()
 		return "", nil, failed("SetProcessWindowStation", e)
 	}
-	desk, _ := windows.UTF16PtrFromString("Default")
+	desk, _ := windows.UTF16PtrFromString(deskName)
 	d, _, e := procCreateDesktopW.Call(uintptr(unsafe.Pointer(desk)), 0, 0, 0, genericAll, uintptr(unsafe.Pointer(sa)))
 	procSetProcessWindowStation.Call(old)
 	runtime.KeepAlive(sd)
@@ -93,5 +61,15 @@ func privateDesktop(sddl string) (string, func(), error) {
 		closeStation()
 		return "", nil, failed("CreateDesktopW", e)
 	}
-	return station + `\Default`, func() { procCloseDesktop.Call(d); closeStation() }, nil
+	return station + `\` + deskName, func() { procCloseDesktop.Call(d); closeStation() }, nil
+}
+
+// setUILimits sets a job's UI restrictions (JOBOBJECT_BASIC_UI_RESTRICTIONS).
+func setUILimits(job windows.Handle, flags uint32) error {
+	info := windows.JOBOBJECT_BASIC_UI_RESTRICTIONS{UIRestrictionsClass: flags}
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectBasicUIRestrictions,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		return fmt.Errorf("SetInformationJobObject(JobObjectBasicUIRestrictions %s): %w", uiLimitText(flags), err)
+	}
+	return nil
 }

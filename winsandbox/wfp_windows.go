@@ -1,8 +1,10 @@
 package winsandbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"unsafe"
 
@@ -93,9 +95,11 @@ type fwpmSublayer0 struct {
 const (
 	fwpUint8                  = 1
 	fwpUint16                 = 2
+	fwpUint32                 = 3
 	fwpSecurityDescriptorType = 14
 	fwpMatchEqual             = 0
 	fwpActionBlock            = 0x1001 // FWP_ACTION_BLOCK | FWP_ACTION_FLAG_TERMINATING
+	fwpActionPermit           = 0x1002 // FWP_ACTION_PERMIT | FWP_ACTION_FLAG_TERMINATING
 	fwpmFlagPersistent        = 1      // for providers, sublayers and filters alike
 	fwpEFilterNotFound        = 0x80320003
 	fwpENotFound              = 0x80320008
@@ -111,6 +115,9 @@ var (
 	layerALEAuthConnectV6     = mustGUID("{4a72393b-319f-44bc-84c3-ba54dcb3b6b4}")
 	layerALEResourceAssignV4  = mustGUID("{1247d66d-0b60-4a15-8d44-7155d0f53a0c}")
 	layerALEResourceAssignV6  = mustGUID("{55a650e1-5f0a-4eca-a653-88f53b26aa8c}")
+	layerALEAuthRecvAcceptV4  = mustGUID("{e1cd9fe7-f4b5-4273-96c0-592e487b8650}")
+	layerALEAuthRecvAcceptV6  = mustGUID("{a3b42c97-9f04-4672-b87e-cee9c483257f}")
+	conditionIPRemoteAddress  = mustGUID("{b235ae9a-1d64-49b8-a44c-5ff3d9095045}")
 	conditionALEUserID        = mustGUID("{af043a0a-b34d-4f86-979c-c90371af6e66}")
 	conditionIPProtocol       = mustGUID("{3971ef2b-623e-4f9a-8cb1-6e79b806b9a7}")
 	conditionIPRemotePort     = mustGUID("{c35a604d-d22b-4e1a-91b4-68f674ee674b}")
@@ -148,7 +155,13 @@ func wfpCall(p *windows.LazyProc, ok []uint32, args ...uintptr) error {
 
 // withWFP opens the filter engine, runs f in one transaction and commits
 // it (or aborts it when f fails).
-func withWFP(f func(engine uintptr) error) error {
+func withWFP(f func(engine uintptr) error) error { return withWFPTxn(0, f) }
+
+// fwpmTxnReadOnly is FWPM_TXN_READ_ONLY.
+const fwpmTxnReadOnly = 1
+
+// withWFPTxn is withWFP with the transaction's flags.
+func withWFPTxn(flags uint32, f func(engine uintptr) error) error {
 	if err := modfwpuclnt.Load(); err != nil {
 		return fmt.Errorf("the Windows Filtering Platform is not available: %w", err)
 	}
@@ -159,7 +172,7 @@ func withWFP(f func(engine uintptr) error) error {
 		return err
 	}
 	defer procFwpmEngineClose0.Call(engine)
-	if err := wfpCall(procFwpmTransactionBegin0, nil, engine, 0); err != nil {
+	if err := wfpCall(procFwpmTransactionBegin0, nil, engine, uintptr(flags)); err != nil {
 		return err
 	}
 	if err := f(engine); err != nil {
@@ -202,12 +215,32 @@ func installWFP(filters []WFPFilter, userSID string) error {
 			if f.Protocol != 0 {
 				conds = append(conds, fwpmFilterCondition0{FieldKey: conditionIPProtocol, MatchType: fwpMatchEqual, Value: fwpValue0{Type: fwpUint8, Value: uintptr(f.Protocol)}})
 			}
+			if f.RemoteV4 != "" {
+				ip := net.ParseIP(f.RemoteV4).To4()
+				if ip == nil || f.IPv6 {
+					return fmt.Errorf("filter %q: remote address %q is not an IPv4 address", f.Name, f.RemoteV4)
+				}
+				// FWP_UINT32, in host byte order.
+				conds = append(conds, fwpmFilterCondition0{FieldKey: conditionIPRemoteAddress, MatchType: fwpMatchEqual, Value: fwpValue0{Type: fwpUint32, Value: uintptr(binary.BigEndian.Uint32(ip))}})
+			}
 			if f.RemotePort != 0 {
 				conds = append(conds, fwpmFilterCondition0{FieldKey: conditionIPRemotePort, MatchType: fwpMatchEqual, Value: fwpValue0{Type: fwpUint16, Value: uintptr(f.RemotePort)}})
 			}
-			layer := map[string]windows.GUID{"connect": layerALEAuthConnectV4, "assign": layerALEResourceAssignV4}[f.Layer]
+			layers := map[string]windows.GUID{"connect": layerALEAuthConnectV4, "assign": layerALEResourceAssignV4, "accept": layerALEAuthRecvAcceptV4}
 			if f.IPv6 {
-				layer = map[string]windows.GUID{"connect": layerALEAuthConnectV6, "assign": layerALEResourceAssignV6}[f.Layer]
+				layers = map[string]windows.GUID{"connect": layerALEAuthConnectV6, "assign": layerALEResourceAssignV6, "accept": layerALEAuthRecvAcceptV6}
+			}
+			layer, ok := layers[f.Layer]
+			if !ok {
+				return fmt.Errorf("filter %q: unknown layer %q", f.Name, f.Layer)
+			}
+			action := uint32(fwpActionBlock)
+			if f.Permit {
+				action = fwpActionPermit
+			}
+			var weight fwpValue0 // FWP_EMPTY: the engine chooses
+			if f.Weight != 0 {
+				weight = fwpValue0{Type: fwpUint8, Value: uintptr(f.Weight)}
 			}
 			filter := fwpmFilter0{
 				FilterKey:           mustGUID("{" + f.Key + "}"),
@@ -218,7 +251,8 @@ func installWFP(filters []WFPFilter, userSID string) error {
 				SubLayerKey:         sublayerKey,
 				NumFilterConditions: uint32(len(conds)),
 				FilterCondition:     &conds[0],
-				Action:              fwpmAction0{Type: fwpActionBlock},
+				Weight:              weight,
+				Action:              fwpmAction0{Type: action},
 			}
 			var id uint64
 			if err := wfpCall(procFwpmFilterAdd0, nil, engine, uintptr(unsafe.Pointer(&filter)), 0, uintptr(unsafe.Pointer(&id))); err != nil {
@@ -234,9 +268,14 @@ func installWFP(filters []WFPFilter, userSID string) error {
 }
 
 // checkWFP names each of agentbox's filters that is missing.
-func checkWFP(filters []WFPFilter) ([]string, error) {
+func checkWFP(filters []WFPFilter) ([]string, error) { return readWFP(filters) }
+
+// readWFP names each of agentbox's filters that is missing, in a
+// read-only transaction: setup --check, and every run that needs the
+// offline user (offlineFacts).
+func readWFP(filters []WFPFilter) ([]string, error) {
 	var missing []string
-	err := withWFP(func(engine uintptr) error {
+	err := withWFPTxn(fwpmTxnReadOnly, func(engine uintptr) error {
 		for _, f := range filters {
 			key := mustGUID("{" + f.Key + "}")
 			var out *fwpmFilter0
