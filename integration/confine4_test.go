@@ -3,10 +3,13 @@
 package integration
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,6 +83,84 @@ func TestSetidBitsClearedAfterRun(t *testing.T) {
 		var st unix.Stat_t
 		if err := unix.Stat(filepath.Join(w.project, "deep", "old"), &st); err != nil || st.Mode&0o777 != 0o755 {
 			t.Errorf("deep/old: mode %o (%v), want 755 kept without the setuid bit", st.Mode, err)
+		}
+	})
+}
+
+// Under Landlock the box shares the host's /dev/pts. Another session of
+// the user's has a terminal there ("other", opened here with its echo on);
+// the box runs on a terminal of its own. The box cannot open the other
+// terminal (read-write, read-only, write-only), so it can neither read
+// what is typed there nor turn its echo off; its own terminal works: by
+// its descriptors, by /dev/tty and (Landlock) by its own path.
+func TestOtherTerminalsClosed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be []string) {
+		w := newWorld(t)
+		_, other := openPty(t)
+		before, err := unix.IoctlGetTermios(int(other.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.Lflag&unix.ECHO == 0 {
+			t.Fatal("the other terminal starts with its echo off")
+		}
+		master, own := openPty(t)
+		go func() { // drain what the box writes to its terminal
+			buf := make([]byte, 4096)
+			for {
+				if _, err := master.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+		results := filepath.Join(w.project, "results")
+		script := `o=` + other.Name() + `
+exec >` + results + ` 2>&1
+(exec 3<>$o) 2>/dev/null && echo other-rdwr ok
+(exec 3<$o) 2>/dev/null && echo other-rdonly ok
+(exec 3>$o) 2>/dev/null && echo other-wronly ok
+stty -echo <$o 2>/dev/null && echo other-echo-off ok
+stty size <&0 >/dev/null && echo own-stdin ok
+(exec 3<>/dev/tty) && echo own-tty ok
+t=$(tty) && (exec 3<>$t) && echo own-path ok
+python3 -c 'import os; m, s = os.openpty(); print("box-pty ok")'
+true`
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		c := w.command(ctx, args([]string{"run"}, be, []string{"--", "sh", "-c", script})...)
+		c.Stdin, c.Stdout, c.Stderr = own, own, own
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if err := c.Run(); err != nil {
+			t.Fatalf("agentbox: %v", err)
+		}
+		data, _ := os.ReadFile(results)
+		got := outcomes(string(data))
+		t.Logf("in the box:\n%s", data)
+		for _, name := range []string{"other-rdwr", "other-rdonly", "other-wronly", "other-echo-off"} {
+			if got[name] == "ok" {
+				t.Errorf("%s: the box opened another session's terminal", name)
+			}
+		}
+		for _, name := range []string{"own-stdin", "own-tty"} {
+			if got[name] != "ok" {
+				t.Errorf("%s: the box's own terminal does not work", name)
+			}
+		}
+		// A pty the box makes: under bubblewrap in the box's own
+		// /dev/pts; under Landlock refused (docs/isolation.md, "Device
+		// nodes").
+		if be[1] == "bwrap" && got["box-pty"] != "ok" {
+			t.Errorf("box-pty: the box cannot make a pty of its own under bubblewrap")
+		}
+		if be[1] == "landlock" && got["own-path"] != "ok" {
+			t.Errorf("own-path: the box cannot open its own terminal by its path")
+		}
+		after, err := unix.IoctlGetTermios(int(other.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Lflag != before.Lflag {
+			t.Errorf("the other terminal's local modes changed: %#x, before %#x", after.Lflag, before.Lflag)
 		}
 	})
 }
