@@ -164,3 +164,47 @@ true`
 		}
 	})
 }
+
+// A trusted project policy says writable = ["out/gen"], inside the project.
+// Run 1 swaps out for a folder whose gen is a link to a folder elsewhere in
+// the home folder; run 2, with no new trust, must not make that folder
+// writable: it is refused (exit 125) with one line naming the file, line,
+// key and the fix, and the folder is unchanged. A policy whose paths still
+// lead where they led when it was trusted runs without new trust, and a
+// link the user trusts is used.
+func TestTrustedPathRelinked(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be []string) {
+		w := newWorld(t)
+		gitInit(t, w, w.project)
+		mkdir(t, filepath.Join(w.project, "out", "gen"))
+		other := filepath.Join(w.home, "other")
+		write(t, filepath.Join(other, "Makefile"), "all:\n")
+		file := filepath.Join(w.project, ".agentbox.toml")
+		write(t, file, "version = 1\n[filesystem]\nwritable = [\".\", \"out/gen\"]\n")
+		expectCode(t, w.run("trust"), 0)
+		r := w.sh(be, "echo x > out/gen/made && echo unchanged-ok")
+		expectCode(t, r, 0)
+		expectContains(t, "the trusted policy, unchanged", r.stdout, "unchanged-ok")
+
+		r = w.sh(be, "mv out out.old && mkdir out && ln -s "+other+" out/gen")
+		expectCode(t, r, 0)
+		r = w.sh(be, "echo pwned > "+other+"/Makefile; echo ran")
+		if r.code != 125 {
+			t.Errorf("the relinked policy path ran: %s", r)
+		}
+		expectContains(t, "the refusal", r.stderr, file+":3")
+		expectContains(t, "the refusal", r.stderr, "filesystem.writable")
+		expectContains(t, "the refusal", r.stderr, "agentbox trust")
+		if got, _ := os.ReadFile(filepath.Join(other, "Makefile")); string(got) != "all:\n" {
+			t.Errorf("the folder the link leads to was written: %q", got)
+		}
+
+		// The user looks and trusts the link: it is used as trusted.
+		r = w.run("trust")
+		expectCode(t, r, 0)
+		expectContains(t, "trust names the link", r.stdout, other)
+		r = w.sh(be, "echo mine > out/gen/Makefile && echo trusted-ok")
+		expectCode(t, r, 0)
+		expectContains(t, "the trusted link", r.stdout, "trusted-ok")
+	})
+}

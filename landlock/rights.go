@@ -46,7 +46,7 @@ const (
 	// devRights: the allowed device nodes. Truncate because a shell's
 	// "> /dev/null" opens with O_TRUNC; ioctl_dev because terminals need
 	// TCGETS/TIOCGWINSZ, which are not in Landlock's always-allowed ioctl list.
-	// read_dir only lets /dev/pts be listed; it means nothing on a file.
+	// read_dir means nothing on a file (grantNode leaves it out).
 	devRights = rightReadFile | rightWriteFile | rightTruncate | rightIoctlDev | rightReadDir
 	// terminalRights: the terminal agentbox runs on (grantTerminals).
 	terminalRights = devRights & fileRights
