@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/policy"
 )
 
 // setidFiles are the files under dir that have a setuid or setgid bit.
@@ -207,4 +210,46 @@ func TestTrustedPathRelinked(t *testing.T) {
 		expectCode(t, r, 0)
 		expectContains(t, "the trusted link", r.stdout, "trusted-ok")
 	})
+}
+
+// After the box tried to write in /sys, /proc and /dev (kernel interfaces:
+// cgroups, memory management, modules, kernel settings, device nodes),
+// learn proposes none of them as a writable folder, and says why it left
+// them out; a folder of the home folder written in the same run is still
+// proposed.
+func TestLearnProposesNoKernelInterface(t *testing.T) {
+	for _, backend := range linuxBackends {
+		t.Run(backend, func(t *testing.T) {
+			if backend == "landlock" {
+				needLandlock(t)
+			}
+			w := newWorld(t)
+			gitInit(t, w, w.project)
+			mkdir(t, filepath.Join(w.home, ".config", "tool"))
+			r := w.run("learn", "--backend", backend, "--", "sh", "-c", `
+echo 1 > /sys/fs/cgroup/agentbox-learn-probe/cgroup.procs
+mkdir /sys/fs/cgroup/agentbox-learn-probe
+echo 1 > /sys/kernel/mm/ksm/run
+touch /sys/module/agentbox-probe
+echo 1 > /proc/sys/vm/drop_caches
+touch /dev/agentbox-probe
+touch /dev/shm/agentbox-probe/x
+echo ok > ~/.config/tool/state
+exit 0`)
+			expectCode(t, r, 0)
+			file := filepath.Join(w.project, policy.ProjectFile)
+			writable := proposed(t, w, file, "filesystem.writable")
+			if !contains(writable, "~/.config/tool") {
+				t.Errorf("the safe folder was not proposed: %v\n%s", writable, r)
+			}
+			for _, v := range writable {
+				for _, k := range []string{"/sys", "/proc", "/dev"} {
+					if plan.Within(v, k) {
+						t.Errorf("proposed the kernel interface %s as writable\n%s", v, r)
+					}
+				}
+			}
+			expectContains(t, "what learn left out", r.stdout, "kernel")
+		})
+	}
 }
