@@ -43,7 +43,15 @@ func setidFiles(t *testing.T, dir string) []string {
 // the run.
 func TestOpenat2MakesNoSetuidFile(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be []string) {
-		w := newWorld(t)
+		for _, in := range inits {
+			t.Run(in.name, func(t *testing.T) { openat2NoSetuid(t, be, in.env) })
+		}
+	})
+}
+
+func openat2NoSetuid(t *testing.T, be []string, init string) {
+	{
+		w := initWorld(t, init)
 		os.Chmod(w.base, 0o755)
 		probe := buildC(t, w.base, "testdata/openat2probe.c")
 		r := w.run(args([]string{"run"}, be, []string{"--", probe, w.project})...)
@@ -62,7 +70,7 @@ func TestOpenat2MakesNoSetuidFile(t *testing.T) {
 		if files := setidFiles(t, w.project); len(files) > 0 {
 			t.Errorf("setuid or setgid files outlast the run: %v\n%s", files, r)
 		}
-	})
+	}
 }
 
 // With the setuid group reopened by the policy, the box may set the bits
@@ -98,7 +106,15 @@ func TestSetidBitsClearedAfterRun(t *testing.T) {
 // its descriptors, by /dev/tty and (Landlock) by its own path.
 func TestOtherTerminalsClosed(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be []string) {
-		w := newWorld(t)
+		for _, in := range inits {
+			t.Run(in.name, func(t *testing.T) { otherTerminalsClosed(t, be, in.env) })
+		}
+	})
+}
+
+func otherTerminalsClosed(t *testing.T, be []string, init string) {
+	{
+		w := initWorld(t, init)
 		_, other := openPty(t)
 		before, err := unix.IoctlGetTermios(int(other.Fd()), unix.TCGETS)
 		if err != nil {
@@ -165,7 +181,7 @@ true`
 		if after.Lflag != before.Lflag {
 			t.Errorf("the other terminal's local modes changed: %#x, before %#x", after.Lflag, before.Lflag)
 		}
-	})
+	}
 }
 
 // A trusted project policy says writable = ["out/gen"], inside the project.
