@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // A trusted project policy's paths are pinned by what they lead to, not by
@@ -28,13 +30,15 @@ const maxLinks = 40
 // below it can be a link yet.
 func linksOn(fsys FS, p string) ([][2]string, error) {
 	var out [][2]string
-	rest := strings.Split(p, "/")
-	cur := "/"
+	cur, rest := splitPath(p)
+	if cur == "" {
+		return nil, fmt.Errorf("%s: not an absolute path", p)
+	}
 	for len(rest) > 0 {
 		name := rest[0]
 		rest = rest[1:]
 		switch name {
-		case "", ".":
+		case ".":
 			continue
 		case "..":
 			cur = filepath.Dir(cur)
@@ -42,7 +46,7 @@ func linksOn(fsys FS, p string) ([][2]string, error) {
 		}
 		next := filepath.Join(cur, name)
 		fi, err := fsys.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return out, nil
 		}
 		if err != nil {
@@ -60,12 +64,26 @@ func linksOn(fsys FS, p string) ([][2]string, error) {
 			return nil, err
 		}
 		out = append(out, [2]string{next, target})
-		if strings.HasPrefix(target, "/") {
-			cur = "/"
+		root, parts := splitPath(target)
+		if root != "" {
+			cur = root
 		}
-		rest = append(strings.Split(target, "/"), rest...)
+		rest = append(parts, rest...)
 	}
 	return out, nil
+}
+
+// splitPath returns the root of p (its volume and a separator, "" for a
+// relative path) and its names, on the separators of the OS.
+func splitPath(p string) (string, []string) {
+	vol := filepath.VolumeName(p)
+	rest := p[len(vol):]
+	root := ""
+	if rest != "" && os.IsPathSeparator(rest[0]) {
+		root = vol + string(filepath.Separator)
+	}
+	parts := strings.FieldsFunc(rest, func(r rune) bool { return r < 0x80 && os.IsPathSeparator(uint8(r)) })
+	return root, parts
 }
 
 // pathEntries are the entries of l that name a path, each with its key.
