@@ -27,8 +27,10 @@ const ruleSetid = "setuid or setgid bit"
 //
 // Each file is opened without following a link and changed through that
 // descriptor (/proc/self/fd), so a name swapped meanwhile by another box
-// changes nothing else. Folders keep their setgid bit: on a folder it
-// only picks the group of what is made in it.
+// changes nothing else. A file with more than one name is moved away
+// instead: another of its names may be a host program's. Folders keep
+// their setgid bit: on a folder it only picks the group of what is made
+// in it.
 func (c *checker) clearSetid(root string, t *plan.Tree) {
 	for i := 0; i < t.Len(); i++ {
 		if t.Dirs[i].Flags&plan.DirListed == 0 {
@@ -74,6 +76,21 @@ func (c *checker) dropSetid(dfd int, dir, name string, st unix.Stat_t) {
 	var now unix.Stat_t
 	if err := unix.Fstat(fd, &now); err != nil || now.Dev != st.Dev || now.Ino != st.Ino || !isReg(now) {
 		return // gone or replaced: what stands there now is looked at by its own folder's entry
+	}
+	if now.Nlink > 1 {
+		// Another name of the same file may lie outside the writable
+		// roots (a program of the host's): its mode is not the box's to
+		// change. This name goes instead.
+		why := "a file with more than one name, with a setuid or setgid bit"
+		where, err := c.q.move(dfd, dir, name)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case err != nil:
+			c.setidFail(full, why+"; it could not be moved out of the way: "+err.Error())
+		default:
+			c.note(full, ruleSetid, "moved", why+"; moved to "+event.Escape(where))
+		}
+		return
 	}
 	mode := now.Mode & 0o7777 &^ (unix.S_ISUID | unix.S_ISGID)
 	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode); err != nil {
