@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -32,14 +33,23 @@ const ruleSetid = "setuid or setgid bit"
 // their setgid bit: on a folder it only picks the group of what is made
 // in it.
 func (c *checker) clearSetid(root string, t *plan.Tree) {
+	rfd, err := openDir(root)
+	if err != nil {
+		c.setidFail(root, "not searched for setuid and setgid files: "+err.Error())
+		return
+	}
+	defer unix.Close(rfd)
 	for i := 0; i < t.Len(); i++ {
 		if t.Dirs[i].Flags&plan.DirListed == 0 {
 			continue
 		}
-		dir := path.Join(root, t.Rel(i))
-		dfd, err := openDir(dir)
-		if errors.Is(err, unix.ENOENT) {
-			continue
+		rel := t.Rel(i)
+		dir := path.Join(root, rel)
+		// By descriptor, one folder at a time from the root: a deep tree's
+		// paths may be longer than the kernel takes whole (PATH_MAX).
+		dfd, err := openBelow(rfd, rel)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			continue // gone since the search (or a link now): nothing of the run is left in it
 		}
 		if err != nil {
 			c.setidFail(dir, "not searched for setuid and setgid files: "+err.Error())
@@ -105,4 +115,25 @@ func (c *checker) dropSetid(dfd int, dir, name string, st unix.Stat_t) {
 func (c *checker) setidFail(p, detail string) {
 	c.note(p, ruleSetid, "failed", detail+"; do not run what is there before you have looked")
 	c.failures = append(c.failures, event.Escape(p)+": "+detail)
+}
+
+// openBelow opens the folder rel (slash-separated, "" for dfd itself)
+// below the folder dfd, one name at a time, following no link.
+func openBelow(dfd int, rel string) (int, error) {
+	cur, err := unix.Openat(dfd, ".", dirFlags, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, name := range strings.Split(rel, "/") {
+		if name == "" {
+			continue
+		}
+		next, err := unix.Openat(cur, name, dirFlags, 0)
+		unix.Close(cur)
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+	}
+	return cur, nil
 }
