@@ -113,7 +113,8 @@ func Trust(file string, revoke, proposal bool, w io.Writer) error {
 		return err
 	}
 	was := trustedVersion(store, file, before)
-	if err := pin(store, file, l, data); err != nil {
+	linked, err := pin(env, store, file, l, data)
+	if err != nil {
 		return err
 	}
 	name := policy.Escape(file)
@@ -132,6 +133,7 @@ func Trust(file string, revoke, proposal bool, w io.Writer) error {
 			fmt.Fprintf(w, "  %s\n", g)
 		}
 	}
+	showLinked(w, linked)
 	if props.Waiting(file) {
 		fmt.Fprintln(w, "agentbox learn left a proposal for it: agentbox trust --proposal shows and applies it")
 	}
@@ -157,12 +159,33 @@ func trustedVersion(store policy.TrustStore, file, hash string) *policy.Layer {
 
 // pin trusts what l (parsed from data) means, and keeps data, so that a
 // later edit can be shown as what changed.
-func pin(store policy.TrustStore, file string, l *policy.Layer, data []byte) error {
+func pin(env policy.Env, store policy.TrustStore, file string, l *policy.Layer, data []byte) ([]policy.LinkedPath, error) {
 	meaning := policy.Meaning(l)
 	if err := store.Save(meaning, data); err != nil {
-		return err
+		return nil, err
 	}
-	return store.Trust(file, meaning)
+	// What its paths lead through now is part of what is trusted: a run
+	// refuses a path that leads through any other link (a box may have
+	// made it).
+	links, linked := policy.PathLinks(l, env)
+	if err := store.SaveLinks(file, links); err != nil {
+		return nil, err
+	}
+	return linked, store.Trust(file, meaning)
+}
+
+// showLinked says where each path that leads through a link leads.
+func showLinked(w io.Writer, linked []policy.LinkedPath) {
+	if len(linked) > 0 {
+		fmt.Fprintln(w, "paths that lead through links (trusted as they are now; a run refuses any other link):")
+	}
+	for _, lp := range linked {
+		to := lp.Target
+		if to == "" {
+			to = "nothing yet"
+		}
+		fmt.Fprintf(w, "  %s = %s leads to %s, through %s\n", lp.Key, policy.Escape(lp.Value), policy.Escape(to), policy.Escape(strings.Join(lp.Links, ", ")))
+	}
 }
 
 // applyProposal applies the policy agentbox learn proposed for file: only
@@ -205,7 +228,8 @@ func applyProposal(env policy.Env, props policy.Proposals, store policy.TrustSto
 	if err := writeAtomic(file, p.Data); err != nil {
 		return err
 	}
-	if err := pin(store, file, l, p.Data); err != nil {
+	linked, err := pin(env, store, file, l, p.Data)
+	if err != nil {
 		return err
 	}
 	if err := props.Remove(file); err != nil {
@@ -220,6 +244,7 @@ func applyProposal(env policy.Env, props policy.Proposals, store policy.TrustSto
 	for _, line := range policy.Diff(old, policy.Classify(l, env, base)) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
+	showLinked(w, linked)
 	return nil
 }
 

@@ -805,12 +805,17 @@ func (b *Broker) allowed(st unix.Stat_t, dir int) (bool, error) {
 // openat2 is unix.Openat2, once more when the kernel answers EAGAIN (a
 // rename or a mount anywhere on the system raced a lookup that met "..",
 // under RESOLVE_IN_ROOT or RESOLVE_BENEATH) or EINTR: a lookup the caller
-// asked for must not fail because the machine is busy.
+// asked for must not fail because the machine is busy. Where openat2 is
+// refused (ENOSYS: agentbox in a box of its own) the lookup is walked
+// instead.
 func openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
 	for i := 0; ; i++ {
 		fd, err := unix.Openat2(dirfd, path, how)
 		if (err == unix.EAGAIN || err == unix.EINTR) && i < 100 {
 			continue
+		}
+		if err == unix.ENOSYS {
+			return walk(dirfd, path, how.Resolve)
 		}
 		return fd, err
 	}

@@ -130,11 +130,18 @@ func (a Assessment) Weaker() []RuleStatus {
 	return out
 }
 
-// devNodes are the device files CMD may open under /dev: the same set
-// bubblewrap's --dev creates. Every other node of the host's /dev (disks,
-// /dev/mem, GPUs) stays inaccessible, which matters most for root: with its
-// capabilities dropped it still owns /dev/sda.
-var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts"}
+// devNodes are the device files CMD may open under /dev, each by its exact
+// node: the set bubblewrap's --dev creates, but for /dev/pts. Every other
+// node of the host's /dev (disks, /dev/mem, GPUs) stays inaccessible, which
+// matters most for root: with its capabilities dropped it still owns
+// /dev/sda. /dev/pts is the host's, with a node for every terminal of the
+// machine (other sessions of the same user among them): of it, only
+// pts/ptmx (where /dev/ptmx links to it) and the terminal agentbox runs on
+// (grantTerminals, at run time) can be opened. A pty the box makes through
+// ptmx cannot be opened by its path either (Landlock has no rule for a
+// node that appears later): a box that needs one of its own runs under
+// bubblewrap, whose /dev/pts is the box's.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts/ptmx"}
 
 // layer is one step of the plan seen by Landlock: Rights on the hierarchy at
 // path, covering what earlier layers said about it.
@@ -491,7 +498,7 @@ func classify(p *plan.Plan, a Assessment, ls []layer, o Options, guards map[stri
 			add(m, "root", Enforced, how)
 		case m.Op == plan.Dev:
 			add(m, "dev", Weaker, "the host's /dev: only "+strings.Join(devNodes, ", ")+
-				" and shm can be opened (other device nodes are visible but refused); /dev/shm is shared with the host")
+				", shm and the terminal agentbox runs on can be opened (other device nodes, other terminals and the ptys the box makes are visible but refused); /dev/shm is shared with the host")
 		case m.Op == plan.Proc:
 			add(m, "proc", Weaker, "the host's /proc, read-only: no PID namespace, so other processes are visible (Landlock refuses to ptrace them)")
 		case m.Stage == plan.StageTmp && m.Op == plan.HideDir:

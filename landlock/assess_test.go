@@ -207,7 +207,8 @@ func TestExpandEffective(t *testing.T) {
 		"/dev/null":                  dev,
 		"/dev/tty":                   dev,
 		"/dev/sda":                   0,
-		"/dev/pts":                   devRights,
+		"/dev/pts":                   rightReadDir, // the host's: every terminal of the machine
+		"/dev/pts/0":                 0,            // another session's terminal
 		"/dev":                       rightReadDir,
 		"/proc/1/status":             readRights & fileRights,
 	}

@@ -141,7 +141,39 @@ func newRuleset(a Assessment, pins *supervise.Pins) (fd int, flags uint32, err e
 		unix.Close(ruleset)
 		return -1, 0, err
 	}
+	grantTerminals(ruleset, a.HandledFS)
 	return ruleset, flags, nil
+}
+
+// grantTerminals grants the terminal agentbox runs on, and no other: each
+// terminal on descriptors 0, 1 and 2, by a rule on that descriptor itself
+// (the node, by its identity, not a name that could be another by the time
+// the box opens it). The host's /dev/pts holds every terminal of the
+// machine, other sessions of the same user among them, and granting the
+// folder would let the box open them, read what is typed there and turn
+// their echo off. /dev/tty, the caller's controlling terminal, is granted
+// with the other device nodes (devNodes).
+func grantTerminals(ruleset int, handled Rights) {
+	seen := map[[2]uint64]bool{}
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+			continue
+		}
+		if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+			continue // not a terminal
+		}
+		if seen[[2]uint64{st.Dev, st.Ino}] {
+			continue
+		}
+		seen[[2]uint64{st.Dev, st.Ino}] = true
+		// A rule the kernel refuses (a terminal on a filesystem Landlock
+		// takes no rule for) grants nothing: the box still has the
+		// terminal on its descriptors, only not by its path. Refused
+		// access is the safe side, so the run goes on.
+		attr := llsys.PathBeneathAttr{ParentFd: fd, AllowedAccess: uint64(terminalRights & handled)}
+		llsys.LandlockAddPathBeneathRule(ruleset, &attr, 0)
+	}
 }
 
 // dropCaps empties the bounding set (so exec cannot hand a root process its

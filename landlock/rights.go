@@ -46,8 +46,10 @@ const (
 	// devRights: the allowed device nodes. Truncate because a shell's
 	// "> /dev/null" opens with O_TRUNC; ioctl_dev because terminals need
 	// TCGETS/TIOCGWINSZ, which are not in Landlock's always-allowed ioctl list.
-	// read_dir only lets /dev/pts be listed; it means nothing on a file.
+	// read_dir means nothing on a file (grantNode leaves it out).
 	devRights = rightReadFile | rightWriteFile | rightTruncate | rightIoctlDev | rightReadDir
+	// terminalRights: the terminal agentbox runs on (grantTerminals).
+	terminalRights = devRights & fileRights
 	// fileRights are the only rights the kernel accepts on a rule for a
 	// non-directory (landlock_add_rule fails with EINVAL otherwise).
 	fileRights = rightExecute | rightWriteFile | rightReadFile | rightTruncate | rightIoctlDev

@@ -81,6 +81,9 @@ func safe(p *plan.Plan, f refusal.Fix) (bool, string) {
 		if risky, why := refusal.HostExecuted(p, path); risky {
 			return false, why
 		}
+		if k, why := refusal.KernelInterface(p, path); k {
+			return false, why
+		}
 		return true, ""
 	case f.Key == "network.allow":
 		if p.Network.Mode != plan.NetAllowlist {

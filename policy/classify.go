@@ -207,21 +207,36 @@ func Classify(l *Layer, env Env, base Baseline) []Grant {
 	return out
 }
 
-// pathGrant classifies a writable path by where it lies once expanded: in
-// the policy's own folder, elsewhere in the home folder, or outside it.
+// pathGrant classifies a writable path by where it leads once expanded and
+// its links followed: in the policy's own folder, elsewhere in the home
+// folder, or outside it.
 func pathGrant(key string, e Entry, env Env) (bool, string, string) {
 	text := fmt.Sprintf("%s = %s", key, printable(e.Value))
 	p, err := (&resolver{env: env}).expand(e)
 	if err != nil {
 		return true, "cannot be placed", text + " (" + printable(err.Error()) + ")"
 	}
-	if p != e.Value {
+	// Where it leads, links followed: a path inside the project that is
+	// a link to a folder elsewhere is elsewhere.
+	r := &resolver{env: env}
+	real := r.realMaybe(p)
+	switch {
+	case real != p:
+		text += " (" + printable(p) + ", a link to " + printable(real) + ")"
+	case p != e.Value:
 		text += " (" + printable(p) + ")"
 	}
+	base, home := e.Base, env.Home
+	if base != "" {
+		base = r.realMaybe(base)
+	}
+	if home != "" {
+		home = r.realMaybe(home)
+	}
 	switch {
-	case e.Base != "" && plan.Within(p, e.Base):
+	case base != "" && plan.Within(real, base):
 		return false, inProject, text
-	case env.Home != "" && plan.Within(p, env.Home):
+	case home != "" && plan.Within(real, home):
 		return true, inHome, text
 	}
 	return true, outsideHome, text

@@ -61,6 +61,12 @@ type Layer struct {
 	EnvSet    map[string]Entry
 	Providers []ProviderDecl
 	Secrets   []SecretDecl
+
+	// Pinned is set on a trusted project policy: its paths must lead
+	// through no link but Links, the ones trust recorded (a link's path
+	// and what it says; see PathLinks).
+	Pinned bool
+	Links  map[string]string
 }
 
 func newLayer(name, file, status string) *Layer {

@@ -182,6 +182,10 @@ func loadFile(env Env, name, path string, trusted bool) (*Layer, error) {
 		return nil, ue
 	}
 	l.Status = "trusted"
+	l.Pinned = true
+	if l.Links, err = store.Links(path); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 

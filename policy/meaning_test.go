@@ -152,7 +152,8 @@ func TestMeaningCoversTheLayer(t *testing.T) {
 		v    any
 		want []string // in Meaning, or about the file and not what it says
 	}{
-		{Layer{}, []string{"Name", "File", "Status", "Hash", "Meaning", "Note", "Scalars", "Lists", "EnvSet", "Providers", "Secrets"}},
+		{Layer{}, []string{"Name", "File", "Status", "Hash", "Meaning", "Note", "Scalars", "Lists", "EnvSet", "Providers", "Secrets",
+			"Pinned", "Links"}}, // what trust found: pinned by the trust store beside Meaning
 		{SecretDecl{}, []string{"Env", "File", "Hosts", "Origin"}},
 		{ProviderDecl{}, []string{"Name", "Commands", "Writable", "Sandbox", "Origin"}},
 		{Entry{}, []string{"Value", "Origin", "Base"}},

@@ -59,6 +59,7 @@ func merge(layers []*Layer) merged {
 
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
+	pinned        map[string]*Layer  // trusted project policies, by file: their paths' links are checked (checkPinned)
 	registry      *provider.Registry // when a provider is detected or chosen
 	all           *provider.Registry // every provider, declared ones included
 	providerHome  string             // the provider's own folder, if any
@@ -89,8 +90,12 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 		Command:  append([]string(nil), command...),
 		Depth:    depth(env),
 	}}
+	r.pinned = map[string]*Layer{}
 	for _, l := range layers {
 		r.p.Layers = append(r.p.Layers, plan.Layer{Name: l.Name, File: l.File, Status: l.Status, Note: l.Note})
+		if l.Pinned && l.File != "" {
+			r.pinned[l.File] = l
+		}
 	}
 	steps := []func() error{
 		r.modes, r.allowedSockets, r.provider, r.workspace, r.cwd, r.rootStage, r.runtimeStage, r.tmpStage,
@@ -196,7 +201,11 @@ func (r *resolver) expand(e Entry) (string, error) {
 		}
 		v = joined
 	}
-	return filepath.Clean(v), nil
+	v = filepath.Clean(v)
+	if err := r.checkPinned(e, v); err != nil {
+		return "", err
+	}
+	return v, nil
 }
 
 // expandVars expands $NAME and ${NAME}.

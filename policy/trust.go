@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -140,7 +141,78 @@ func (s TrustStore) Revoke(path string) (bool, error) {
 	}
 	_, ok := m[path]
 	delete(m, path)
-	return ok, s.write(m)
+	if err := s.write(m); err != nil {
+		return ok, err
+	}
+	return ok, s.SaveLinks(path, nil)
+}
+
+// linksPath is the file that records, per trusted policy, the symbolic
+// links its paths led through when it was trusted (PathLinks).
+func (s TrustStore) linksPath() string { return s.Path + ".links" }
+
+func (s TrustStore) readLinks() (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	data, err := OSFS{}.ReadFile(s.linksPath())
+	if os.IsNotExist(err) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading trust store: %w", err)
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("reading trust store %s: %w", s.linksPath(), err)
+	}
+	return out, nil
+}
+
+// Links returns the links trust recorded for the policy at path (none
+// when it recorded none).
+func (s TrustStore) Links(path string) (map[string]string, error) {
+	m, err := s.readLinks()
+	if err != nil {
+		return nil, err
+	}
+	return m[path], nil
+}
+
+// SaveLinks records links for the policy at path (none: forgets them).
+func (s TrustStore) SaveLinks(path string, links map[string]string) error {
+	m, err := s.readLinks()
+	if err != nil {
+		return err
+	}
+	if len(links) == 0 {
+		if _, ok := m[path]; !ok {
+			return nil
+		}
+		delete(m, path)
+	} else {
+		m[path] = links
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("writing trust store: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
+		return fmt.Errorf("writing trust store: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.Path), ".links-*")
+	if err != nil {
+		return fmt.Errorf("writing trust store: %w", err)
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), s.linksPath())
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing trust store: %w", err)
+	}
+	return nil
 }
 
 func (s TrustStore) write(m map[string]string) error {

@@ -56,6 +56,9 @@ func Advise(pl *plan.Plan, op fslog.Op, p string, m plan.Mount, exists func(stri
 		exists = func(string) bool { return true }
 	}
 	origin := m.Origin.Key
+	if fix, ok := kernelFix(pl, p); ok {
+		return fix
+	}
 	switch {
 	case strings.HasPrefix(origin, "always: "):
 		return Fix{Risky: true, Why: "always protected (" + strings.TrimPrefix(origin, "always: ") +
@@ -76,6 +79,9 @@ func Advise(pl *plan.Plan, op fslog.Op, p string, m plan.Mount, exists func(stri
 	if dir == "" {
 		return Fix{Risky: true, Why: why}
 	}
+	if fix, ok := kernelFix(pl, dir); ok {
+		return fix
+	}
 	f := Fix{Key: "filesystem.writable", Value: tilde(pl, dir), Flag: "--writable " + tilde(pl, dir), Why: why}
 	if create {
 		f.Create = f.Value
@@ -84,6 +90,15 @@ func Advise(pl *plan.Plan, op fslog.Op, p string, m plan.Mount, exists func(stri
 		f.Risky, f.Why = true, rwhy
 	}
 	return f
+}
+
+// kernelFix is the answer for a path that is, lies in or holds a kernel
+// interface (KernelInterface): no policy change.
+func kernelFix(pl *plan.Plan, p string) (Fix, bool) {
+	if k, why := KernelInterface(pl, p); k {
+		return Fix{Risky: true, Why: why}, true
+	}
+	return Fix{}, false
 }
 
 // containers are folders of the home folder that hold one folder per

@@ -56,6 +56,7 @@ var syscalls = map[string]uint32{
 	"fchmodat":           unix.SYS_FCHMODAT,
 	"fchmodat2":          unix.SYS_FCHMODAT2,
 	"openat":             unix.SYS_OPENAT,
+	"openat2":            unix.SYS_OPENAT2,
 	"mknodat":            unix.SYS_MKNODAT,
 	"fchown":             unix.SYS_FCHOWN,
 	"fchownat":           unix.SYS_FCHOWNAT,

@@ -74,6 +74,9 @@ func TestVerdicts(t *testing.T) {
 		{"unshare CLONE_NEWUSER blocked", nil, call{arch: native, nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWUSER}}, eperm},
 		{"unshare CLONE_NEWNS allowed", nil, call{arch: native, nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWNS}}, allow},
 		{"clone3 ENOSYS", nil, call{arch: native, nr: unix.SYS_CLONE3}, enosys},
+		{"openat2 ENOSYS", nil, call{arch: native, nr: unix.SYS_OPENAT2, args: [6]uint64{0, 0, 0, 24}}, enosys},
+		{"setuid reopened: openat2 allowed", []string{"setuid"}, call{arch: native, nr: unix.SYS_OPENAT2}, allow},
+		{"userns reopened: openat2 still ENOSYS", []string{"userns"}, call{arch: native, nr: unix.SYS_OPENAT2}, enosys},
 
 		{"userns reopened: clone with CLONE_NEWUSER allowed", []string{"userns"}, call{arch: native, nr: unix.SYS_CLONE, args: [6]uint64{unix.CLONE_NEWUSER}}, allow},
 		{"userns reopened: unshare CLONE_NEWUSER allowed", []string{"userns"}, call{arch: native, nr: unix.SYS_UNSHARE, args: [6]uint64{unix.CLONE_NEWUSER}}, allow},

@@ -356,6 +356,7 @@ func (c *checker) search() {
 		// What changed out of git's sight, then what this search saw,
 		// which the next run's search compares with.
 		c.changes(root, t, c.h.Trees[root])
+		c.clearSetid(root, t)
 		c.saveIndex(t)
 	}
 	for _, l := range f.links {
