@@ -65,6 +65,9 @@ type Detail struct {
 	// LogFD is the descriptor of the box's end of the filesystem log's
 	// socket.
 	LogFD int `json:"log_fd,omitempty"`
+	// PreloadFD is the descriptor of the write end of the preloaded
+	// log's pipe.
+	PreloadFD int `json:"preload_fd,omitempty"`
 	// Allow, Deny and Forward are the proxy's rules and port forwards.
 	Allow   []string `json:"allow,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
@@ -140,7 +143,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		return err
 	}
 	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, Self: p.SelfCommand, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
-		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs}
+		NetFD: av2.NetFD, LogFD: av2.LogFD, PreloadFD: av2.PreloadFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}
