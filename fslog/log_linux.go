@@ -42,6 +42,8 @@ type Log struct {
 	// preloaded log's reader has.
 	done, pdone chan struct{}
 	once        sync.Once
+	// failed is the first panic of a goroutine of the log, recovered.
+	failed *failure
 }
 
 // Start opens the log of a run of p: the socket the box's side arms it
@@ -59,9 +61,10 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 	if mode == "" && b == nil && !sockets {
 		return nil
 	}
-	l := &Log{mode: mode, judge: judge, broker: b, ev: ev, seen: newDedup(), done: make(chan struct{}), pdone: make(chan struct{}), stopR: -1, stopW: -1}
+	l := &Log{mode: mode, judge: judge, broker: b, ev: ev, seen: newDedup(), done: make(chan struct{}), pdone: make(chan struct{}), stopR: -1, stopW: -1, failed: &failure{}}
 	if sockets {
 		l.sock = newSockJudge(p, ev, l.seen)
+		l.sock.failed = l.failed
 	}
 	if mode == Preload {
 		// A box whose connects are judged may not make a datagram
@@ -159,6 +162,11 @@ func (l *Log) startPreload(dir string, landlock, sockets bool) {
 	go func() {
 		defer close(l.pdone)
 		defer f.Close()
+		defer func() {
+			if r := recover(); r != nil {
+				l.failed.recovered(l.ev, "reader of the preloaded filesystem log", r)
+			}
+		}()
 		if s.pipe {
 			s.serveFrames(rc)
 		} else {
@@ -265,6 +273,15 @@ func (l *Log) Stop() {
 	})
 }
 
+// Err is the failure of a goroutine of the log during the run (a panic,
+// recovered): the run must fail with it. Nil when none failed.
+func (l *Log) Err() error {
+	if l == nil {
+		return nil
+	}
+	return l.failed.get()
+}
+
 func (l *Log) warn(err error) {
 	what := "this run's refusals are not recorded"
 	if l.broker != nil {
@@ -279,6 +296,14 @@ func (l *Log) warn(err error) {
 // run waits for the box's side to arm the log, then serves it.
 func (l *Log) run() {
 	defer close(l.done)
+	// Registered before the listener's close (below): as a panic
+	// unwinds, the listener is closed first, which fails every call it
+	// took (ENOSYS), and then this recovers.
+	defer func() {
+		if r := recover(); r != nil {
+			l.failed.recovered(l.ev, "listener of the box's seccomp notifications", r)
+		}
+	}()
 	buf := make([]byte, 1024)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(l.host.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)

@@ -28,6 +28,9 @@ func (l *Log) Started(pid int) {}
 // Stop does nothing.
 func (l *Log) Stop() {}
 
+// Err returns nil.
+func (l *Log) Err() error { return nil }
+
 // ErrOrphan is Arm's failure after its filter is in place.
 var ErrOrphan = errUnsupported
 

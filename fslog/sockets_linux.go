@@ -51,6 +51,8 @@ type sockJudge struct {
 	open bool
 	ev   event.Emitter
 	seen *dedup
+	// failed records a panic of a judging goroutine (guard.go).
+	failed *failure
 }
 
 func newSockJudge(p *plan.Plan, ev event.Emitter, seen *dedup) *sockJudge {
@@ -65,6 +67,17 @@ const sizeofSockaddrStorage = 128
 // connect on the caller's socket, or refuses it.
 func (j *sockJudge) connect(lfd int, req seccompNotif) {
 	defer unix.Close(lfd)
+	defer func() {
+		if r := recover(); r != nil {
+			// Refused: the caller does not wait for ever.
+			resp := seccompResp{ID: req.ID, Val: -1, Error: -int32(unix.EPERM)}
+			unix.Syscall(unix.SYS_IOCTL, uintptr(lfd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+			if j.failed == nil {
+				j.failed = &failure{}
+			}
+			j.failed.recovered(j.ev, "judge of the box's connects", r)
+		}
+	}()
 	val, errno := j.decide(lfd, &req)
 	resp := seccompResp{ID: req.ID, Val: val, Error: -int32(errno)}
 	unix.Syscall(unix.SYS_IOCTL, uintptr(lfd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
