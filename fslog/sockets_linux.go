@@ -110,7 +110,9 @@ func (j *sockJudge) decide(lfd int, req *seccompNotif) (int64, unix.Errno) {
 	// What was read belongs to this call only while the caller waits in
 	// it (a thread ID is reused once its thread is gone).
 	if !valid(lfd, req.ID) {
-		return -1, unix.EINTR
+		// Gone (the answer goes nowhere), or a kernel that cannot
+		// tell: refused, never retried for ever.
+		return -1, unix.EPERM
 	}
 	domain, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
