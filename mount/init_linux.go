@@ -199,10 +199,10 @@ func Init(args []string) int {
 	if logFD >= 0 {
 		// The filesystem log's filter goes on this thread, which forks
 		// CMD, so CMD and everything it starts carry it; the init keeps
-		// no listener (package fslog). A failure is the supervisor's
-		// warning: CMD runs without the log, as confined as ever.
+		// no listener (package fslog). The filter also judges every
+		// connect of the box: CMD never starts without it.
 		runtime.LockOSThread()
-		if err := fslog.Arm(logFD, logReads); errors.Is(err, fslog.ErrOrphan) || errors.Is(err, fslog.ErrRequired) {
+		if err := fslog.Arm(logFD, logReads); err != nil && (fslog.SocketsSupported || errors.Is(err, fslog.ErrOrphan)) {
 			fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
 			return 125
 		}

@@ -626,15 +626,22 @@ static void logfailed(int sock, const char *a, const char *b)
 	while (sys4(NR_sendto, sock, m.b, m.n, MSG_NOSIGNAL) == -EINTR) {}
 }
 
-static void armlog(int sock, const char *who)
+static void armlog(int sock, const char *who, int must)
 {
 	char eb[32];
 	long n;
 	while ((n = sys4(NR_recvfrom, sock, logmsg, sizeof logmsg, MSG_DONTWAIT)) == -EINTR) {}
-	if (n == -ENOTSOCK || n == -EBADF) return; /* no socket: nothing to tell (as fslog.Arm) */
 	/* 'S': the filter judges the box's connects (fslog.ErrRequired): CMD
-	 * must not start without it. */
-	int required = n > 0 && logmsg[0] == 'S';
+	 * must not start without it; nor, with must (bwrap's init, whose
+	 * filter always judges them), without any filter. */
+	int required = must || (n > 0 && logmsg[0] == 'S');
+	if (n == -ENOTSOCK || n == -EBADF) {
+		if (required) {
+			say(who, "the box's unix socket connects cannot be judged: no filter came from agentbox", 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+		return; /* no socket: nothing to tell (as fslog.Arm) */
+	}
 	if (n < 9 || (logmsg[0] != 'P' && logmsg[0] != 'S') || (n - 1) % 8 || n == (long)sizeof logmsg) {
 		logfailed(sock, "the log's filter did not come from agentbox", 0);
 		sys1(NR_close, sock);
@@ -798,7 +805,7 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 		say("landlock: installing the seccomp filter: ", errtext(-r, eb), 0, 0);
 		quit(EXIT_FAILURE_);
 	}
-	if (logfd >= 0) armlog(logfd, "landlock: ");
+	if (logfd >= 0) armlog(logfd, "landlock: ", 0);
 	if (pipefd >= 0) preloadpipe(pipefd);
 	/* Last, as the Go child does. */
 	for (int k = 0; k < nlims; k++) {
@@ -1026,7 +1033,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 		}
 		/* The log's filter is CMD's and everything it starts (before
 		 * the limits, which could leave no room for its listener). */
-		if (logfd >= 0) armlog(logfd, "init: ");
+		if (logfd >= 0) armlog(logfd, "init: ", 1);
 		/* The limits are CMD's and everything it starts, never the
 		 * init's: set here, in the child, right before the exec. */
 		for (int k = 0; k < nlims; k++) {
