@@ -117,7 +117,12 @@ func (b *Broker) answer(req fslog.Request, valid func() bool) (int64, int) {
 	a := req.Args
 	switch req.Nr {
 	case unix.SYS_FCHMOD:
-		return b.onFD(c, int32(a[0]), func(fd int) error { return unix.Fchmod(fd, uint32(a[1])) })
+		return b.onFD(c, int32(a[0]), func(fd int) error {
+			if uint32(a[1])&(unix.S_ISUID|unix.S_ISGID) != 0 {
+				return unix.EPERM // as chmod
+			}
+			return unix.Fchmod(fd, uint32(a[1]))
+		})
 	case unix.SYS_FCHMODAT:
 		return b.onPath(c, int32(a[0]), a[1], true, false, valid, func(t *target) error { return t.chmod(uint32(a[2])) })
 	case unix.SYS_FCHMODAT2:
@@ -468,6 +473,11 @@ func (t *target) proc() string { return "/proc/self/fd/" + strconv.Itoa(t.fd) }
 func (t *target) chmod(mode uint32) error {
 	if t.link() {
 		return unix.EOPNOTSUPP // a link has no mode of its own
+	}
+	if mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		// The box's filter refuses these before they come here
+		// (seccomp's setuid group); refused here too, whoever asks.
+		return unix.EPERM
 	}
 	// fchmodat2 (Linux 6.6) takes AT_EMPTY_PATH; before it, the
 	// descriptor's /proc link.

@@ -47,6 +47,9 @@ func nativeArch() uint32 {
 // broker's (Broker), or both.
 type spec struct {
 	log, reads, broker bool
+	// sockets: every connect(2) goes to the supervisor, and datagram
+	// unix sockets cannot be made (sockets_linux.go).
+	sockets bool
 }
 
 // brokered are the calls a broker decides (the NOTIFY rules of
@@ -139,6 +142,9 @@ func program(sp spec) []unix.SockFilter {
 		allow,
 		stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)),
 	}
+	if sp.sockets {
+		prog = append(prog, socketRules()...)
+	}
 	for _, nr := range nrs {
 		c, logged := calls[nr]
 		logged = logged && sp.log
@@ -183,11 +189,19 @@ const (
 // build it, install it; the Go ones build the same program themselves.
 const msgProgram = 'P'
 
+// msgSocketProgram is msgProgram for a filter that judges the box's
+// connects: a box whose filter cannot be installed must not run CMD.
+const msgSocketProgram = 'S'
+
 // programBytes is program(sp) as the kernel's sock_filter array.
 func programBytes(sp spec) []byte {
 	prog := program(sp)
 	out := make([]byte, 0, 1+8*len(prog))
-	out = append(out, msgProgram)
+	if sp.sockets {
+		out = append(out, msgSocketProgram)
+	} else {
+		out = append(out, msgProgram)
+	}
 	for _, f := range prog {
 		out = binary.LittleEndian.AppendUint16(out, f.Code)
 		out = append(out, f.Jt, f.Jf)
@@ -227,8 +241,24 @@ func ArmWith(sock int, log, reads, broker, more bool) error {
 	// supervisor's end would then see ECONNRESET before the listener).
 	// This side builds the same program itself.
 	offered := make([]byte, 1+8*4096)
-	unix.Recvfrom(sock, offered, unix.MSG_DONTWAIT)
+	got, _, _ := unix.Recvfrom(sock, offered, unix.MSG_DONTWAIT)
+	// The supervisor's tag says whether the filter judges connects
+	// (msgSocketProgram): then it is required, and it is the one
+	// offered, which says too whether the log's calls are watched.
+	sockets := got > 0 && offered[0] == msgSocketProgram
 	prog := program(spec{log: log, reads: reads, broker: broker})
+	if sockets {
+		if got < 9 || (got-1)%8 != 0 || got == len(offered) {
+			err := errors.New("the box's filter did not come from agentbox")
+			unix.Sendmsg(sock, append([]byte{msgFailed}, err.Error()...), nil, nil, 0)
+			return fmt.Errorf("%w: %v", ErrRequired, err)
+		}
+		prog = make([]unix.SockFilter, (got-1)/8)
+		for i := range prog {
+			b := offered[1+8*i:]
+			prog[i] = unix.SockFilter{Code: binary.LittleEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.LittleEndian.Uint32(b[4:])}
+		}
+	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	// WAIT_KILLABLE_RECV (5.19+): once the supervisor has the
 	// notification, only a fatal signal interrupts the caller's wait, so
@@ -243,6 +273,11 @@ func ArmWith(sock int, log, reads, broker, more bool) error {
 	if errno != 0 {
 		err := fmt.Errorf("installing the log's seccomp filter: %w", errno)
 		unix.Sendmsg(sock, append([]byte{msgFailed}, err.Error()...), nil, nil, 0)
+		if sockets {
+			// Without it the box's connects are not judged: CMD
+			// must not start.
+			return fmt.Errorf("%w: %v", ErrRequired, err)
+		}
 		return err
 	}
 	defer unix.Close(int(lfd))
@@ -255,6 +290,10 @@ func ArmWith(sock int, log, reads, broker, more bool) error {
 // ErrOrphan is Arm's failure after the filter is in place: nobody
 // received its listener.
 var ErrOrphan = errors.New("the filesystem log's listener could not be handed to agentbox")
+
+// ErrRequired is Arm's failure to install a filter that judges the box's
+// connects: CMD must not start unjudged.
+var ErrRequired = errors.New("the box's unix socket connects cannot be judged")
 
 // Announce tells the supervisor over sock that the calling process is
 // about to restrict itself with Landlock, whose audit records name the

@@ -38,6 +38,8 @@ func run(t *testing.T, prog []unix.SockFilter, nr int, arch uint32, args ...uint
 			} else {
 				pc += int(in.Jf)
 			}
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			acc &= in.K
 		case ret:
 			return in.K
 		default:

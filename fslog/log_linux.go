@@ -22,8 +22,10 @@ type Log struct {
 	mode   string
 	judge  Judge
 	broker Broker
-	ev     event.Emitter
-	seen   *dedup
+	// sock judges the box's connects (a bubblewrap box); nil for none.
+	sock *sockJudge
+	ev   event.Emitter
+	seen *dedup
 	// host and box are the two ends of the socket the box's side arms
 	// the log through; the box's end goes to the box's first process.
 	host, box *os.File
@@ -40,6 +42,8 @@ type Log struct {
 	// preloaded log's reader has.
 	done, pdone chan struct{}
 	once        sync.Once
+	// failed is the first panic of a goroutine of the log, recovered.
+	failed *failure
 }
 
 // Start opens the log of a run of p: the socket the box's side arms it
@@ -53,13 +57,21 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 	if judge == nil {
 		mode = ""
 	}
-	if mode == "" && b == nil {
+	sockets := SocketsJudged(p)
+	if mode == "" && b == nil && !sockets {
 		return nil
 	}
-	l := &Log{mode: mode, judge: judge, broker: b, ev: ev, seen: newDedup(), done: make(chan struct{}), pdone: make(chan struct{}), stopR: -1, stopW: -1}
+	l := &Log{mode: mode, judge: judge, broker: b, ev: ev, seen: newDedup(), done: make(chan struct{}), pdone: make(chan struct{}), stopR: -1, stopW: -1, failed: &failure{}}
+	if sockets {
+		l.sock = newSockJudge(p, ev, l.seen)
+		l.sock.failed = l.failed
+	}
 	if mode == Preload {
-		l.startPreload(p.Log.Preload, p.Box.Backend == "landlock")
-		if b == nil {
+		// A box whose connects are judged may not make a datagram
+		// unix socket either: its records come on the pipe, as under
+		// Landlock.
+		l.startPreload(p.Log.Preload, p.Box.Backend == "landlock", sockets)
+		if b == nil && !sockets {
 			if l.preload == nil {
 				return nil
 			}
@@ -76,9 +88,9 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 		return l.preloadOnly()
 	}
 	l.host, l.box = os.NewFile(uintptr(fds[0]), "fslog"), os.NewFile(uintptr(fds[1]), "fslog-box")
-	if mode == Notify || b != nil {
+	if mode == Notify || b != nil || sockets {
 		// The filter, waiting for the box's side (msgProgram).
-		sp := spec{log: mode == Notify, reads: mode == Notify && p.Log.Reads, broker: b != nil}
+		sp := spec{log: mode == Notify, reads: mode == Notify && p.Log.Reads, broker: b != nil, sockets: sockets}
 		if err := unix.Sendmsg(fds[0], programBytes(sp), nil, nil, 0); err != nil {
 			l.host.Close()
 			l.box.Close()
@@ -108,12 +120,14 @@ func Start(p *plan.Plan, judge Judge, ev event.Emitter, b Broker) *Log {
 // startPreload starts the preloaded log, whose records come on a socket
 // in dir, which the box reaches by its path: there is no end of a socket
 // to pass to the box. Under Landlock, whose box may not make a unix
-// socket, they come on a pipe whose write end the box's first process
+// socket, and under bubblewrap when the box's connects are judged (no
+// datagram unix socket), they come on a pipe whose write end the box's first process
 // gets (PreloadPipe) and puts at plan.PreloadFD for every program of the
 // box. Either is read through the Go runtime's poller: no thread of
 // agentbox waits on it, and Stop needs no thread to wake.
-func (l *Log) startPreload(dir string, landlock bool) {
-	if landlock {
+func (l *Log) startPreload(dir string, landlock, sockets bool) {
+	pipe := landlock || sockets
+	if pipe {
 		// The box's first process moves the pipe to plan.PreloadFD,
 		// which no process may have above its hard limit.
 		var rl unix.Rlimit
@@ -122,13 +136,13 @@ func (l *Log) startPreload(dir string, landlock bool) {
 			return
 		}
 	}
-	fd, wfd, err := listenPreload(dir, landlock)
+	fd, wfd, err := listenPreload(dir, pipe)
 	if err != nil {
 		l.warnPreload(err)
 		return
 	}
 	what := "socket"
-	if landlock {
+	if pipe {
 		what = "pipe"
 		l.pipeW = os.NewFile(uintptr(wfd), "fslog-preload-box")
 	}
@@ -144,10 +158,15 @@ func (l *Log) startPreload(dir string, landlock bool) {
 		return
 	}
 	l.preload = f
-	s := &preloadServer{fd: fd, root: -1, landlock: landlock, pipe: landlock, first: &l.first, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
+	s := &preloadServer{fd: fd, root: -1, landlock: landlock, pipe: pipe, first: &l.first, judge: l.judge, ev: l.ev, seen: l.seen, keys: map[string]bool{}}
 	go func() {
 		defer close(l.pdone)
 		defer f.Close()
+		defer func() {
+			if r := recover(); r != nil {
+				l.failed.recovered(l.ev, "reader of the preloaded filesystem log", r)
+			}
+		}()
 		if s.pipe {
 			s.serveFrames(rc)
 		} else {
@@ -254,6 +273,15 @@ func (l *Log) Stop() {
 	})
 }
 
+// Err is the failure of a goroutine of the log during the run (a panic,
+// recovered): the run must fail with it. Nil when none failed.
+func (l *Log) Err() error {
+	if l == nil {
+		return nil
+	}
+	return l.failed.get()
+}
+
 func (l *Log) warn(err error) {
 	what := "this run's refusals are not recorded"
 	if l.broker != nil {
@@ -268,6 +296,14 @@ func (l *Log) warn(err error) {
 // run waits for the box's side to arm the log, then serves it.
 func (l *Log) run() {
 	defer close(l.done)
+	// Registered before the listener's close (below): as a panic
+	// unwinds, the listener is closed first, which fails every call it
+	// took (ENOSYS), and then this recovers.
+	defer func() {
+		if r := recover(); r != nil {
+			l.failed.recovered(l.ev, "listener of the box's seccomp notifications", r)
+		}
+	}()
 	buf := make([]byte, 1024)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(l.host.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -313,7 +349,7 @@ func (l *Log) run() {
 				}
 			}()
 		}
-		nt := &notifier{lfd: lfd, root: -1, judge: judge, broker: l.broker, ev: l.ev, seen: l.seen}
+		nt := &notifier{lfd: lfd, root: -1, judge: judge, broker: l.broker, sock: l.sock, ev: l.ev, seen: l.seen}
 		nt.serve(l.stopR)
 		if nt.root >= 0 {
 			unix.Close(nt.root)

@@ -43,9 +43,12 @@ type notifier struct {
 	// is what its Prepare answered on the serving goroutine.
 	broker   Broker
 	prepared error
-	ev       event.Emitter
-	seen     *dedup
-	buf      []byte
+	// sock judges the box's connects, each on a goroutine of its own
+	// (a connect may wait); nil for none.
+	sock *sockJudge
+	ev   event.Emitter
+	seen *dedup
+	buf  []byte
 	// denied is set when the last attempt could not be read because the
 	// kernel refused agentbox the caller's memory; blinded are the
 	// processes already reported so.
@@ -113,6 +116,18 @@ func (n *notifier) one() {
 	var req seccompNotif // the kernel wants it zeroed
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); errno != 0 {
 		return // ENOENT: the caller was interrupted and the call withdrawn
+	}
+	if n.sock != nil && req.Nr == unix.SYS_CONNECT {
+		// Its own copy of the listener: the serving may end (and
+		// close lfd) while a connect still waits.
+		if lfd, err := unix.Dup(n.lfd); err == nil {
+			unix.CloseOnExec(lfd)
+			go n.sock.connect(lfd, req)
+			return
+		}
+		resp := seccompResp{ID: req.ID, Val: -1, Error: -int32(unix.EMFILE)}
+		unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+		return
 	}
 	var e event.Event
 	refused, blind := false, false

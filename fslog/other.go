@@ -28,8 +28,21 @@ func (l *Log) Started(pid int) {}
 // Stop does nothing.
 func (l *Log) Stop() {}
 
+// Err returns nil.
+func (l *Log) Err() error { return nil }
+
 // ErrOrphan is Arm's failure after its filter is in place.
 var ErrOrphan = errUnsupported
+
+// ErrRequired is Arm's failure to install a filter that judges connects.
+var ErrRequired = errUnsupported
+
+// SocketsSupported: the supervisor cannot judge a box's connects here
+// (seccomp user notification is Linux's, on amd64 and arm64).
+const SocketsSupported = false
+
+// SocketsJudged reports false: see SocketsSupported.
+func SocketsJudged(p *plan.Plan) bool { return false }
 
 // Arm fails: the log's filter is Linux's.
 func Arm(sock int, reads bool) error { return errUnsupported }

@@ -361,8 +361,7 @@ func (s *preloadServer) boxRoot(sender int) int {
 		}
 		return fd
 	}
-	if s.landlock || s.pipe {
-		// (never the sender's: a frame's pid is what its sender wrote)
+	if s.landlock {
 		return open("/")
 	}
 	if first := int(s.first.Load()); first > 0 {
@@ -374,6 +373,10 @@ func (s *preloadServer) boxRoot(sender int) int {
 				}
 			}
 		}
+	}
+	if s.pipe {
+		// Never the sender's: a frame's pid is what its sender wrote.
+		return open("/")
 	}
 	if fd := open("/proc/" + strconv.Itoa(sender) + "/root"); fd >= 0 {
 		return fd

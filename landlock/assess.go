@@ -2,6 +2,7 @@ package landlock
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -614,10 +615,15 @@ func classifyRest(p *plan.Plan, a Assessment) []RuleStatus {
 		"a process the box has a service outside it start (systemd --user, at) is not the box's")
 	// Landlock has no right for changing a file's metadata: the seccomp
 	// filter hands those calls to the supervisor (package broker).
-	add("metadata", Enforced, "chmod, chown, utimes, extended attributes (ACLs) and chattr's flags: Landlock has no right for them, so the seccomp filter hands each such call to agentbox, "+
-		"which resolves what it names once, to a descriptor, and performs it itself (with the box's credentials) when that lies in the writable roots, "+
-		"or refuses it (EACCES); a setuid or setgid bit is refused everywhere. What it costs: a round trip to agentbox per such call (tar as root makes three per file it unpacks; builds, npm and git hardly any); "+
-		"a process that made itself non-dumpable cannot be read, so its calls are refused")
+	if p.Depth > 1 && os.Getenv(plan.VarBackend) == "bwrap" {
+		add("metadata", Enforced, "chmod, chown, utimes, extended attributes (ACLs) and chattr's flags: Landlock has no right for them, and inside a bubblewrap box of agentbox, "+
+			"whose filter lets no process take another box's calls, agentbox cannot decide them: every such call is refused (ENOSYS)")
+	} else {
+		add("metadata", Enforced, "chmod, chown, utimes, extended attributes (ACLs) and chattr's flags: Landlock has no right for them, so the seccomp filter hands each such call to agentbox, "+
+			"which resolves what it names once, to a descriptor, and performs it itself (with the box's credentials) when that lies in the writable roots, "+
+			"or refuses it (EACCES); a setuid or setgid bit is refused everywhere. What it costs: a round trip to agentbox per such call (tar as root makes three per file it unpacks; builds, npm and git hardly any); "+
+			"a process that made itself non-dumpable cannot be read, so its calls are refused")
+	}
 	if a.DropCaps {
 		add("capabilities", Enforced, "root: every capability dropped (bounding set, ambient, effective, permitted, inheritable) and no_new_privs set before exec")
 	}

@@ -15,7 +15,15 @@ import (
 // the way the rule set is built (on descriptors, the prepared folders
 // first). Device nodes and /dev/shm, writable for their content, are left
 // out: their mode and times are the host's.
+//
+// Inside a bubblewrap box of agentbox there is none: that box's filter lets
+// no process in it take a notification listener (it would see the box's
+// connects before agentbox), so the box's metadata calls are refused
+// (ENOSYS), as the plan says.
 func (l *Landlock) Broker(p *plan.Plan, prepared map[string]*os.File) (fslog.Broker, func(), error) {
+	if insideBwrap(p) {
+		return nil, func() {}, nil
+	}
 	a, err := l.assessmentOf(p)
 	if err != nil {
 		return nil, nil, err
@@ -41,4 +49,10 @@ func (l *Landlock) Broker(p *plan.Plan, prepared map[string]*os.File) (fslog.Bro
 		return nil, nil, err
 	}
 	return b, b.Close, nil
+}
+
+// insideBwrap reports whether agentbox runs inside a bubblewrap box of its
+// own (a nested run), whose filter refuses a notification listener.
+func insideBwrap(p *plan.Plan) bool {
+	return p.Depth > 1 && os.Getenv(plan.VarBackend) == "bwrap"
 }

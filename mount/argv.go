@@ -167,6 +167,9 @@ type Argv struct {
 	// LogFD is the fd that must hold the box's end of the filesystem
 	// log's socket, or 0 when the plan does not record refusals this way.
 	LogFD int
+	// PreloadFD is the fd that must hold the write end of the preloaded
+	// log's pipe, or 0 when the plan does not record refusals this way.
+	PreloadFD int
 	// Allow and Deny are the proxy's rules, and Forward the targets of the
 	// box's port forwards in the order of the init's --forward arguments.
 	Allow, Deny, Forward []string
@@ -206,8 +209,18 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		nr.fd = next
 		next++
 	}
+	preloadFD := 0
+	if p.Log.Filesystem == fslog.Preload && fslog.SocketsSupported {
+		// The preloaded log's pipe: a box whose connects are judged
+		// may not make the datagram socket it would send on.
+		preloadFD = next
+		next++
+	}
 	logFD := 0
-	if p.Log.Filesystem == fslog.Notify {
+	// The log's socket carries the box's filter: the filesystem log's
+	// calls, and every connect, which the supervisor judges (package
+	// fslog).
+	if p.Log.Filesystem == fslog.Notify || fslog.SocketsSupported {
 		logFD = next
 		next++
 	}
@@ -363,6 +376,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			add("--log-reads")
 		}
 	}
+	if preloadFD > 0 {
+		// The init puts it at plan.PreloadFD for CMD.
+		add("--preload-fd", strconv.Itoa(preloadFD))
+	}
 	if nr.fd > 0 {
 		add("--net-fd", strconv.Itoa(nr.fd))
 		if p.Network.Mode == plan.NetAllowlist {
@@ -384,7 +401,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		return Argv{}, fmt.Errorf("the plan needs %d bwrap arguments (%d mounts); bubblewrap accepts at most %d", len(a), len(p.Mounts), MaxArgs)
 	}
 	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
-		NetFD: nr.fd, LogFD: logFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward, CAFDs: caFDs}, nil
+		NetFD: nr.fd, LogFD: logFD, PreloadFD: preloadFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward, CAFDs: caFDs}, nil
 }
 
 // netRender is what network mode allowlist adds to the box.

@@ -231,6 +231,12 @@ func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	}
 	// The descriptors follow the fixed ones without a gap or a repeat.
 	var fds []int
+	if av.LogFD > 0 {
+		fds = append(fds, av.LogFD)
+	}
+	if av.PreloadFD > 0 {
+		fds = append(fds, av.PreloadFD)
+	}
 	if av.NetFD > 0 {
 		fds = append(fds, av.NetFD)
 	}
@@ -322,9 +328,9 @@ func TestRenderSmallPlan(t *testing.T) {
 		"--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus",
 		"--unshare-pid", "--die-with-parent",
 		"--tmpfs", "/tmp",
-		"--bind-fd", "9", "/home/u/proj",
-		"--ro-bind-data", "10", "/home/u/.netrc",
-		"--ro-bind-data", "11", "/home/u/proj/.env",
+		"--bind-fd", "10", "/home/u/proj",
+		"--ro-bind-data", "11", "/home/u/.netrc",
+		"--ro-bind-data", "12", "/home/u/proj/.env",
 		"--add-seccomp-fd", "6",
 		"--chdir", "/home/u/proj",
 		"--unsetenv", "GITHUB_TOKEN",
@@ -335,17 +341,17 @@ func TestRenderSmallPlan(t *testing.T) {
 		"--setenv", "AGENTBOX_NETWORK", "open",
 		"--setenv", "TMPDIR", "/tmp",
 		"--info-fd", "3",
-		"--as-pid-1", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--check-fd", "8", "--foreground",
+		"--as-pid-1", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--check-fd", "8", "--foreground", "--log-fd", "9",
 		"--rlimit", "nproc=10", "--rlimit", "nofile=20", "--rlimit", "as=30", "--rlimit", "cpu=40", "--rlimit", "fsize=50",
 		"--", "true",
 	}
 	if diff := cmp.Diff(want, av.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int{10, 11}, av.NullFDs); diff != "" {
+	if diff := cmp.Diff([]int{11, 12}, av.NullFDs); diff != "" {
 		t.Errorf("null fds (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]Bind{{FD: 9, Source: "/home/u/proj"}}, av.Binds); diff != "" {
+	if diff := cmp.Diff([]Bind{{FD: 10, Source: "/home/u/proj"}}, av.Binds); diff != "" {
 		t.Errorf("binds (-want +got):\n%s", diff)
 	}
 	if !av.Seccomp {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agentbox/agentbox/cgroup"
+	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
@@ -65,6 +67,9 @@ type Detail struct {
 	// LogFD is the descriptor of the box's end of the filesystem log's
 	// socket.
 	LogFD int `json:"log_fd,omitempty"`
+	// PreloadFD is the descriptor of the write end of the preloaded
+	// log's pipe.
+	PreloadFD int `json:"preload_fd,omitempty"`
 	// Allow, Deny and Forward are the proxy's rules and port forwards.
 	Allow   []string `json:"allow,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
@@ -99,9 +104,25 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 	scope := false
 	sockets := plan.RuleStatus{Rule: "unix-sockets", Level: plan.Enforced}
 	sockets.How = "the host's runtime folders (/run, $XDG_RUNTIME_DIR) are empty folders of the box's own and every other host socket the plan finds is hidden (see the mounts); sockets in the writable roots work"
+	if fslog.SocketsSupported {
+		sockets.How = "agentbox judges every connect of the box: a socket answers only in the writable roots or a folder of the box's own (/tmp), or when network.unix_sockets names it; " +
+			"no datagram unix socket can be made; the host's runtime folders (/run, $XDG_RUNTIME_DIR) are empty folders of the box's own and every other host socket the plan finds is hidden (see the mounts)"
+		if slices.Contains(p.Seccomp, "io_uring") {
+			sockets.Level = plan.Weaker
+			sockets.How += "; io_uring is reopened (seccomp.allow): the connects it makes are not judged"
+		}
+	}
 	switch p.Network.Mode {
 	case plan.NetNone, plan.NetAllowlist:
 		sockets.How += "; abstract sockets: the box's own network namespace has none of the host's"
+	case plan.NetOpen, "":
+		if fslog.SocketsSupported {
+			// The judge refuses them all; the scope stays, below it.
+			scope = abi() >= 6
+			sockets.How += "; abstract sockets: every connect to one is refused (the box shares the host's network namespace)"
+			break
+		}
+		fallthrough
 	default:
 		// The host's network namespace, and its abstract sockets.
 		if scope = abi() >= 6; scope {
@@ -140,7 +161,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		return err
 	}
 	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, Self: p.SelfCommand, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
-		NetFD: av2.NetFD, LogFD: av2.LogFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs}
+		NetFD: av2.NetFD, LogFD: av2.LogFD, PreloadFD: av2.PreloadFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}

@@ -19,12 +19,13 @@ import (
 
 	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/netproxy"
+	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/supervise"
 )
 
 // Init is pid 1 inside the box:
 //
-//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--scope-abstract-unix] [--log-fd N [--log-reads]] [--rlimit NAME=VALUE]...
+//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--scope-abstract-unix] [--log-fd N [--log-reads]] [--preload-fd N] [--rlimit NAME=VALUE]...
 //	    [--net-fd N [--net-port PORT] [--forward HOST:PORT]... [--publish PORT]...] -- CMD ARGS...
 //
 // It first checks that the box's mounts are what agentbox asked for (the
@@ -54,7 +55,7 @@ func Init(args []string) int {
 		unix.Close(fd)
 	}
 	readyFD, checkFD, foreground, logFD, scope := -1, -1, false, -1, false
-	logReads := false
+	logReads, preloadFD := false, -1
 	netFD, netPort := -1, 0
 	var forwards, publish, limits []string
 	i := 0
@@ -79,6 +80,11 @@ func Init(args []string) int {
 		case "--log-fd":
 			if i+1 < len(args) {
 				logFD, _ = strconv.Atoi(args[i+1])
+				i++
+			}
+		case "--preload-fd":
+			if i+1 < len(args) {
+				preloadFD, _ = strconv.Atoi(args[i+1])
 				i++
 			}
 		case "--net-fd", "--net-port", "--forward", "--publish":
@@ -142,6 +148,15 @@ func Init(args []string) int {
 	// CMD inherits only stdin, stdout and stderr: nothing bwrap or agentbox
 	// had open (such as bwrap's info pipe) leaks into the box.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if preloadFD >= 0 {
+		// The preloaded log's pipe at plan.PreloadFD for CMD: a box
+		// whose connects agentbox judges may not make the datagram
+		// socket the library would send on otherwise.
+		if err := unix.Dup3(preloadFD, plan.PreloadFD, 0); err != nil {
+			fmt.Fprintf(os.Stderr, "agentbox: warning: the filesystem log's pipe: %v; this run's refusals are not recorded\n", err)
+		}
+		unix.Close(preloadFD)
+	}
 	if len(cmdArgs) == 0 {
 		fmt.Fprintln(os.Stderr, "agentbox: error: init: no command")
 		return 125
@@ -184,10 +199,10 @@ func Init(args []string) int {
 	if logFD >= 0 {
 		// The filesystem log's filter goes on this thread, which forks
 		// CMD, so CMD and everything it starts carry it; the init keeps
-		// no listener (package fslog). A failure is the supervisor's
-		// warning: CMD runs without the log, as confined as ever.
+		// no listener (package fslog). The filter also judges every
+		// connect of the box: CMD never starts without it.
 		runtime.LockOSThread()
-		if err := fslog.Arm(logFD, logReads); errors.Is(err, fslog.ErrOrphan) {
+		if err := fslog.Arm(logFD, logReads); err != nil && (fslog.SocketsSupported || errors.Is(err, fslog.ErrOrphan)) {
 			fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
 			return 125
 		}

@@ -156,9 +156,9 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		defer nw.stop()
 	}
 	if d.LogFD > 0 && c.FSLog == nil {
-		return 0, &BoxError{Op: "starting", Err: errors.New("the plan records filesystem refusals, and the run has no log")}
+		return 0, &BoxError{Op: "starting", Err: errors.New("the box's seccomp notification filter (the filesystem log, the judge of unix socket connects) could not start: see the warning above")}
 	}
-	slots, err := mountFiles(d, pins, nw, c.FSLog)
+	slots, err := mountFiles(d, pins, nw, c.FSLog, c.PreloadPipe)
 	if err != nil {
 		return 0, err
 	}
@@ -272,7 +272,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 // and the pinned host path of each bind, at the numbers the rendering gave
 // them. A bind's path is opened without following a link (Pins.Open), and
 // a pinned folder must still be a folder.
-func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog *os.File) ([]*os.File, error) {
+func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog, preload *os.File) ([]*os.File, error) {
 	last := firstFD - 1
 	for _, fd := range d.NullFDs {
 		last = max(last, fd)
@@ -289,7 +289,25 @@ func mountFiles(d Detail, pins *supervise.Pins, nw *netRun, fsLog *os.File) ([]*
 	if d.LogFD > 0 {
 		last = max(last, d.LogFD)
 	}
+	if d.PreloadFD > 0 {
+		last = max(last, d.PreloadFD)
+	}
 	slots := make([]*os.File, last-firstFD+1)
+	if d.PreloadFD > 0 {
+		// A copy, as for the log; /dev/null when the log has no pipe
+		// (it said why): the library's records are then lost.
+		var f *os.File
+		var err error
+		if preload != nil {
+			f, err = dupFile(preload)
+		} else {
+			f, err = os.Open(os.DevNull)
+		}
+		if err != nil {
+			return nil, &BoxError{Op: "passing the filesystem log's pipe", Err: err}
+		}
+		slots[d.PreloadFD-firstFD] = f
+	}
 	if d.LogFD > 0 {
 		// A copy: the supervisor closes its own once the box has started.
 		f, err := dupFile(fsLog)

@@ -3,7 +3,8 @@
 # integration tests that run the real agentbox under real bubblewrap, once as
 # root and once as an unprivileged user (root and user namespaces behave
 # differently; both are real deployments); then the release check
-# (goreleaser check and a snapshot build) and the Windows code under Wine.
+# (goreleaser check and a snapshot build), the Windows code under Wine, and
+# every fuzz target briefly (FUZZTIME, default 10s each).
 #
 #   scripts/test.sh            everything (installs what it needs when root)
 #   AGENTBOX_MUST_WORK=1 ...   a test that would skip for a missing
@@ -197,6 +198,11 @@ if [ -x scripts/test-windows.sh ]; then
 	windows_status="passed"
 	scripts/test-windows.sh || windows_status="FAILED (above)"
 fi
+# Every native Go fuzz target, briefly: what the box sends agentbox
+# (scripts/fuzz.sh runs them for as long as asked).
+fuzz_status="passed"
+say "fuzz: every target for ${FUZZTIME:-10s} (scripts/fuzz.sh)"
+scripts/fuzz.sh "${FUZZTIME:-10s}" || fuzz_status="FAILED (above)"
 # A report, not a test: the launch-speed goals side by side (20 rounds,
 # at most 40 s of measuring, about a minute in all); it never fails the
 # suite.
@@ -205,8 +211,8 @@ BENCH_ROUNDS=20 BENCH_BUDGET=40 scripts/bench.sh || true
 
 say "summary"
 printf '%-26s %s\n' "tests as $first:" "$first_status" "tests as $user:" "$second_status" \
-	"release check:" "$release_status" "windows under Wine:" "$windows_status"
-case "$first_status $second_status $release_status $windows_status" in
+	"release check:" "$release_status" "windows under Wine:" "$windows_status" "fuzz targets:" "$fuzz_status"
+case "$first_status $second_status $release_status $windows_status $fuzz_status" in
 *FAILED*)
 	echo "some tests FAILED" >&2
 	exit 1

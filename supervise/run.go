@@ -159,6 +159,11 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 		}
 		return 0, err
 	}
+	if ferr := fl.Err(); ferr != nil && err == nil {
+		// Checked, and failed: what the log served was refused from the
+		// failure on (see package fslog).
+		return 0, fmt.Errorf("the command exited with status %d, but %w", status, ferr)
+	}
 	return status, err
 }
 

@@ -1,7 +1,7 @@
 /* agentbox's init: pid 1 inside a bwrap box, in C so a run does not pay for
  * a second Go runtime. It does exactly what the Go init (mount.Init) does:
  *
- *   INIT __init --ready-fd N [--check-fd N] [--foreground] [--rlimit NAME=VALUE]...
+ *   INIT __init --ready-fd N [--check-fd N] [--foreground] [--log-fd N] [--preload-fd N] [--rlimit NAME=VALUE]...
  *        [--net-fd N [--net-port PORT] [--forward HOST:PORT]... [--publish PORT]...] -- CMD ARGS...
  *
  * It makes itself non-dumpable, blocks the signals it forwards (so none is
@@ -402,18 +402,18 @@ static int portof(const char *hostport)
 
 static u8 dents[4096];
 
-static long closefds(int lo, int keep1, int keep2, int keep3)
+static long closefds(int lo, int keep1, int keep2, int keep3, int keep4)
 {
-	int keep[3] = {keep1, keep2, keep3};
-	for (int a = 0; a < 3; a++) /* sorted */
-		for (int b = a + 1; b < 3; b++)
+	int keep[4] = {keep1, keep2, keep3, keep4};
+	for (int a = 0; a < 4; a++) /* sorted */
+		for (int b = a + 1; b < 4; b++)
 			if (keep[b] < keep[a]) {
 				int t = keep[a];
 				keep[a] = keep[b], keep[b] = t;
 			}
 	long r = 0;
 	unsigned from = (unsigned)lo;
-	for (int k = 0; k < 3 && r == 0; k++) {
+	for (int k = 0; k < 4 && r == 0; k++) {
 		if (keep[k] < (int)from) continue;
 		if (keep[k] > (int)from) r = sys3(NR_close_range, from, (unsigned)keep[k] - 1, 0);
 		from = (unsigned)keep[k] + 1;
@@ -432,7 +432,7 @@ static long closefds(int lo, int keep1, int keep2, int keep3)
 				off += d->reclen;
 				u64 fd;
 				if (parseu(d->name, 1 << 30, &fd) < 0) continue;
-				if ((long)fd < lo || (long)fd == dir || (int)fd == keep1 || (int)fd == keep2 || (int)fd == keep3) continue;
+				if ((long)fd < lo || (long)fd == dir || (int)fd == keep1 || (int)fd == keep2 || (int)fd == keep3 || (int)fd == keep4) continue;
 				sys1(NR_close, fd);
 				closed = 1;
 			}
@@ -626,15 +626,29 @@ static void logfailed(int sock, const char *a, const char *b)
 	while (sys4(NR_sendto, sock, m.b, m.n, MSG_NOSIGNAL) == -EINTR) {}
 }
 
-static void armlog(int sock, const char *who)
+static void armlog(int sock, const char *who, int must)
 {
 	char eb[32];
 	long n;
 	while ((n = sys4(NR_recvfrom, sock, logmsg, sizeof logmsg, MSG_DONTWAIT)) == -EINTR) {}
-	if (n == -ENOTSOCK || n == -EBADF) return; /* no socket: nothing to tell (as fslog.Arm) */
-	if (n < 9 || logmsg[0] != 'P' || (n - 1) % 8 || n == (long)sizeof logmsg) {
+	/* 'S': the filter judges the box's connects (fslog.ErrRequired): CMD
+	 * must not start without it; nor, with must (bwrap's init, whose
+	 * filter always judges them), without any filter. */
+	int required = must || (n > 0 && logmsg[0] == 'S');
+	if (n == -ENOTSOCK || n == -EBADF) {
+		if (required) {
+			say(who, "the box's unix socket connects cannot be judged: no filter came from agentbox", 0, 0);
+			quit(EXIT_FAILURE_);
+		}
+		return; /* no socket: nothing to tell (as fslog.Arm) */
+	}
+	if (n < 9 || (logmsg[0] != 'P' && logmsg[0] != 'S') || (n - 1) % 8 || n == (long)sizeof logmsg) {
 		logfailed(sock, "the log's filter did not come from agentbox", 0);
 		sys1(NR_close, sock);
+		if (required) {
+			say(who, "the box's unix socket connects cannot be judged: its filter did not come from agentbox", 0, 0);
+			quit(EXIT_FAILURE_);
+		}
 		return;
 	}
 	memcpy(logprog, logmsg + 1, (size_t)(n - 1));
@@ -645,6 +659,10 @@ static void armlog(int sock, const char *who)
 	if (lfd < 0) {
 		logfailed(sock, "installing the log's seccomp filter: ", errtext(-lfd, eb));
 		sys1(NR_close, sock);
+		if (required) {
+			say(who, "the box's unix socket connects cannot be judged: installing its seccomp filter: ", errtext(-lfd, eb), 0);
+			quit(EXIT_FAILURE_);
+		}
 		return;
 	}
 	u8 tag = 'N';
@@ -691,7 +709,7 @@ static void preloadpipe(int fd)
 	}
 	r = sys3(NR_dup3, fd, PRELOAD_FD, 0);
 	if (raised) sys4(NR_prlimit64, 0, RLIMIT_NOFILE, &old, 0);
-	if (r < 0) tell("agentbox: warning: ", "landlock: the filesystem log's pipe: ", errtext(-r, eb), "; this run's refusals are not recorded", 0);
+	if (r < 0) tell("agentbox: warning: ", "the filesystem log's pipe: ", errtext(-r, eb), "; this run's refusals are not recorded", 0);
 	sys1(NR_close, fd);
 }
 
@@ -787,7 +805,7 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 		say("landlock: installing the seccomp filter: ", errtext(-r, eb), 0, 0);
 		quit(EXIT_FAILURE_);
 	}
-	if (logfd >= 0) armlog(logfd, "landlock: ");
+	if (logfd >= 0) armlog(logfd, "landlock: ", 0);
 	if (pipefd >= 0) preloadpipe(pipefd);
 	/* Last, as the Go child does. */
 	for (int k = 0; k < nlims; k++) {
@@ -800,7 +818,7 @@ static __attribute__((noreturn)) void landlock_exec(int argc, char **argv, char 
 	}
 	/* CMD inherits stdin, stdout and stderr only: not this program, the
 	 * rule set or the filter. */
-	r = closefds(3, pipefd >= 0 ? PRELOAD_FD : -1, -1, -1);
+	r = closefds(3, pipefd >= 0 ? PRELOAD_FD : -1, -1, -1, -1);
 	if (r < 0) {
 		say("landlock: closing descriptors: ", errtext(-r, eb), 0, 0);
 		quit(EXIT_FAILURE_);
@@ -842,7 +860,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1);
 	char **envp = argv + argc + 1;
-	int readyfd = -1, checkfd = -1, logfd = -1, fg = 0, netfd = -1, netport = 0, npub = 0, scope = 0, i = 1;
+	int readyfd = -1, checkfd = -1, logfd = -1, pipefd = -1, fg = 0, netfd = -1, netport = 0, npub = 0, scope = 0, i = 1;
 	const char *fwd[MAXFORWARD];
 	int nfwd = 0;
 	char eb[32];
@@ -879,6 +897,9 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			i++;
 		} else if (v && seq(a, "--log-fd")) {
 			logfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
+			i++;
+		} else if (v && seq(a, "--preload-fd")) {
+			pipefd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
 			i++;
 		} else if (seq(a, "--log-reads")) {
 			/* the filter offered on the log socket says it already */
@@ -917,11 +938,15 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	/* Close everything inherited but the two descriptors still needed
 	 * (bwrap's info pipe, agentbox's files, anything agentbox's caller
 	 * leaked): nothing reaches CMD, nothing stays reachable in the init. */
-	long cr = closefds(3, readyfd, netfd, logfd);
+	long cr = closefds(3, readyfd, netfd, logfd, pipefd);
 	if (cr < 0) {
 		say("init: closing inherited descriptors: ", errtext(-cr, eb), 0, 0);
 		quit(EXIT_FAILURE_);
 	}
+	/* The preloaded log's pipe at PRELOAD_FD for CMD: a box whose connects
+	 * agentbox judges may not make the datagram socket the library would
+	 * send on otherwise. */
+	if (pipefd >= 0) preloadpipe(pipefd);
 	if (netfd >= 0) sys3(NR_fcntl, netfd, F_SETFD, FD_CLOEXEC);
 	if (logfd >= 0) sys3(NR_fcntl, logfd, F_SETFD, FD_CLOEXEC);
 
@@ -1008,7 +1033,7 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 		}
 		/* The log's filter is CMD's and everything it starts (before
 		 * the limits, which could leave no room for its listener). */
-		if (logfd >= 0) armlog(logfd, "init: ");
+		if (logfd >= 0) armlog(logfd, "init: ", 1);
 		/* The limits are CMD's and everything it starts, never the
 		 * init's: set here, in the child, right before the exec. */
 		for (int k = 0; k < nlims; k++) {
