@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
 // A trusted project policy's paths are pinned by what they lead to, not by
@@ -170,6 +172,55 @@ func (r *resolver) checkPinned(e Entry, p string) error {
 		}
 		return originError(e.Origin, fmt.Sprintf("%s leads through the link %s -> %s, which is not what you trusted (a box may have made it): remove the link, or look at it and run agentbox trust %s",
 			Escape(e.Value), Escape(link[0]), Escape(link[1]), Escape(l.File)))
+	}
+	return nil
+}
+
+// linkedEntry is a path of a layer trust does not pin (flags, variables,
+// the user's configuration, an untrusted-free built-in) that leads
+// through symbolic links.
+type linkedEntry struct {
+	e     Entry
+	path  string
+	links [][2]string
+}
+
+// noteLinks records the links path p of entry e leads through, for
+// checkLinked; a trusted project policy's paths are checked by
+// checkPinned instead. A path that cannot be walked is left to the
+// stages that use it.
+func (r *resolver) noteLinks(e Entry, p string) {
+	if r.pinned[e.Origin.File] != nil {
+		return
+	}
+	on, err := linksOn(r.env.FS, p)
+	if err != nil || len(on) == 0 {
+		return
+	}
+	r.linked = append(r.linked, linkedEntry{e: e, path: p, links: on})
+}
+
+// checkLinked refuses a path of any layer that leads through a symbolic
+// link lying in a folder this plan lets the box write: a box may have made
+// that link in an earlier run (`--writable build`, where the box replaced
+// build with a link to a folder elsewhere). The path it leads to, given
+// as such, is accepted.
+func (r *resolver) checkLinked() error {
+	writable := r.p.Writable()
+	for _, le := range r.linked {
+		for _, link := range le.links {
+			for _, w := range writable {
+				if !plan.Within(link[0], w) || link[0] == w {
+					continue
+				}
+				target, _ := r.env.FS.EvalSymlinks(le.path)
+				if target == "" {
+					target = "what it leads to"
+				}
+				return originError(le.e.Origin, fmt.Sprintf("%s leads through the link %s -> %s, in the writable folder %s (a box may have made it): give the path it leads to, %s, if that is what you mean",
+					Escape(le.e.Value), Escape(link[0]), Escape(link[1]), Escape(w), Escape(target)))
+			}
+		}
 	}
 	return nil
 }

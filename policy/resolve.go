@@ -60,6 +60,7 @@ func merge(layers []*Layer) merged {
 // resolver carries the world and the merged layers through resolution.
 type resolver struct {
 	pinned        map[string]*Layer  // trusted project policies, by file: their paths' links are checked (checkPinned)
+	linked        []linkedEntry      // the other layers' paths that lead through links (checkLinked)
 	registry      *provider.Registry // when a provider is detected or chosen
 	all           *provider.Registry // every provider, declared ones included
 	providerHome  string             // the provider's own folder, if any
@@ -101,6 +102,7 @@ func Resolve(layers []*Layer, env Env, command []string, opts Options) (*plan.Pl
 		r.modes, r.allowedSockets, r.provider, r.workspace, r.cwd, r.rootStage, r.runtimeStage, r.tmpStage,
 		r.workspaceStage, r.writableStage, r.readOnlyStage, r.denyStage, r.socketStage,
 		r.secretHosts, r.caBundles, r.cacheReads, r.environment, r.limits, r.confinedCommand, r.auditLog, r.notice,
+		r.checkLinked,
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -205,6 +207,7 @@ func (r *resolver) expand(e Entry) (string, error) {
 	if err := r.checkPinned(e, v); err != nil {
 		return "", err
 	}
+	r.noteLinks(e, v)
 	return v, nil
 }
 
