@@ -65,14 +65,13 @@ func responseFraming(method string, code int, h textproto.MIMEHeader) (bodyFrami
 		return bodyFraming{}, nil
 	}
 	if te, ok := h["Transfer-Encoding"]; ok {
-		codings := strings.Split(strings.Join(te, ","), ",")
-		if strings.EqualFold(strings.TrimSpace(codings[len(codings)-1]), "chunked") {
-			if len(codings) > 1 {
-				return bodyFraming{}, fmt.Errorf("transfer coding %q: only chunked is accepted", strings.Join(te, ", "))
-			}
-			return bodyFraming{kind: chunkedBody}, nil
+		// Only chunked: a body in another transfer coding (gzip,
+		// compress) is one the client decodes and the proxy would pass
+		// unread.
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			return bodyFraming{}, fmt.Errorf("transfer coding %q: only chunked is accepted", strings.Join(te, ", "))
 		}
-		return bodyFraming{kind: closeBody}, nil
+		return bodyFraming{kind: chunkedBody}, nil
 	}
 	if cl, ok := h["Content-Length"]; ok {
 		n, err := contentLength(cl)
@@ -103,6 +102,9 @@ func contentLength(values []string) (int64, error) {
 	}
 	return n, nil
 }
+
+// errChunked starts every error of a malformed chunked body.
+var errChunked = errors.New("chunked body")
 
 // bodyReader returns the decoded content of a body on br.
 func bodyReader(br *bufio.Reader, f bodyFraming) *decoded {
@@ -183,7 +185,7 @@ func (d *decoded) line(max int) (string, error) {
 		frag, err := d.br.ReadSlice('\n')
 		b = append(b, frag...)
 		if len(b) > max {
-			return "", errors.New("chunked body: line too long")
+			return "", fmt.Errorf("%w: line too long", errChunked)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -195,7 +197,7 @@ func (d *decoded) line(max int) (string, error) {
 			return "", err
 		}
 		if !bytes.HasSuffix(b, []byte("\r\n")) {
-			return "", errors.New("chunked body: a line without CRLF")
+			return "", fmt.Errorf("%w: a line without CRLF", errChunked)
 		}
 		return string(b[:len(b)-2]), nil
 	}
@@ -210,7 +212,7 @@ func (d *decoded) crlf() error {
 		return err
 	}
 	if string(b[:]) != "\r\n" {
-		return errors.New("chunked body: no CRLF after a chunk")
+		return fmt.Errorf("%w: no CRLF after a chunk", errChunked)
 	}
 	return nil
 }
@@ -224,7 +226,7 @@ func (d *decoded) chunkSize() (int64, error) {
 	hex, _, _ := strings.Cut(l, ";")
 	hex = strings.TrimRight(hex, " \t")
 	if hex == "" || len(hex) > 15 || strings.Trim(hex, "0123456789abcdefABCDEF") != "" {
-		return 0, fmt.Errorf("chunked body: bad chunk size %q", l)
+		return 0, fmt.Errorf("%w: bad chunk size %q", errChunked, l)
 	}
 	return strconv.ParseInt(hex, 16, 64)
 }
@@ -241,10 +243,16 @@ func (d *decoded) trailer() error {
 			return nil
 		}
 		if total += len(l); total > maxHead || len(d.Trailer) >= maxFields {
-			return errors.New("chunked body: trailer section too large")
+			return fmt.Errorf("%w: trailer section too large", errChunked)
 		}
-		if strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") || !strings.Contains(l, ":") || !token(strings.TrimRight(l[:strings.IndexByte(l, ':')], " ")) {
-			return fmt.Errorf("chunked body: malformed trailer field %q", l)
+		// As strictly as a header field (RFC 9112 section 5, RFC 9110
+		// section 5.5): a token for a name, right before the colon; no
+		// control character but a tab in the value (a bare CR is how a
+		// second request hides in a trailer for an origin that ends lines
+		// at one).
+		name, _, ok := strings.Cut(l, ":")
+		if !ok || !token(name) || strings.IndexFunc(l, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0 {
+			return fmt.Errorf("%w: malformed trailer field", errChunked)
 		}
 		d.Trailer = append(d.Trailer, l)
 	}
