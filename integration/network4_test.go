@@ -276,6 +276,61 @@ func TestNetworkSecretEchoed(t *testing.T) {
 	}
 }
 
+// TestNetworkUpstreamPasswordByValue: behind an upstream proxy with
+// credentials, no variable in the box holds its password in any form,
+// whatever its name: the proxy variables agentbox does not set itself
+// (ftp_proxy, RSYNC_PROXY, npm_config_proxy, PIP_PROXY...) point at
+// agentbox's proxy instead, and any other variable holding the password
+// (raw, URL-encoded, base64 of user:password as in a Proxy-Authorization
+// value) is not in the box. Requests still reach the upstream with the
+// credentials.
+func TestNetworkUpstreamPasswordByValue(t *testing.T) {
+	needCurl(t)
+	netNames(t)
+	srv := startWeb(t)
+	up := startUpstreamProxy(t)
+	const pass = "s3cret+corp/pw"
+	enc := url.QueryEscape(pass)
+	proxyURL := "http://alice:" + enc + "@" + up.addr
+	b64 := base64.StdEncoding.EncodeToString([]byte("alice:" + pass))
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t)
+			w.env = append(w.env, "HTTPS_PROXY="+proxyURL, "http_proxy="+proxyURL, "ftp_proxy="+proxyURL, "FTP_PROXY="+proxyURL,
+				"RSYNC_PROXY=alice:"+enc+"@"+up.addr, "npm_config_proxy="+proxyURL, "npm_config_https_proxy="+proxyURL,
+				"PIP_PROXY="+proxyURL, "CORP_PROXY_AUTH=Basic "+b64, "CORP_PW="+pass, "CORP_PW_URL="+enc,
+				"UNRELATED=kept")
+			r := w.sh(netFlags(w, "--backend", backend), `curl -sS -p http://example.test:`+srv.port+`/via; env; echo "ftp=$ftp_proxy rsync=$RSYNC_PROXY npm=$npm_config_proxy pip=$PIP_PROXY http=$HTTP_PROXY"`)
+			expectCode(t, r, 0)
+			expectContains(t, "stdout", r.stdout, "hello example.test:"+srv.port+" /via")
+			expectContains(t, "stdout", r.stdout, "UNRELATED=kept")
+			for _, f := range []string{pass, enc, b64, b64[4:20], "alice:"} {
+				if strings.Contains(r.stdout, f) {
+					t.Errorf("the box's environment holds %q:\n%s", f, r.stdout)
+				}
+			}
+			for _, name := range []string{"CORP_PROXY_AUTH=", "CORP_PW=", "CORP_PW_URL="} {
+				expectNotContains(t, "stdout", r.stdout, "\n"+name)
+			}
+			var proxy string
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if v, ok := strings.CutPrefix(l, "HTTP_PROXY="); ok {
+					proxy = v
+				}
+			}
+			hp := strings.TrimSuffix(strings.TrimPrefix(proxy, "http://"), "/")
+			if hp == "" {
+				t.Fatalf("no HTTP_PROXY in the box:\n%s", r.stdout)
+			}
+			expectContains(t, "stdout", r.stdout, "ftp="+proxy+" rsync="+hp+" npm="+proxy+" pip="+proxy+" http="+proxy)
+			got := up.Asked()
+			if len(got) == 0 || !strings.Contains(got[len(got)-1], "Basic "+b64) {
+				t.Errorf("the upstream was asked %q, want the credentials", got)
+			}
+		})
+	}
+}
+
 // rawOrigin is a plain-HTTP origin that records every byte it receives
 // and answers each request it reads "200 ok".
 type rawOrigin struct {
