@@ -327,6 +327,10 @@ func TestNetworkUpstreamPasswordByValue(t *testing.T) {
 			if len(got) == 0 || !strings.Contains(got[len(got)-1], "Basic "+b64) {
 				t.Errorf("the upstream was asked %q, want the credentials", got)
 			}
+			r = w.run(append(append([]string{"plan"}, netFlags(w, "--backend", backend)...), "--", "true")...)
+			expectCode(t, r, 0)
+			expectContains(t, "plan", r.stdout, "    proxy variables: FTP_PROXY, PIP_PROXY, RSYNC_PROXY, ftp_proxy, npm_config_https_proxy, npm_config_proxy held its credentials; in the box they name agentbox's proxy\n")
+			expectNotContains(t, "plan", r.stdout, pass)
 		})
 	}
 }
