@@ -3,9 +3,9 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
-	"slices"
 	"strings"
 )
 
