@@ -218,7 +218,7 @@ func FuzzAnswer(f *testing.F) {
 		// What a client sees: the bytes, and the body de-chunked when
 		// the head says chunked.
 		seen := string(out)
-		if head, _, _ := bytes.Cut(out, []byte("\r\n\r\n")); bytes.Contains(head, []byte("Transfer-Encoding: chunked")) {
+		if head, _, _ := bytes.Cut(out, []byte("\r\n\r\n")); bytes.Contains(head, []byte("\r\nTransfer-Encoding: chunked")) {
 			seen += "\n" + dechunk(out)
 		}
 		for _, form := range forms {
