@@ -227,7 +227,8 @@ func TestNetworkSecretEchoed(t *testing.T) {
 			srv := startEchoServer(t, cert)
 			pol := filepath.Join(w.base, "secret.toml")
 			write(t, pol, "version = 1\n[network]\nallow = [\"example.test\"]\n\n[[network.secret]]\nenv = \"API_KEY\"\nhosts = [\"example.test\"]\n")
-			w.env = append(w.env, "API_KEY="+realKey, "SSL_CERT_FILE="+caFile)
+			// A copy of the key under another name leaves the box too.
+			w.env = append(w.env, "API_KEY="+realKey, "SSL_CERT_FILE="+caFile, "KEY_COPY=Bearer "+realKey)
 			out := filepath.Join(w.project, "got")
 			mkdir(t, out)
 			var script []string
@@ -235,13 +236,14 @@ func TestNetworkSecretEchoed(t *testing.T) {
 				script = append(script, fmt.Sprintf(`curl -sS --raw -D %s/%s.head -o %s/%s.body https://example.test:%s/%s -H "x-api-key: $API_KEY" 2>%s/%s.err`,
 					out, p, out, p, srv.port, p, out, p))
 			}
-			script = append(script, `echo "placeholder: $API_KEY"`)
+			script = append(script, `echo "copy: ${KEY_COPY:-none}"`, `echo "placeholder: $API_KEY"`)
 			r := w.sh([]string{"--backend", backend, "--policy", pol}, strings.Join(script, "; "))
 			expectCode(t, r, 0)
 			ph := strings.TrimSpace(strings.TrimPrefix(r.stdout[strings.LastIndex(r.stdout, "placeholder: "):], "placeholder: "))
 			if !strings.HasPrefix(ph, "agentbox") || len(ph) != len(realKey) {
 				t.Fatalf("the box's API_KEY is %q:\n%s", ph, r)
 			}
+			expectContains(t, "stdout", r.stdout, "copy: none\n")
 			for _, p := range echoPaths {
 				head, _ := os.ReadFile(filepath.Join(out, p+".head"))
 				body, _ := os.ReadFile(filepath.Join(out, p+".body"))

@@ -110,6 +110,18 @@ func base64Core(enc *base64.Encoding, s string, k int) string {
 	return full[from:to]
 }
 
+// ValueForms are the forms of a secret's value the redaction looks for
+// (raw, percent-encoded, JSON escapes, base64 at each offset).
+func ValueForms(value string) []string {
+	r := &redaction{}
+	r.add(value, value)
+	out := make([]string, len(r.old))
+	for i, o := range r.old {
+		out[i] = string(o)
+	}
+	return out
+}
+
 // empty reports whether there is nothing to redact.
 func (r *redaction) empty() bool { return r == nil || len(r.old) == 0 }
 

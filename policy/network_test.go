@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -265,6 +266,22 @@ func TestResolveNetworkExtras(t *testing.T) {
 				}
 				if diff := cmp.Diff([]string{"api.test"}, p.Network.Intercept); diff != "" {
 					t.Errorf("intercept (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
+			name:   "a secret's value in another variable, in any form, is not in the box",
+			policy: "[network]\nallow = [\"api.test\"]\n[[network.secret]]\nenv = \"API_KEY\"\nhosts = [\"api.test\"]\n",
+			env: []string{"API_KEY=" + key, "COPY=" + key, "HEADER=Bearer " + key, "B64=" + base64.StdEncoding.EncodeToString([]byte(key)),
+				"OTHER=kept"},
+			check: func(t *testing.T, p *plan.Plan, w *world) {
+				for _, name := range []string{"COPY", "HEADER", "B64"} {
+					if getenv(p.Environ, name) != "" || !contains(p.Env.Removed, name) {
+						t.Errorf("%s: in the box %q, removed %v", name, getenv(p.Environ, name), p.Env.Removed)
+					}
+				}
+				if getenv(p.Environ, "OTHER") != "kept" || getenv(p.Environ, "API_KEY") != p.Network.Secrets[0].Placeholder {
+					t.Errorf("environ %v", p.Environ)
 				}
 			},
 		},

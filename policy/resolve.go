@@ -1264,9 +1264,21 @@ func (r *resolver) environment() error {
 		out = kept
 	}
 	for _, s := range r.p.Network.Secrets {
+		// Any other variable that holds the value, in any form the
+		// proxy's redaction knows, is not in the box either.
+		forms := netproxy.ValueForms(s.Value)
 		kept := out[:0]
 		for _, kv := range out {
-			if name, _, _ := strings.Cut(kv, "="); name != s.Env {
+			name, value, _ := strings.Cut(kv, "=")
+			holds := false
+			for _, f := range forms {
+				holds = holds || strings.Contains(value, f)
+			}
+			switch {
+			case name == s.Env:
+			case holds:
+				e.Removed = appendNew(e.Removed, name)
+			default:
 				kept = append(kept, kv)
 			}
 		}
