@@ -52,11 +52,12 @@ var hopHeaders = []string{
 	"Proxy-Authorization", "TE", "Upgrade",
 }
 
-// framing are the fields that say where a body ends. They are passed on
-// as they came, even when Connection names them: the body is passed on byte
-// for byte, and without its framing the far end would read it as something
-// else (chunk sizes as data, or the body as a second request). Trailer,
-// which announces fields at the end of a chunked body, goes with it.
+// framing are the fields that say where a body ends. They are kept even
+// when Connection names them: the proxy re-frames every body it reads to
+// what they say (body.go), and without them the far end would read it as
+// something else (chunk sizes as data, or the body as a second request).
+// Trailer, which announces fields at the end of a chunked body, goes with
+// them.
 var framing = []string{"Content-Length", "Transfer-Encoding", "Trailer"}
 
 // statusText names the statuses the proxy answers with itself.

@@ -32,8 +32,8 @@ const maxForwards = 255
 // Options configure a Proxy.
 type Options struct {
 	// Log, when set, gets one line per connection (for plain HTTP, per
-	// connection's first request; see http.go on pipelining): time, allow
-	// or deny, protocol, host:port, rule and reason.
+	// request: a connection carries one, see http.go): time, allow or
+	// deny, protocol, host:port, rule and reason.
 	Log io.Writer
 	// Resolver resolves names; nil means net.DefaultResolver.
 	Resolver Resolver
