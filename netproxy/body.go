@@ -297,7 +297,8 @@ func (e *encoder) Close(trailer []string) error {
 
 // replacer writes a stream to w with every old[i] replaced by new[i] (as
 // long), holding back only a tail that could be the start of one until
-// more comes or Flush.
+// more comes or Flush. Where several start at the same place, the longest
+// wins: a shorter one that is a prefix of a longer one waits for the rest.
 type replacer struct {
 	w        io.Writer
 	old, new [][]byte
@@ -309,48 +310,71 @@ func (r *replacer) Write(p []byte) (int, error) {
 		return r.w.Write(p)
 	}
 	r.buf = append(r.buf, p...)
+	if err := r.drain(false); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// drain writes what can be written of buf; final when the stream ended.
+func (r *replacer) drain(final bool) error {
 	for {
 		at, which := -1, -1
 		for i, o := range r.old {
-			if j := bytes.Index(r.buf, o); j >= 0 && (at < 0 || j < at) {
+			if j := bytes.Index(r.buf, o); j >= 0 && (at < 0 || j < at || j == at && len(o) > len(r.old[which])) {
 				at, which = j, i
 			}
 		}
 		if at < 0 {
 			break
 		}
+		if !final {
+			rest := r.buf[at:]
+			for _, o := range r.old {
+				if len(o) > len(rest) && bytes.HasPrefix(o, rest) {
+					// A longer one may still complete here.
+					if _, err := r.w.Write(r.buf[:at]); err != nil {
+						return err
+					}
+					r.buf = append(r.buf[:0], rest...)
+					return nil
+				}
+			}
+		}
 		if _, err := r.w.Write(r.buf[:at]); err != nil {
-			return 0, err
+			return err
 		}
 		if _, err := r.w.Write(r.new[which]); err != nil {
-			return 0, err
+			return err
 		}
 		r.buf = r.buf[at+len(r.old[which]):]
 	}
 	keep := 0
-	for _, o := range r.old {
-		for k := min(len(o)-1, len(r.buf)); k > keep; k-- {
-			if bytes.HasSuffix(r.buf, o[:k]) {
-				keep = k
-				break
+	if !final {
+		for _, o := range r.old {
+			for k := min(len(o)-1, len(r.buf)); k > keep; k-- {
+				if bytes.HasSuffix(r.buf, o[:k]) {
+					keep = k
+					break
+				}
 			}
 		}
 	}
 	if n := len(r.buf) - keep; n > 0 {
 		if _, err := r.w.Write(r.buf[:n]); err != nil {
-			return 0, err
+			return err
 		}
 		r.buf = append(r.buf[:0], r.buf[n:]...)
 	}
-	return len(p), nil
+	return nil
 }
 
-// Flush writes what was held back: the stream has ended.
+// Flush writes what was held back, replaced: the stream has ended.
 func (r *replacer) Flush() error {
 	if len(r.buf) == 0 {
 		return nil
 	}
-	_, err := r.w.Write(r.buf)
+	err := r.drain(true)
 	r.buf = r.buf[:0]
 	return err
 }

@@ -5,8 +5,9 @@ package netproxy
 // a secret's value, or the upstream's credentials. Each value is looked
 // for in the forms a box could undo without knowing it: as it is,
 // percent-encoded (every byte, or only those a URL escapes), as JSON
-// escapes, and in base64 (standard and URL alphabets, at each of the three
-// offsets a value can start at inside a longer encoding). Each form is
+// escapes, and in base64 (standard and URL alphabets, padded or not, at
+// each of the three offsets a value can start at inside a longer
+// encoding, to its end when it ends the encoded bytes). Each form is
 // replaced by the same form of what stands for the value (a secret's
 // placeholder), as long, so lengths stay true. The redaction runs over
 // the status line, every header field's name and value, trailer fields,
@@ -49,6 +50,14 @@ func (r *redaction) add(value, stand string) {
 	forms := func(s string) []string {
 		out := []string{s, url.QueryEscape(s), url.PathEscape(s), percentAll(s, "%%%02X"), percentAll(s, "%%%02x"),
 			percentAll(s, `\u%04x`), percentAll(s, `\u%04X`), jsonForm(s)}
+		// Where the value ends the encoded bytes, the last group holds
+		// only its bytes and padding: that whole tail first (a longer
+		// form wins where both start), then the core alone.
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			for k := 0; k < 3; k++ {
+				out = append(out, base64Tail(enc, s, k))
+			}
+		}
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 			for k := 0; k < 3; k++ {
 				out = append(out, base64Core(enc, s, k))
@@ -122,6 +131,13 @@ func ValueForms(value string) []string {
 	return out
 }
 
+// base64Tail is the encoding of s, preceded by k other bytes, from the
+// first character that depends on s's bytes alone to the end.
+func base64Tail(enc *base64.Encoding, s string, k int) string {
+	full := enc.EncodeToString(append(make([]byte, k), s...))
+	return full[(k+2)/3*4:]
+}
+
 // empty reports whether there is nothing to redact.
 func (r *redaction) empty() bool { return r == nil || len(r.old) == 0 }
 
@@ -130,10 +146,11 @@ func (r *redaction) string(s string) string {
 	if r.empty() {
 		return s
 	}
-	for i, o := range r.old {
-		s = strings.ReplaceAll(s, string(o), string(r.new[i]))
-	}
-	return s
+	var b strings.Builder
+	w := r.writer(&b)
+	w.Write([]byte(s))
+	w.Flush()
+	return b.String()
 }
 
 // header redacts every field's name and values.

@@ -25,9 +25,12 @@ func TestRedactionForms(t *testing.T) {
 		{"query escaped", "k=sk-Real%2Fkey%2B0123456789", "k=" + stand + "____"}, // as long
 		{"every byte escaped", percentAll(value, "%%%02X"), percentAll(stand, "%%%02X")},
 		{"json escapes", percentAll(value, `\u%04x`), percentAll(stand, `\u%04x`)},
-		// The characters that also hold bytes around the value stay.
-		{"base64", b64(value), b64(stand)[:28] + b64(value)[28:]},
-		{"base64 at offset 1", b64("x" + value), b64("x" + value)[:4] + b64("x" + stand)[4:28] + b64("x" + value)[28:]},
+		{"base64", b64(value), b64(stand)},
+		{"base64 unpadded", strings.TrimRight(b64(value), "="), strings.TrimRight(b64(stand), "=")},
+		{"base64 at offset 1", b64("x" + value), b64("x" + value)[:4] + b64("x" + stand)[4:]},
+		// Inside longer data, the characters that also hold bytes
+		// around the value stay.
+		{"base64 inside", b64(value + "more"), b64(stand)[:28] + b64(value + "more")[28:]},
 		{"base64 at offset 2", b64("xy" + value), b64("xy" + value)[:4] + b64("xy" + stand)[4:32] + b64("xy" + value)[32:]},
 		{"nothing", "plain text", "plain text"},
 	}
