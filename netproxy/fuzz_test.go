@@ -179,7 +179,7 @@ func fuzzKeyForms() []string {
 	forms := []string{fuzzKey, percentAll(fuzzKey, "%%%02X"), percentAll(fuzzKey, `\u%04x`), jsonForm(fuzzKey)}
 	for k := 0; k < 3; k++ {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-			forms = append(forms, base64Core(enc, fuzzKey, k))
+			forms = append(forms, base64Core(enc, fuzzKey, k), base64Tail(enc, fuzzKey, k))
 		}
 	}
 	return forms
