@@ -468,6 +468,11 @@ func (s *session) answer(method, version string) (keepUp, answered bool) {
 		if err != nil {
 			return fail("reading the answer", err)
 		}
+		if f.kind == chunkedBody {
+			// Chunked wins (RFC 9112 section 6.3); a length beside it
+			// would tell the client another end.
+			header.Del("Content-Length")
+		}
 		raw := bodyReader(s.upbr, f)
 		body := io.Reader(raw)
 		out := f

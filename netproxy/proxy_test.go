@@ -735,3 +735,14 @@ func TestForward(t *testing.T) {
 		t.Errorf("New with a bad forward: %v, want an error naming it", err)
 	}
 }
+
+// TestHTTPAnswerFraming: an answer with both Transfer-Encoding: chunked and
+// Content-Length reaches the client chunked, without the length.
+func TestHTTPAnswerFraming(t *testing.T) {
+	h := newFuzzHarness(t, []byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"))
+	out := string(h.serve(t, []byte("GET http://example.test/ HTTP/1.1\r\nHost: example.test\r\n\r\n")))
+	want := "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+	if out != want {
+		t.Errorf("answer %q, want %q", out, want)
+	}
+}
