@@ -122,6 +122,12 @@ func envWant(q *plan.Plan) verify.EnvWant {
 	}
 	if a, err := landlock.AssessmentOf(q); err == nil && q.Box.Backend == landlock.Backend && a.Proxy {
 		// The proxy's variables, set when the run has its port.
+		for _, kv := range q.Network.ProxyVarsEnv("127.0.0.1:0") {
+			if k, _, _ := strings.Cut(kv, "="); !seen[k] {
+				seen[k] = true
+				w.Names = append(w.Names, k)
+			}
+		}
 		for _, k := range landlock.ProxyVars {
 			if !seen[k] {
 				seen[k] = true

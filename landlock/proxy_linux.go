@@ -74,6 +74,7 @@ func startProxy(p *plan.Plan, c *backend.Context) (*proxyRun, error) {
 	noProxy := "localhost,127.0.0.1,::1"
 	px.env = []string{"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
 		"ALL_PROXY=" + socks, "all_proxy=" + socks, "NO_PROXY=" + noProxy, "no_proxy=" + noProxy}
+	px.env = append(px.env, p.Network.ProxyVarsEnv("127.0.0.1:"+strconv.Itoa(px.port))...)
 	return px, nil
 }
 

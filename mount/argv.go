@@ -432,11 +432,11 @@ func renderNet(p *plan.Plan) (netRender, error) {
 	// localhost is reached directly: through the port forwards when the
 	// policy allows a host service, else it is simply the box's own.
 	noProxy := "localhost,127.0.0.1,::1"
-	return netRender{allow: allow, forward: forward, env: []string{
+	return netRender{allow: allow, forward: forward, env: append([]string{
 		"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
 		"ALL_PROXY=" + socks, "all_proxy=" + socks,
 		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
-	}}, nil
+	}, p.Network.ProxyVarsEnv("127.0.0.1:"+strconv.Itoa(plan.ProxyPort))...)}, nil
 }
 
 // Shell renders the bwrap command line of d with POSIX shell quoting (the

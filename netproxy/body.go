@@ -65,14 +65,13 @@ func responseFraming(method string, code int, h textproto.MIMEHeader) (bodyFrami
 		return bodyFraming{}, nil
 	}
 	if te, ok := h["Transfer-Encoding"]; ok {
-		codings := strings.Split(strings.Join(te, ","), ",")
-		if strings.EqualFold(strings.TrimSpace(codings[len(codings)-1]), "chunked") {
-			if len(codings) > 1 {
-				return bodyFraming{}, fmt.Errorf("transfer coding %q: only chunked is accepted", strings.Join(te, ", "))
-			}
-			return bodyFraming{kind: chunkedBody}, nil
+		// Only chunked: a body in another transfer coding (gzip,
+		// compress) is one the client decodes and the proxy would pass
+		// unread.
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			return bodyFraming{}, fmt.Errorf("transfer coding %q: only chunked is accepted", strings.Join(te, ", "))
 		}
-		return bodyFraming{kind: closeBody}, nil
+		return bodyFraming{kind: chunkedBody}, nil
 	}
 	if cl, ok := h["Content-Length"]; ok {
 		n, err := contentLength(cl)
@@ -103,6 +102,9 @@ func contentLength(values []string) (int64, error) {
 	}
 	return n, nil
 }
+
+// errChunked starts every error of a malformed chunked body.
+var errChunked = errors.New("chunked body")
 
 // bodyReader returns the decoded content of a body on br.
 func bodyReader(br *bufio.Reader, f bodyFraming) *decoded {
@@ -183,7 +185,7 @@ func (d *decoded) line(max int) (string, error) {
 		frag, err := d.br.ReadSlice('\n')
 		b = append(b, frag...)
 		if len(b) > max {
-			return "", errors.New("chunked body: line too long")
+			return "", fmt.Errorf("%w: line too long", errChunked)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -195,7 +197,7 @@ func (d *decoded) line(max int) (string, error) {
 			return "", err
 		}
 		if !bytes.HasSuffix(b, []byte("\r\n")) {
-			return "", errors.New("chunked body: a line without CRLF")
+			return "", fmt.Errorf("%w: a line without CRLF", errChunked)
 		}
 		return string(b[:len(b)-2]), nil
 	}
@@ -210,7 +212,7 @@ func (d *decoded) crlf() error {
 		return err
 	}
 	if string(b[:]) != "\r\n" {
-		return errors.New("chunked body: no CRLF after a chunk")
+		return fmt.Errorf("%w: no CRLF after a chunk", errChunked)
 	}
 	return nil
 }
@@ -224,7 +226,7 @@ func (d *decoded) chunkSize() (int64, error) {
 	hex, _, _ := strings.Cut(l, ";")
 	hex = strings.TrimRight(hex, " \t")
 	if hex == "" || len(hex) > 15 || strings.Trim(hex, "0123456789abcdefABCDEF") != "" {
-		return 0, fmt.Errorf("chunked body: bad chunk size %q", l)
+		return 0, fmt.Errorf("%w: bad chunk size %q", errChunked, l)
 	}
 	return strconv.ParseInt(hex, 16, 64)
 }
@@ -241,10 +243,16 @@ func (d *decoded) trailer() error {
 			return nil
 		}
 		if total += len(l); total > maxHead || len(d.Trailer) >= maxFields {
-			return errors.New("chunked body: trailer section too large")
+			return fmt.Errorf("%w: trailer section too large", errChunked)
 		}
-		if strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") || !strings.Contains(l, ":") || !token(strings.TrimRight(l[:strings.IndexByte(l, ':')], " ")) {
-			return fmt.Errorf("chunked body: malformed trailer field %q", l)
+		// As strictly as a header field (RFC 9112 section 5, RFC 9110
+		// section 5.5): a token for a name, right before the colon; no
+		// control character but a tab in the value (a bare CR is how a
+		// second request hides in a trailer for an origin that ends lines
+		// at one).
+		name, _, ok := strings.Cut(l, ":")
+		if !ok || !token(name) || strings.IndexFunc(l, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0 {
+			return fmt.Errorf("%w: malformed trailer field", errChunked)
 		}
 		d.Trailer = append(d.Trailer, l)
 	}
@@ -289,7 +297,8 @@ func (e *encoder) Close(trailer []string) error {
 
 // replacer writes a stream to w with every old[i] replaced by new[i] (as
 // long), holding back only a tail that could be the start of one until
-// more comes or Flush.
+// more comes or Flush. Where several start at the same place, the longest
+// wins: a shorter one that is a prefix of a longer one waits for the rest.
 type replacer struct {
 	w        io.Writer
 	old, new [][]byte
@@ -301,48 +310,71 @@ func (r *replacer) Write(p []byte) (int, error) {
 		return r.w.Write(p)
 	}
 	r.buf = append(r.buf, p...)
+	if err := r.drain(false); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// drain writes what can be written of buf; final when the stream ended.
+func (r *replacer) drain(final bool) error {
 	for {
 		at, which := -1, -1
 		for i, o := range r.old {
-			if j := bytes.Index(r.buf, o); j >= 0 && (at < 0 || j < at) {
+			if j := bytes.Index(r.buf, o); j >= 0 && (at < 0 || j < at || j == at && len(o) > len(r.old[which])) {
 				at, which = j, i
 			}
 		}
 		if at < 0 {
 			break
 		}
+		if !final {
+			rest := r.buf[at:]
+			for _, o := range r.old {
+				if len(o) > len(rest) && bytes.HasPrefix(o, rest) {
+					// A longer one may still complete here.
+					if _, err := r.w.Write(r.buf[:at]); err != nil {
+						return err
+					}
+					r.buf = append(r.buf[:0], rest...)
+					return nil
+				}
+			}
+		}
 		if _, err := r.w.Write(r.buf[:at]); err != nil {
-			return 0, err
+			return err
 		}
 		if _, err := r.w.Write(r.new[which]); err != nil {
-			return 0, err
+			return err
 		}
 		r.buf = r.buf[at+len(r.old[which]):]
 	}
 	keep := 0
-	for _, o := range r.old {
-		for k := min(len(o)-1, len(r.buf)); k > keep; k-- {
-			if bytes.HasSuffix(r.buf, o[:k]) {
-				keep = k
-				break
+	if !final {
+		for _, o := range r.old {
+			for k := min(len(o)-1, len(r.buf)); k > keep; k-- {
+				if bytes.HasSuffix(r.buf, o[:k]) {
+					keep = k
+					break
+				}
 			}
 		}
 	}
 	if n := len(r.buf) - keep; n > 0 {
 		if _, err := r.w.Write(r.buf[:n]); err != nil {
-			return 0, err
+			return err
 		}
 		r.buf = append(r.buf[:0], r.buf[n:]...)
 	}
-	return len(p), nil
+	return nil
 }
 
-// Flush writes what was held back: the stream has ended.
+// Flush writes what was held back, replaced: the stream has ended.
 func (r *replacer) Flush() error {
 	if len(r.buf) == 0 {
 		return nil
 	}
-	_, err := r.w.Write(r.buf)
+	err := r.drain(true)
 	r.buf = r.buf[:0]
 	return err
 }

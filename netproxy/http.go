@@ -6,18 +6,15 @@ package netproxy
 // starts twice per sandboxed command (supervisor and init), and costs about
 // 0.6 ms on every start for nothing the proxy needs.
 //
-// Each client connection carries exactly one request. The proxy reads the
-// request head, checks the host, sends the origin a rewritten head, and then
-// copies bytes both ways until they end, as a CONNECT tunnel does: the body
-// and the response pass through unparsed, so there is no body framing here
-// to get wrong. Both sides are told "Connection: close", so a well-behaved
-// client sends a second request on a second connection, checked on its own.
-// Plain-HTTP keep-alive is deliberately not offered: HTTPS, the common case
-// for agents, goes through CONNECT anyway. A client that pipelines more
-// requests on the same connection anyway gets them to the host:port that
-// was checked and nowhere else, exactly as bytes in a tunnel; those extra
-// requests are neither rewritten nor logged (an origin that ignores
-// "Connection: close" sees their Host headers as sent).
+// Each client connection carries exactly one request. A CONNECT request
+// becomes a tunnel (or an intercepted connection, intercept.go). An
+// absolute-URI request is read and passed as an intercepted request is:
+// its framing strictly (RFC 9112 section 6.3), its body re-framed and read
+// for placeholders, its trailer fields validated and read the same way, and
+// the answer parsed, redacted (redact.go) and re-framed. Both sides are told
+// "Connection: close", and whatever the client sends after its request is
+// never read: a pipelined second request reaches no origin, so every
+// request the proxy passes is one it judged.
 
 import (
 	"bufio"
@@ -55,11 +52,12 @@ var hopHeaders = []string{
 	"Proxy-Authorization", "TE", "Upgrade",
 }
 
-// framing are the fields that say where a body ends. They are passed on
-// as they came, even when Connection names them: the body is passed on byte
-// for byte, and without its framing the far end would read it as something
-// else (chunk sizes as data, or the body as a second request). Trailer,
-// which announces fields at the end of a chunked body, goes with it.
+// framing are the fields that say where a body ends. They are kept even
+// when Connection names them: the proxy re-frames every body it reads to
+// what they say (body.go), and without them the far end would read it as
+// something else (chunk sizes as data, or the body as a second request).
+// Trailer, which announces fields at the end of a chunked body, goes with
+// them.
 var framing = []string{"Content-Length", "Transfer-Encoding", "Trailer"}
 
 // statusText names the statuses the proxy answers with itself.
@@ -122,7 +120,7 @@ func (p *Proxy) serveCONNECT(c net.Conn, br *bufio.Reader, target string) {
 		writeText(c, 403, denial(checked, d))
 		return
 	case err != nil:
-		writeText(c, 502, fmt.Sprintf("agentbox: %s: %v\n", checked, err))
+		writeText(c, 502, p.red.string(fmt.Sprintf("agentbox: %s: %v\n", checked, err)))
 		return
 	}
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -182,66 +180,19 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req request) {
 		writeText(c, 403, denial(target, d))
 		return
 	case err != nil:
-		writeText(c, 502, fmt.Sprintf("agentbox: %s: %v\n", target, err))
+		writeText(c, 502, p.red.string(fmt.Sprintf("agentbox: %s: %v\n", target, err)))
 		return
 	}
-	defer p.dropUpstream(up)
-
-	// The origin gets the origin form of the target (RFC 9112 section
-	// 3.2.1): the path and query, never the fragment, which is the
-	// client's own.
-	path, _, _ = strings.Cut(path, "#")
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	stripHop(req.header)
-	// The origin sees the host that was checked, in its canonical form
-	// ("127.1" arrives as "127.0.0.1"), whatever Host the client sent: an
-	// absolute URI overrides it anyway (RFC 9112 section 3.2.2).
-	hostField := target
-	if h == authority { // no port in the URL
-		hostField = strings.TrimSuffix(target, ":80")
-	}
-	req.header["Host"] = []string{hostField}
-	req.header["Connection"] = []string{"close"}
-	line := req.method + " " + path + " " + req.version
-	if hp, _ := parseHost(h); p.viaUpstream(hp, port) {
-		// To the upstream proxy: the absolute URI of the host checked,
-		// and the upstream's own credentials (the client's were
-		// removed with the hop-by-hop fields).
-		line = req.method + " http://" + hostField + path + " " + req.version
-		if a := p.opts.Upstream.authorization(); a != "" {
-			req.header["Proxy-Authorization"] = []string{a}
-		}
-	}
-	// Expect: 100-continue is passed on: the origin's 100 comes back
-	// through answer, or its final answer without the body being sent
-	// (RFC 9110 section 10.1.1).
-	head := writeHead(line, req.header)
-	if _, err := up.Write(head); err != nil {
-		writeText(c, 502, fmt.Sprintf("agentbox: %s: sending request: %v\n", target, err))
-		return
-	}
-
-	// The body, and anything the client sends after it, goes up as it
-	// comes; the answer comes back the same way once its head is read.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if len(p.secrets) > 0 {
-			// Read for placeholders on their way out; no splice then.
-			p.scanCopy(up, c, br, target)
-			return
-		}
-		if err := flush(up, br); err != nil {
-			c.Close()
-			up.Close()
-			return
-		}
-		copyHalf(up, c)
-	}()
-	answer(c, up, req.version, target)
-	<-done
+	hp, _ := parseHost(h)
+	// The request is read and passed as an intercepted one is (its
+	// framing strictly, its body and trailer for placeholders, the answer
+	// redacted), and it is the connection's only one: whatever the client
+	// sends after it is never read, so no request reaches the origin that
+	// was not judged.
+	s := &session{p: p, h: hp, port: port, target: target, proto: "http", client: c, cbr: br, raw: up,
+		last: true, absolute: p.viaUpstream(hp, port)}
+	defer s.closeUp()
+	s.serve(req)
 }
 
 // checkPlain checks a plain HTTP request, which the proxy reads anyway:
@@ -275,74 +226,6 @@ func (p *Proxy) checkPlain(req request, raw string, port int, path string) (Deci
 		p.recordRequest("http", target, what, d)
 	}
 	return d, target, d.Allowed
-}
-
-// scanCopy copies the client's bytes after the head to up, reading them
-// for any secret's placeholder: one ends both connections before it is
-// whole upstream, and is logged.
-func (p *Proxy) scanCopy(up, c net.Conn, br *bufio.Reader, target string) {
-	var needles [][]byte
-	for _, s := range p.secrets {
-		needles = append(needles, []byte(s.Placeholder))
-	}
-	scan := newDetector(up, needles, func(i int) error {
-		p.recordRequest("http", target, "", exfiltration(&p.secrets[i], "the body", target))
-		return errExfiltration
-	})
-	if _, err := io.Copy(scan, br); err != nil {
-		c.Close()
-		up.Close()
-		return
-	}
-	if cw, ok := up.(closeWriter); ok {
-		cw.CloseWrite()
-	}
-}
-
-// answer passes the origin's response to the client: the head with the
-// hop-by-hop fields removed and "Connection: close" added, then everything
-// the origin sends until it ends. Interim (1xx) responses go first, except
-// to an HTTP/1.0 client, which does not know them (RFC 9110 section 15.2).
-func answer(c, up net.Conn, version, target string) {
-	ubr := bufio.NewReader(up)
-	for {
-		line, header, err := readHead(ubr)
-		code := 0
-		if err == nil {
-			code, err = parseStatusLine(line)
-		}
-		if err == nil && code == 101 {
-			// Upgrade was removed, so this is an origin misbehaving.
-			err = errors.New("unexpected 101 Switching Protocols")
-		}
-		if err != nil {
-			writeText(c, 502, fmt.Sprintf("agentbox: %s: reading response: %v\n", target, err))
-			c.Close()
-			up.Close()
-			return
-		}
-		tidyNames(header)
-		stripHop(header)
-		if code >= 200 {
-			header["Connection"] = []string{"close"}
-		} else if version == "HTTP/1.0" {
-			continue
-		}
-		if _, err := c.Write(writeHead(line, header)); err != nil {
-			c.Close()
-			up.Close()
-			return
-		}
-		if code >= 200 {
-			break
-		}
-	}
-	if err := flush(c, ubr); err != nil {
-		c.Close()
-		up.Close()
-		return
-	}
-	copyHalf(c, up)
 }
 
 // flush writes what br holds already, before the copying goes on from the
@@ -379,8 +262,8 @@ func readRequest(br *bufio.Reader) (request, error) {
 // reads nothing beyond, so br keeps what follows. The fields are parsed by
 // textproto, which refuses a field line that starts with white space, a
 // name with a character that is neither a token's nor a space, and a control
-// character in a value. (Folded lines, obsolete, are joined with a space, as
-// RFC 9112 section 5.2 allows.) Space in a name it lets through, as the name
+// character in a value; a folded line, obsolete, is refused here first (as
+// RFC 9112 section 5.2 allows). Space in a name it lets through, as the name
 // "Host " for "Host : x" (Go issue 34540): readRequest and answer deal with
 // that, each as section 5.1 says.
 func readHead(br *bufio.Reader) (string, textproto.MIMEHeader, error) {
@@ -403,6 +286,12 @@ func readHead(br *bufio.Reader) (string, textproto.MIMEHeader, error) {
 		}
 		if line := string(raw[start:]); start > 0 && (line == "\r\n" || line == "\n") {
 			break
+		}
+		if start > 0 && (raw[start] == ' ' || raw[start] == '\t') {
+			// Obsolete line folding (RFC 9112 section 5.2): joined
+			// with a space, a value split across lines would pass the
+			// redaction and the detectors in two halves. Refused.
+			return "", nil, errors.New("a folded header line (obsolete line folding)")
 		}
 		if lines++; lines > maxFields+1 {
 			return "", nil, fmt.Errorf("head has more than %d header fields", maxFields)

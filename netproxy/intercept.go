@@ -62,6 +62,12 @@ type session struct {
 	client net.Conn
 	cbr    *bufio.Reader
 
+	// last: the client's connection carries this one request (a plain
+	// HTTP forward): the answer says Connection: close. absolute: the
+	// request goes to the upstream proxy, as an absolute URI with its
+	// credentials.
+	last, absolute bool
+
 	raw  net.Conn // the host's connection as open made it, to drop
 	up   net.Conn // raw, or TLS over it
 	upbr *bufio.Reader
@@ -218,8 +224,9 @@ func (s *session) serve(req request) bool {
 	stripHop(req.header)
 	req.header.Del("Expect") // answered here (below)
 	put := swapIn(req.header, own)
-	if len(put) > 0 {
-		// The answer is read for the value (swapOut): not compressed.
+	if len(put) > 0 || !p.red.empty() {
+		// The answer is read for the values (redact.go): best not
+		// compressed; a host that compresses anyway is decoded.
 		req.header["Accept-Encoding"] = []string{"identity"}
 	}
 	hostField := s.target
@@ -233,18 +240,34 @@ func (s *session) serve(req request) bool {
 	if len(put) > 0 {
 		d.Reason += "; put in " + strings.Join(put, ", ")
 	}
+	line := req.method + " " + path + " HTTP/1.1"
+	if s.last {
+		req.header["Connection"] = []string{"close"}
+	}
+	if s.absolute {
+		// To the upstream proxy: the absolute URI of the host checked,
+		// and the upstream's own credentials (the client's were
+		// removed with the hop-by-hop fields).
+		line = req.method + " http://" + hostField + path + " HTTP/1.1"
+		if a := p.opts.Upstream.authorization(); a != "" {
+			req.header["Proxy-Authorization"] = []string{a}
+		}
+	}
 	if err := s.upstream(); err != nil {
 		p.recordRequest(s.proto, s.target, what, Decision{Allowed: true, Rule: d.Rule, Reason: d.Reason})
-		writeText(s.client, 502, fmt.Sprintf("agentbox: %s: %v\n", s.target, err))
+		writeText(s.client, 502, p.red.string(fmt.Sprintf("agentbox: %s: %v\n", s.target, err)))
 		return false
 	}
-	p.recordRequest(s.proto, s.target, what, d)
-	if _, err := s.up.Write(writeHead(req.method+" "+path+" HTTP/1.1", req.header)); err != nil {
+	if !s.last {
+		// (A plain forward's connection was logged as it opened.)
+		p.recordRequest(s.proto, s.target, what, d)
+	}
+	if _, err := s.up.Write(writeHead(line, req.header)); err != nil {
 		s.closeUp()
-		writeText(s.client, 502, fmt.Sprintf("agentbox: %s: sending the request: %v\n", s.target, err))
+		writeText(s.client, 502, p.red.string(fmt.Sprintf("agentbox: %s: sending the request: %v\n", s.target, err)))
 		return false
 	}
-	if expect && f.kind != noBody {
+	if expect && f.kind != noBody && req.version == "HTTP/1.1" {
 		io.WriteString(s.client, "HTTP/1.1 100 Continue\r\n\r\n")
 	}
 	// The body goes up as it comes, read for placeholders that may not
@@ -261,8 +284,11 @@ func (s *session) serve(req request) bool {
 			s.client.Close()
 		}
 	}()
-	keepUp, answered := s.answer(req.method)
+	keepUp, answered := s.answer(req.method, req.version)
 	wg.Wait()
+	if errors.Is(bodyErr, errChunked) {
+		p.recordRequest(s.proto, s.target, what, Decision{Reason: "bad request: " + bodyErr.Error()})
+	}
 	if bodyErr != nil || !answered {
 		return false
 	}
@@ -388,15 +414,30 @@ func (s *session) sendBody(f bodyFraming, own []*Secret, what string) error {
 	if _, err := io.CopyBuffer(scan, body, buf); err != nil {
 		return err
 	}
+	// The trailer fields go through the same detector as the head.
+	for _, l := range body.Trailer {
+		if sec := s.p.placeholderIn(l, func(sec *Secret) bool { return slices.Contains(own, sec) }); sec != nil {
+			s.p.recordRequest(s.proto, s.target, what, exfiltration(sec, "a trailer field", s.target))
+			return errExfiltration
+		}
+	}
 	return enc.Close(body.Trailer)
 }
 
 // answer passes the host's answer to the client: interim answers, then the
-// final one, its head rewritten and its body re-framed with every secret's
-// value turned back into its placeholder. keepUp says whether the host's
-// connection can carry the next request; answered is false when the
-// client's connection cannot either.
-func (s *session) answer(method string) (keepUp, answered bool) {
+// final one, its head rewritten and its body re-framed. Every byte the
+// client gets is redacted (redact.go): the status line, the fields' names
+// and values, the body after its content coding is undone (a coding the
+// proxy cannot undo is refused), the trailer, and the proxy's own messages
+// about what the host sent. keepUp says whether the host's connection can
+// carry the next request; answered is false when the client's connection
+// cannot either.
+func (s *session) answer(method, version string) (keepUp, answered bool) {
+	red := s.p.red
+	fail := func(what string, err error) (bool, bool) {
+		writeText(s.client, 502, red.string(fmt.Sprintf("agentbox: %s: %s: %v\n", s.target, what, err)))
+		return false, false
+	}
 	for {
 		line, header, err := readHead(s.upbr)
 		code := 0
@@ -407,15 +448,15 @@ func (s *session) answer(method string) (keepUp, answered bool) {
 			err = errors.New("unexpected 101 Switching Protocols")
 		}
 		if err != nil {
-			writeText(s.client, 502, fmt.Sprintf("agentbox: %s: reading the answer: %v\n", s.target, err))
-			return false, false
+			return fail("reading the answer", err)
 		}
 		tidyNames(header)
 		closeUp := hasToken(header, "Connection", "close") || strings.HasPrefix(line, "HTTP/1.0")
 		stripHop(header)
-		s.p.swapOut(header)
+		line = red.string(line)
+		red.header(header)
 		if code < 200 {
-			if code == 100 {
+			if code == 100 || version == "HTTP/1.0" {
 				continue // the proxy sent the client its own
 			}
 			if _, err := s.client.Write(writeHead(line, header)); err != nil {
@@ -425,10 +466,40 @@ func (s *session) answer(method string) (keepUp, answered bool) {
 		}
 		f, err := responseFraming(method, code, header)
 		if err != nil {
-			writeText(s.client, 502, fmt.Sprintf("agentbox: %s: reading the answer: %v\n", s.target, err))
-			return false, false
+			return fail("reading the answer", err)
 		}
-		if f.kind == closeBody {
+		if f.kind == chunkedBody {
+			// Chunked wins (RFC 9112 section 6.3); a length beside it
+			// would tell the client another end.
+			header.Del("Content-Length")
+		}
+		raw := bodyReader(s.upbr, f)
+		body := io.Reader(raw)
+		out := f
+		codings := header.Values("Content-Encoding")
+		if !red.empty() && len(codings) > 0 && f.kind != noBody {
+			// Read decoded, so the redaction sees what the client will;
+			// the client gets it without the coding, framed anew.
+			dec, done, err := contentDecoder(body, strings.Split(strings.Join(codings, ","), ","))
+			if err != nil {
+				return fail("the answer", err)
+			}
+			defer done()
+			body = dec
+			header.Del("Content-Encoding")
+			header.Del("Content-Length")
+			header.Del("Transfer-Encoding")
+			header.Del("Content-MD5")
+			header.Del("Digest")
+			header.Del("Repr-Digest")
+			if version == "HTTP/1.1" && f.kind != closeBody {
+				out = bodyFraming{kind: chunkedBody}
+				header["Transfer-Encoding"] = []string{"chunked"}
+			} else {
+				out = bodyFraming{kind: closeBody}
+			}
+		}
+		if out.kind == closeBody || s.last {
 			// The client learns the end as the host tells it: by the
 			// connection ending.
 			header["Connection"] = []string{"close"}
@@ -436,26 +507,32 @@ func (s *session) answer(method string) (keepUp, answered bool) {
 		if _, err := s.client.Write(writeHead(line, header)); err != nil {
 			return false, false
 		}
-		body := bodyReader(s.upbr, f)
-		enc := &encoder{w: s.client, f: f}
-		rep := s.p.valueReplacer(enc)
+		enc := &encoder{w: s.client, f: out}
+		rep := red.writer(enc)
 		buf := make([]byte, 32<<10)
 		if _, err := io.CopyBuffer(rep, body, buf); err != nil {
+			// The head is sent: the client learns of it by the
+			// connection ending before the body does.
 			return false, false
 		}
 		if rep.Flush() != nil {
 			return false, false
 		}
-		for i, l := range body.Trailer {
-			for _, sec := range s.p.secrets {
-				l = strings.ReplaceAll(l, sec.Value, sec.Placeholder)
+		if body != io.Reader(raw) {
+			// What follows the coded content, up to the body's end, is
+			// not passed on.
+			if _, err := io.Copy(io.Discard, raw); err != nil {
+				return false, false
 			}
-			body.Trailer[i] = l
 		}
-		if enc.Close(body.Trailer) != nil {
+		trailer := raw.Trailer
+		for i, l := range trailer {
+			trailer[i] = red.string(l)
+		}
+		if enc.Close(trailer) != nil {
 			return false, false
 		}
-		return !closeUp && f.kind != closeBody, f.kind != closeBody
+		return !closeUp && f.kind != closeBody, out.kind != closeBody && f.kind != closeBody
 	}
 }
 

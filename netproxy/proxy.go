@@ -32,8 +32,8 @@ const maxForwards = 255
 // Options configure a Proxy.
 type Options struct {
 	// Log, when set, gets one line per connection (for plain HTTP, per
-	// connection's first request; see http.go on pipelining): time, allow
-	// or deny, protocol, host:port, rule and reason.
+	// request: a connection carries one, see http.go): time, allow or
+	// deny, protocol, host:port, rule and reason.
 	Log io.Writer
 	// Resolver resolves names; nil means net.DefaultResolver.
 	Resolver Resolver
@@ -74,7 +74,8 @@ type Decided struct {
 type Proxy struct {
 	rules   *Rules
 	opts    Options
-	secrets []Secret // opts.Secrets, compiled
+	secrets []Secret   // opts.Secrets, compiled
+	red     *redaction // what the box never receives (redact.go)
 
 	// dial connects upstream; tests replace it to reach a local server
 	// where a public address was resolved.
@@ -133,6 +134,7 @@ func New(rules *Rules, opts Options) (*Proxy, error) {
 	}
 	p := &Proxy{rules: rules, opts: opts, conns: map[io.Closer]struct{}{}, secrets: secrets,
 		forwardPort: forwardPorts(opts.Forward), sockets: make(chan boxSocket, 4), chReady: make(chan struct{})}
+	p.buildRedaction()
 	p.dial = (&net.Dialer{}).DialContext
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
@@ -351,7 +353,7 @@ func (p *Proxy) recordFull(proto, target, request string, d Decision, err error)
 	if target == "" {
 		target = "-"
 	}
-	if len(p.secrets) > 0 {
+	if !p.red.empty() {
 		// The log and the audit log name a secret, never its value or
 		// the run's placeholder (a host name may carry one).
 		target, request, d.Reason = p.redact(target), p.redact(request), p.redact(d.Reason)
@@ -377,7 +379,7 @@ func (p *Proxy) recordFull(proto, target, request string, d Decision, err error)
 		line += " request=" + logQuote(request)
 	}
 	if err != nil {
-		line += " error=" + logQuote(err.Error())
+		line += " error=" + logQuote(p.redact(err.Error()))
 	}
 	p.logMu.Lock()
 	defer p.logMu.Unlock()

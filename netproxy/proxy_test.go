@@ -201,14 +201,14 @@ func TestHTTPHeads(t *testing.T) {
 			name:     "100 continue",
 			request:  "POST http://example.test:" + p + "/up HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi",
 			reply:    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
-			wantHead: "POST /up HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\nExpect: 100-continue\r\nHost: example.test:" + p + "\r\n\r\n",
+			wantHead: "POST /up HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\nHost: example.test:" + p + "\r\n\r\n",
 			want:     "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
 		},
 		{
 			name:     "no 100 for HTTP/1.0",
 			request:  "POST http://example.test:" + p + "/up HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi",
 			reply:    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
-			wantHead: "POST /up HTTP/1.0\r\nConnection: close\r\nContent-Length: 2\r\nExpect: 100-continue\r\nHost: example.test:" + p + "\r\n\r\n",
+			wantHead: "POST /up HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\nHost: example.test:" + p + "\r\n\r\n",
 			want:     "HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
 		},
 		{
@@ -223,14 +223,14 @@ func TestHTTPHeads(t *testing.T) {
 			request:  "GET http://example.test:" + p + "/ HTTP/1.1\r\n\r\n",
 			reply:    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
 			wantHead: "GET / HTTP/1.1\r\nConnection: close\r\nHost: example.test:" + p + "\r\n\r\n",
-			want:     text(502, "agentbox: example.test:"+p+": reading response: unexpected 101 Switching Protocols\n"),
+			want:     text(502, "agentbox: example.test:"+p+": reading the answer: unexpected 101 Switching Protocols\n"),
 		},
 		{
 			name:     "not HTTP",
 			request:  "GET http://example.test:" + p + "/ HTTP/1.1\r\n\r\n",
 			reply:    "SSH-2.0-OpenSSH\r\n\r\n",
 			wantHead: "GET / HTTP/1.1\r\nConnection: close\r\nHost: example.test:" + p + "\r\n\r\n",
-			want:     text(502, "agentbox: example.test:"+p+`: reading response: malformed status line "SSH-2.0-OpenSSH"`+"\n"),
+			want:     text(502, "agentbox: example.test:"+p+`: reading the answer: malformed status line "SSH-2.0-OpenSSH"`+"\n"),
 		},
 	}
 	for _, tc := range tests {
@@ -293,7 +293,8 @@ func TestHTTPRefusals(t *testing.T) {
 		{name: "CR in target", request: "GET " + url + "\r HTTP/1.1\r\n\r\n", status: 400, body: bad(`malformed request target "` + url + `\r"`)},
 		{name: "method not a token", request: "G(T " + url + " HTTP/1.1\r\n\r\n", status: 400, body: bad(`malformed method "G(T"`)},
 		{name: "space before colon", request: "GET " + url + " HTTP/1.1\r\nHost : x\r\n\r\n", status: 400, body: bad(`malformed field name "Host "`)},
-		{name: "folded first field", request: "GET " + url + " HTTP/1.1\r\n X: y\r\n\r\n", status: 400, body: bad(`malformed MIME header initial line: " X: y"`)},
+		{name: "folded first field", request: "GET " + url + " HTTP/1.1\r\n X: y\r\n\r\n", status: 400, body: bad(`a folded header line (obsolete line folding)`)},
+		{name: "folded field", request: "GET " + url + " HTTP/1.1\r\nX: a\r\n b\r\n\r\n", status: 400, body: bad(`a folded header line (obsolete line folding)`)},
 		{name: "CR in value", request: "GET " + url + " HTTP/1.1\r\nX: a\rHost: b\r\n\r\n", status: 400, body: bad(`malformed MIME header line: "X: a\rHost: b"`)},
 		{name: "bad port", request: "GET http://example.test:99999/ HTTP/1.1\r\n\r\n", status: 400,
 			body: `agentbox: bad URL host "example.test:99999": port 99999 out of range 1-65535` + "\n"},
@@ -732,5 +733,16 @@ func TestForward(t *testing.T) {
 
 	if _, err := New(&Rules{}, Options{Forward: []string{"no-port"}}); err == nil || !strings.Contains(err.Error(), `forward target "no-port"`) {
 		t.Errorf("New with a bad forward: %v, want an error naming it", err)
+	}
+}
+
+// TestHTTPAnswerFraming: an answer with both Transfer-Encoding: chunked and
+// Content-Length reaches the client chunked, without the length.
+func TestHTTPAnswerFraming(t *testing.T) {
+	h := newFuzzHarness(t, []byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"))
+	out := string(h.serve(t, []byte("GET http://example.test/ HTTP/1.1\r\nHost: example.test\r\n\r\n")))
+	want := "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+	if out != want {
+		t.Errorf("answer %q, want %q", out, want)
 	}
 }

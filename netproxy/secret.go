@@ -128,14 +128,15 @@ func (p *Proxy) headPlaceholder(target string, h textproto.MIMEHeader, may func(
 	return nil, ""
 }
 
-// redact names the secret wherever its value or placeholder is in s.
+// redact names the secret wherever its value or placeholder is in s, and
+// hides the upstream's credentials in any form.
 func (p *Proxy) redact(s string) string {
 	for _, sec := range p.secrets {
 		name := "{" + sec.Name + "}"
 		s = strings.ReplaceAll(s, sec.Value, name)
 		s = strings.ReplaceAll(s, sec.Placeholder, name)
 	}
-	return s
+	return p.red.string(s)
 }
 
 // swapIn puts the values of own in place of their placeholders in the
@@ -156,28 +157,4 @@ func swapIn(h textproto.MIMEHeader, own []*Secret) []string {
 		}
 	}
 	return put
-}
-
-// swapOut puts the placeholders back in place of every secret's value in
-// the header fields of an answer.
-func (p *Proxy) swapOut(h textproto.MIMEHeader) {
-	for name, values := range h {
-		for i, v := range values {
-			for _, s := range p.secrets {
-				v = strings.ReplaceAll(v, s.Value, s.Placeholder)
-			}
-			h[name][i] = v
-		}
-	}
-}
-
-// valueReplacer rewrites an answer's body: every secret's value becomes
-// its placeholder.
-func (p *Proxy) valueReplacer(w interface{ Write([]byte) (int, error) }) *replacer {
-	r := &replacer{w: w}
-	for _, s := range p.secrets {
-		r.old = append(r.old, []byte(s.Value))
-		r.new = append(r.new, []byte(s.Placeholder))
-	}
-	return r
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -163,4 +164,31 @@ func (c *prefixConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return c.Conn.Close()
+}
+
+// CredentialForms are the forms of an upstream's "user:password" that a
+// value holding them would show: the pair and the password as they are,
+// percent-encoded as in a URL's userinfo, and base64 as in a
+// Proxy-Authorization field (at each offset inside a longer encoding). A
+// password shorter than minPassword is looked for only with its user.
+func CredentialForms(credentials string) []string {
+	if credentials == "" {
+		return nil
+	}
+	r := &redaction{}
+	user, pass, _ := strings.Cut(credentials, ":")
+	r.add(credentials, credentials)
+	for _, u := range []string{user, url.QueryEscape(user), url.PathEscape(user)} {
+		for _, p := range []string{url.QueryEscape(pass), url.PathEscape(pass)} {
+			r.add(u+":"+p, u+":"+p)
+		}
+	}
+	if len(pass) >= minPassword {
+		r.add(pass, pass)
+	}
+	out := make([]string, len(r.old))
+	for i, o := range r.old {
+		out[i] = string(o)
+	}
+	return out
 }

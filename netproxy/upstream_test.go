@@ -2,6 +2,9 @@ package netproxy
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -224,5 +227,57 @@ func TestNoProxyMatch(t *testing.T) {
 		if got := noProxyMatch(tc.entry, h, tc.port); got != tc.want {
 			t.Errorf("noProxyMatch(%q, %s:%d) = %v, want %v", tc.entry, tc.host, tc.port, got, tc.want)
 		}
+	}
+}
+
+// TestUpstreamEchoRedacted: an upstream that hands its credentials back
+// (in the reason phrase of a CONNECT refusal, and in a gzip answer to plain
+// HTTP) never gives them to the box.
+func TestUpstreamEchoRedacted(t *testing.T) {
+	const creds = "alice:s3cret-pass"
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(creds))
+	up := serveTCP(t, "tcp4", "127.0.0.1:0", func(c *net.TCPConn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		got := req.Header.Get("Proxy-Authorization")
+		if req.Method == http.MethodConnect {
+			fmt.Fprintf(c, "HTTP/1.1 407 wrong %s (%s)\r\nContent-Length: 0\r\n\r\n", got, creds)
+			return
+		}
+		var b bytes.Buffer
+		z := gzip.NewWriter(&b)
+		fmt.Fprintf(z, "you sent %s, that is %s", got, creds)
+		z.Close()
+		fmt.Fprintf(c, "HTTP/1.1 200 %s\r\nX-Echo: %s\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", creds, got, b.Len(), b.String())
+	})
+	b := startBox(t, []string{"far.test"}, nil, boxOptions{upstream: &Upstream{Addr: "127.0.0.1:" + strconv.Itoa(up.port()), Credentials: creds}})
+	var seen []string
+	c, br, resp := connectVia(t, b.addr, "far.test:443")
+	body, _ := io.ReadAll(br)
+	c.Close()
+	seen = append(seen, resp.Status, string(body))
+	if resp.StatusCode != 502 {
+		t.Errorf("CONNECT refused by the upstream: %s, want 502", resp.Status)
+	}
+	c, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET http://far.test/x HTTP/1.1\r\nHost: far.test\r\n\r\n")
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	all, _ := io.ReadAll(c)
+	c.Close()
+	seen = append(seen, string(all), b.log.String())
+	for _, s := range seen {
+		for _, secret := range []string{"s3cret-pass", auth[6:], creds} {
+			if strings.Contains(s, secret) {
+				t.Errorf("the box or the log got %q:\n%s", secret, s)
+			}
+		}
+	}
+	if !strings.Contains(string(all), "X-Echo: Basic ************************\r\n") || !strings.Contains(string(all), "\r\nyou sent Basic \r\n") {
+		t.Errorf("the answer was not decoded and redacted:\n%q", all)
 	}
 }

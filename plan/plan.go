@@ -186,6 +186,13 @@ type Network struct {
 	// Upstream is the proxy the allowlist proxy reaches allowed hosts
 	// through (a corporate proxy), nil when it connects by itself.
 	Upstream *Upstream `json:"upstream,omitempty"`
+	// ProxyVars are variables of agentbox's environment, beyond those
+	// every box gets, that held the upstream's credentials and name a
+	// proxy (ftp_proxy, npm_config_proxy, PIP_PROXY, RSYNC_PROXY...): in
+	// the box they name agentbox's proxy instead (see ProxyVarsEnv). A
+	// name ending in ":" takes host:port, as RSYNC_PROXY does; any other
+	// a URL.
+	ProxyVars []string `json:"proxy_vars,omitempty"`
 	// Publish are the box's loopback ports the host can open.
 	Publish []Publish `json:"publish,omitempty"`
 	// Secrets are the credentials the box holds only as placeholders.
@@ -579,4 +586,18 @@ func Within(path, dir string) bool {
 		return strings.HasPrefix(path, dir)
 	}
 	return path == dir || strings.HasPrefix(path, dir+"/") || strings.HasPrefix(path, dir+`\`)
+}
+
+// ProxyVarsEnv sets each of n.ProxyVars to agentbox's proxy at hostPort
+// (127.0.0.1:PORT).
+func (n Network) ProxyVarsEnv(hostPort string) []string {
+	var out []string
+	for _, v := range n.ProxyVars {
+		if name, ok := strings.CutSuffix(v, ":"); ok {
+			out = append(out, name+"="+hostPort)
+			continue
+		}
+		out = append(out, v+"=http://"+hostPort)
+	}
+	return out
 }

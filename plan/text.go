@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,6 +194,14 @@ func (n Network) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  upstream: %s (%s; %s): allowed hosts are reached through it, and it resolves their names\n", u.URL, auth, u.Origin)
 		if len(u.NoProxy) > 0 {
 			fmt.Fprintf(w, "    direct: %s (NO_PROXY)\n", strings.Join(u.NoProxy, ", "))
+		}
+		if len(n.ProxyVars) > 0 {
+			var names []string
+			for _, v := range n.ProxyVars {
+				names = append(names, strings.TrimSuffix(v, ":"))
+			}
+			slices.Sort(names)
+			fmt.Fprintf(w, "    proxy variables: %s held its credentials; in the box they name agentbox's proxy\n", strings.Join(names, ", "))
 		}
 	}
 	for _, pub := range n.Publish {

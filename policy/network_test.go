@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -156,6 +157,35 @@ func TestResolveNetworkExtras(t *testing.T) {
 			},
 		},
 		{
+			name:   "the upstream's credentials leave the box by value, whatever the variable",
+			policy: "[network]\nmode = \"allowlist\"\n",
+			env: []string{"HTTPS_PROXY=http://alice:pa%2Bss-word@proxy.corp:3128", "ftp_proxy=http://alice:pa%2Bss-word@proxy.corp:3128",
+				"RSYNC_PROXY=alice:pa%2Bss-word@proxy.corp:3128", "npm_config_https_proxy=http://alice:pa%2Bss-word@proxy.corp:3128",
+				"CORP_AUTH=Basic YWxpY2U6cGErc3Mtd29yZA==", "CORP_PW=pa+ss-word", "PROXY_NOTE=pa+ss-word", "OTHER=kept"},
+			check: func(t *testing.T, p *plan.Plan, w *world) {
+				if diff := cmp.Diff([]string{"RSYNC_PROXY:", "ftp_proxy", "npm_config_https_proxy"}, sorted(p.Network.ProxyVars)); diff != "" {
+					t.Errorf("proxy variables (-want +got):\n%s", diff)
+				}
+				for _, kv := range p.Environ {
+					if strings.Contains(kv, "pa+ss") || strings.Contains(kv, "pa%2Bss") || strings.Contains(kv, "YWxpY2U6cGErc3Mtd29yZA") {
+						t.Errorf("the box gets %s", kv)
+					}
+				}
+				for _, name := range []string{"CORP_AUTH", "CORP_PW", "PROXY_NOTE"} {
+					if !contains(p.Env.Removed, name) {
+						t.Errorf("removed %v, want %s", p.Env.Removed, name)
+					}
+				}
+				if !contains(p.Environ, "OTHER=kept") {
+					t.Errorf("environ %v, want OTHER=kept", p.Environ)
+				}
+				if diff := cmp.Diff([]string{"ftp_proxy=http://127.0.0.1:3128", "RSYNC_PROXY=127.0.0.1:3128", "npm_config_https_proxy=http://127.0.0.1:3128"},
+					p.Network.ProxyVarsEnv("127.0.0.1:3128")); diff != "" {
+					t.Errorf("ProxyVarsEnv (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
 			name:   "upstream none ignores the environment",
 			policy: "[network]\nmode = \"allowlist\"\nupstream = \"none\"\n",
 			env:    []string{"HTTPS_PROXY=http://proxy.corp:3128"},
@@ -236,6 +266,22 @@ func TestResolveNetworkExtras(t *testing.T) {
 				}
 				if diff := cmp.Diff([]string{"api.test"}, p.Network.Intercept); diff != "" {
 					t.Errorf("intercept (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
+			name:   "a secret's value in another variable, in any form, is not in the box",
+			policy: "[network]\nallow = [\"api.test\"]\n[[network.secret]]\nenv = \"API_KEY\"\nhosts = [\"api.test\"]\n",
+			env: []string{"API_KEY=" + key, "COPY=" + key, "HEADER=Bearer " + key, "B64=" + base64.StdEncoding.EncodeToString([]byte(key)),
+				"OTHER=kept"},
+			check: func(t *testing.T, p *plan.Plan, w *world) {
+				for _, name := range []string{"COPY", "HEADER", "B64"} {
+					if getenv(p.Environ, name) != "" || !contains(p.Env.Removed, name) {
+						t.Errorf("%s: in the box %q, removed %v", name, getenv(p.Environ, name), p.Env.Removed)
+					}
+				}
+				if getenv(p.Environ, "OTHER") != "kept" || getenv(p.Environ, "API_KEY") != p.Network.Secrets[0].Placeholder {
+					t.Errorf("environ %v", p.Environ)
 				}
 			},
 		},

@@ -1239,23 +1239,58 @@ func (r *resolver) environment() error {
 		}
 	}
 	// The box holds each secret's placeholder, never its value, and
-	// none of the variables the upstream proxy's password came from.
+	// none of the variables the upstream proxy's password came from. The
+	// credentials are looked for by value too, whatever a variable's
+	// name, in every form a value could hold them (netproxy.
+	// CredentialForms): a variable that names a proxy (ftp_proxy,
+	// npm_config_proxy, RSYNC_PROXY...) names agentbox's instead, any
+	// other is not in the box.
 	if u := r.p.Network.Upstream; u != nil {
+		forms := netproxy.CredentialForms(u.Credentials)
 		kept := out[:0]
 		for _, kv := range out {
-			name, _, _ := strings.Cut(kv, "=")
-			if is(u.Vars, name) {
-				e.Removed = appendNew(e.Removed, name)
-				continue
+			name, value, _ := strings.Cut(kv, "=")
+			holds := false
+			for _, f := range forms {
+				holds = holds || strings.Contains(value, f)
 			}
-			kept = append(kept, kv)
+			switch {
+			case is(u.Vars, name):
+				e.Removed = appendNew(e.Removed, name)
+			case holds && slices.Contains([]string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}, strings.ToUpper(name)):
+				// Every backend sets these to agentbox's proxy.
+			case holds && strings.Contains(strings.ToLower(name), "proxy") && strings.Contains(value, "@"):
+				// A proxy's address with the credentials in its
+				// userinfo.
+				v := name
+				if !strings.Contains(value, "://") {
+					v += ":" // host:port, as RSYNC_PROXY
+				}
+				r.p.Network.ProxyVars = appendNew(r.p.Network.ProxyVars, v)
+			case holds:
+				e.Removed = appendNew(e.Removed, name)
+			default:
+				kept = append(kept, kv)
+			}
 		}
 		out = kept
 	}
 	for _, s := range r.p.Network.Secrets {
+		// Any other variable that holds the value, in any form the
+		// proxy's redaction knows, is not in the box either.
+		forms := netproxy.ValueForms(s.Value)
 		kept := out[:0]
 		for _, kv := range out {
-			if name, _, _ := strings.Cut(kv, "="); name != s.Env {
+			name, value, _ := strings.Cut(kv, "=")
+			holds := false
+			for _, f := range forms {
+				holds = holds || strings.Contains(value, f)
+			}
+			switch {
+			case name == s.Env:
+			case holds:
+				e.Removed = appendNew(e.Removed, name)
+			default:
 				kept = append(kept, kv)
 			}
 		}

@@ -587,6 +587,7 @@ func addedEnv(p *plan.Plan, s *Spec, writable []pathRule) []string {
 		proxy := "http://127.0.0.1:" + strconv.Itoa(s.ProxyPort)
 		out = append(out, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy,
 			"ALL_PROXY=socks5h://127.0.0.1:"+strconv.Itoa(s.ProxyPort), "NO_PROXY=localhost,127.0.0.1,::1")
+		out = append(out, p.Network.ProxyVarsEnv("127.0.0.1:"+strconv.Itoa(s.ProxyPort))...)
 	}
 	return append(out, safeDirectories(p, writable)...)
 }
