@@ -132,6 +132,9 @@ func Trust(file string, revoke, proposal bool, w io.Writer) error {
 			fmt.Fprintf(w, "  %s\n", g)
 		}
 	}
+	for _, m := range policy.MissingWritable(l, env) {
+		fmt.Fprintf(w, "note: %s\n", m)
+	}
 	if props.Waiting(file) {
 		fmt.Fprintln(w, "agentbox learn left a proposal for it: agentbox trust --proposal shows and applies it")
 	}

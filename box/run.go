@@ -3,8 +3,10 @@ package box
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
@@ -80,6 +82,7 @@ func run(req Request) (int, error, bool) {
 		}
 		syncState(p)
 	}
+	skipWarnings(os.Stderr, p)
 	backendNotice(os.Stderr, p, b.Name(), bwrapFallback(p, all), fallbackCause)
 	if req.Verify {
 		if err := verifyFirst(p, b); err != nil {
@@ -103,6 +106,21 @@ func run(req Request) (int, error, bool) {
 	stale := err != nil && errors.As(err, &u) && u.Code == mount.CodeStale &&
 		b.Name() == mount.Backend && (p.Backend == "auto" || p.Backend == "")
 	return code, err, stale
+}
+
+// skipWarnings prints one line for each part of the policy the run does
+// not apply and the user must hear of (a writable folder that does not
+// exist, with the mkdir that makes it).
+func skipWarnings(w io.Writer, p *plan.Plan) {
+	for _, s := range p.Skipped {
+		if s.Warn {
+			path := ShellQuote(s.Path)
+			if t := tilde(p.Identity.Home, s.Path); strings.HasPrefix(t, "~/") {
+				path = "~/" + ShellQuote(strings.TrimPrefix(t, "~/"))
+			}
+			fmt.Fprintf(w, "agentbox: warning: %s does not exist, so it is not writable (mkdir -p %s)\n", path, path)
+		}
+	}
 }
 
 // bwrapFallback is why bwrap, when it is missing or broken, did not get a

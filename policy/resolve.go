@@ -503,6 +503,49 @@ func (r *resolver) workspaceStage() error {
 	return nil
 }
 
+// missingWritable decides for a writable root p that does not exist: in
+// the project (its git top-level or working folder, which exists), p is
+// made for the run (0700, as agentbox makes its own folders: each missing
+// folder from the project down, through descriptors, never following a
+// link) and returned; elsewhere it is skipped with one warning line, or,
+// under enforce = "require", refused; either way with the mkdir to run.
+func (r *resolver) missingWritable(p string, o plan.Origin) (string, error) {
+	mkdir := "mkdir -p " + shellQuote(p)
+	target := r.realMaybe(p)
+	if r.p.Workspace.Root == "" {
+		root, _ := r.projectRoot()
+		if realRoot, err := r.real(root); err == nil && target != realRoot && plan.Within(target, realRoot) {
+			var missing []string
+			for d := target; d != realRoot; d = filepath.Dir(d) {
+				if _, err := r.env.FS.Lstat(d); err == nil {
+					break
+				}
+				missing = append(missing, d)
+			}
+			for i := len(missing) - 1; i >= 0; i-- {
+				r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: missing[i], Mode: 0o700, Origin: o})
+			}
+			return target, nil
+		}
+	}
+	if r.p.Enforce == plan.Require {
+		return "", originError(o, fmt.Sprintf("%s: writable folder does not exist (and lies outside the project, so agentbox does not make it): %s, or take it out of the policy", p, mkdir))
+	}
+	r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "writable folder does not exist, so it is not writable: " + mkdir, Origin: o, Warn: true})
+	return "", nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c == '/' || c == '.' || c == '_' || c == '-' || c == '~' || c == '+' || c == ',' || c == ':' || c == '@' ||
+			c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 type pathEntry struct {
 	path   string
 	origin plan.Origin
@@ -541,7 +584,14 @@ func (r *resolver) writableStage() error {
 		}
 		real, err := r.real(p)
 		if err != nil {
-			return originError(e.Origin, fmt.Sprintf("%s: writable root does not exist", p))
+			made, err := r.missingWritable(p, e.Origin)
+			if err != nil {
+				return err
+			}
+			if made != "" {
+				addPath(made, e.Origin, "created")
+			}
+			continue
 		}
 		if fi, err := r.env.FS.Stat(real); err == nil && !fi.IsDir() {
 			addPath(real, e.Origin, "a single file")
