@@ -371,7 +371,7 @@ func MissingWritable(l *Layer, env Env) []string {
 		if _, err := env.FS.Lstat(p); err == nil {
 			continue
 		}
-		if e.Base != "" && plan.Within(p, e.Base) {
+		if e.Base != "" && plan.Within(p, e.Base) && p != e.Base && !hiddenBelow(p, e.Base) {
 			out = append(out, fmt.Sprintf("%s does not exist yet: a run makes it (0700)", printable(p)))
 			continue
 		}

@@ -504,8 +504,8 @@ func (r *resolver) workspaceStage() error {
 }
 
 // missingWritable decides for a writable root p that does not exist: in
-// the project (its git top-level or working folder, which exists), p is
-// made for the run (0700, as agentbox makes its own folders: each missing
+// the project (its git top-level or working folder, which exists) and in
+// no hidden folder of it, p is made for the run (0700, as agentbox makes its own folders: each missing
 // folder from the project down, through descriptors, never following a
 // link) and returned; elsewhere it is skipped with one warning line, or,
 // under enforce = "require", refused; either way with the mkdir to run.
@@ -514,7 +514,7 @@ func (r *resolver) missingWritable(p string, o plan.Origin) (string, error) {
 	target := r.realMaybe(p)
 	if r.p.Workspace.Root == "" {
 		root, _ := r.projectRoot()
-		if realRoot, err := r.real(root); err == nil && target != realRoot && plan.Within(target, realRoot) {
+		if realRoot, err := r.real(root); err == nil && target != realRoot && plan.Within(target, realRoot) && !hiddenBelow(target, realRoot) {
 			var missing []string
 			for d := target; d != realRoot; d = filepath.Dir(d) {
 				if _, err := r.env.FS.Lstat(d); err == nil {
@@ -529,10 +529,23 @@ func (r *resolver) missingWritable(p string, o plan.Origin) (string, error) {
 		}
 	}
 	if r.p.Enforce == plan.Require {
-		return "", originError(o, fmt.Sprintf("%s: writable folder does not exist (and lies outside the project, so agentbox does not make it): %s, or take it out of the policy", p, mkdir))
+		return "", originError(o, fmt.Sprintf("%s: writable folder does not exist (and lies outside the project, or in a hidden folder, so agentbox does not make it): %s, or take it out of the policy", p, mkdir))
 	}
 	r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "writable folder does not exist, so it is not writable: " + mkdir, Origin: o, Warn: true})
 	return "", nil
+}
+
+// hiddenBelow reports whether a part of path below dir starts with a dot:
+// hidden folders hold what host programs run or obey (.git, .vscode,
+// .claude, .husky, ...), where agentbox makes nothing.
+func hiddenBelow(path, dir string) bool {
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, dir), "/")
+	for _, part := range strings.Split(rel, "/") {
+		if strings.HasPrefix(part, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

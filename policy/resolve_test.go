@@ -753,7 +753,7 @@ func TestResolveErrors(t *testing.T) {
 		{"unset variable", nil, Flags{Writable: []string{"${NOPE}/x"}}, nil,
 			`flag --writable: "${NOPE}/x": variable NOPE is not set`},
 		{"missing writable root", nil, Flags{Writable: []string{"~/nope"}}, nil,
-			"flag --writable: $ROOT/home/u/nope: writable folder does not exist (and lies outside the project, so agentbox does not make it): mkdir -p $ROOT/home/u/nope, or take it out of the policy"},
+			"flag --writable: $ROOT/home/u/nope: writable folder does not exist (and lies outside the project, or in a hidden folder, so agentbox does not make it): mkdir -p $ROOT/home/u/nope, or take it out of the policy"},
 		{"deny /", nil, Flags{Deny: []string{"/"}}, nil,
 			"flag --deny: cannot deny /: nothing would be left to run"},
 		{"project policy climbs out of its folder", func(w *world) {
@@ -1203,10 +1203,12 @@ func TestResolveMissingWritable(t *testing.T) {
 	for _, tc := range []struct{ name, path string }{
 		{"outside the project", "~/cache/mytool"},
 		{"through a link out of the project", "~/proj/out/new"},
+		{"in a hidden folder of the project", "~/proj/.git/hooks/pre-commit"},
+		{"hidden in the project", "~/proj/.cache"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := w.resolve(Flags{Tmp: "private", Writable: []string{tc.path}}, Options{}, "true")
-			want := "writable folder does not exist (and lies outside the project, so agentbox does not make it): mkdir -p "
+			want := "writable folder does not exist (and lies outside the project, or in a hidden folder, so agentbox does not make it): mkdir -p "
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "flag --writable: ") {
 				t.Fatalf("under require: %v, want a refusal containing %q", err, want)
 			}
@@ -1215,7 +1217,7 @@ func TestResolveMissingWritable(t *testing.T) {
 				t.Fatalf("under best-effort: skipped %+v, want one warning with the mkdir", p.Skipped)
 			}
 			for _, d := range p.Prepare {
-				if strings.HasPrefix(d.Path, w.path("outside")) || strings.HasPrefix(d.Path, w.path("home/u/cache")) {
+				if d.Placeholder == "" && (strings.HasPrefix(d.Path, w.path("outside")) || strings.HasPrefix(d.Path, w.path("home/u/cache")) || strings.Contains(d.Path, "/.")) {
 					t.Errorf("a folder outside the project would be made: %+v", d)
 				}
 			}
