@@ -56,5 +56,16 @@ func TestUnseenReportOnlyThisRun(t *testing.T) {
 		if l := unseen(r); l != "" {
 			t.Errorf("the next run of true reports the last run's change again: %s", l)
 		}
+		// A writable folder agentbox makes for the run (out/gen, missing)
+		// is agentbox's, not the box's: not reported unless the box
+		// changes it.
+		r = w.boxed(be, []string{"--writable", filepath.Join(w.project, "out", "gen")}, "true")
+		expectCode(t, r, 0)
+		if l := unseen(r); l != "" {
+			t.Errorf("a folder agentbox made for the run is reported: %s", l)
+		}
+		r = w.boxed(be, []string{"--writable", filepath.Join(w.project, "out", "gen")}, "mkdir out/gen/x")
+		expectCode(t, r, 0)
+		expectContains(t, "report", unseen(r), "inside untracked folder: "+filepath.Join(w.project, "out")+" (2 folders)")
 	})
 }

@@ -27,6 +27,8 @@ type runGuard struct {
 	started0 int64
 	// index is what the git indexes marked before the run.
 	index map[string]indexState
+	// made are the folders Prepare made or checked, as they were then.
+	made map[string]plan.Stamp
 }
 
 // startGuard does, before the box starts: the check of every earlier run
@@ -51,6 +53,7 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 		g.release()
 		return nil, err
 	}
+	g.made = g.pins.stamps()
 	if g.holds, err = placeholders(p, pend); err != nil {
 		g.release()
 		return nil, err
@@ -66,7 +69,7 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 // saveRecord writes the pending record: what the check needs, and the
 // box's cgroups (to empty them after a kill).
 func (g *runGuard) saveRecord(cgroups []string) {
-	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index}); err != nil {
+	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.hostExec(), Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index}); err != nil {
 		g.ev.Emit(event.Event{Kind: event.Warning, Detail: "writing the pending record: " + err.Error()})
 	}
 }
@@ -80,11 +83,20 @@ func (g *runGuard) prepared() map[string]*os.File { return g.pins.files }
 // check is the after-run check; every process of the run has ended. When
 // it cannot finish, the pending record stays for the next run.
 func (g *runGuard) check() error {
-	err := check(&g.p.HostExec, g.p.RunID, g.started0, g.recs, g.index, g.ev)
+	h := g.hostExec()
+	err := check(&h, g.p.RunID, g.started0, g.recs, g.index, g.ev)
 	if err != nil && g.pend != nil {
 		g.keep = true
 	}
 	return err
+}
+
+// hostExec is the plan's HostExec with the folders Prepare made (the plan
+// itself is not changed).
+func (g *runGuard) hostExec() plan.HostExec {
+	h := g.p.HostExec
+	h.Made = g.made
+	return h
 }
 
 // release removes the placeholders no other run relies on and the pending

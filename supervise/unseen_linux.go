@@ -289,8 +289,12 @@ func (c *checker) changes(root string, t, old *plan.Tree) {
 		execs := c.newPrograms(path.Join(root, rel))
 		if top != "" {
 			changed := true
-			if j := old.Find(rel); j >= 0 {
-				a, b := &old.Dirs[j], &t.Dirs[i]
+			b := &t.Dirs[i]
+			if m, ok := c.h.Made[path.Join(root, rel)]; ok {
+				// Made by agentbox for the run: as it was then.
+				changed = m.Dev != b.Dev || m.Ino != b.Ino || m.Ctime != b.Ctime
+			} else if j := old.Find(rel); j >= 0 {
+				a := &old.Dirs[j]
 				changed = a.Dev != b.Dev || a.Ino != b.Ino || a.Ctime != b.Ctime
 			}
 			if !changed && len(execs) == 0 {
