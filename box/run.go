@@ -17,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/refusal"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/wrap"
 )
 
 // Run resolves the request and runs its command confined, on the one run
@@ -41,10 +42,14 @@ func Run(req Request) (int, error) {
 // run is one attempt of Run; stale reports that it failed because bwrap no
 // longer works here, before the command started, and that auto chose bwrap.
 func run(req Request) (int, error, bool) {
+	// What agentbox says on stderr fits the terminal (100 columns when
+	// stderr is not one); the box's own output is not touched.
+	stderr := wrap.NewWriter(os.Stderr, wrap.Width(os.Stderr, false))
+	defer stderr.Flush()
 	// First, the after-run check of any earlier run whose agentbox was
 	// killed, before this run looks at what that run left.
 	if env, err := World(); err == nil {
-		rec := event.NewStream("", &event.Summary{W: os.Stderr})
+		rec := event.NewStream("", &event.Summary{W: stderr})
 		err := supervise.Recover(policy.StateDir(env), rec)
 		rec.Close()
 		if err != nil {
@@ -82,8 +87,8 @@ func run(req Request) (int, error, bool) {
 		}
 		syncState(p)
 	}
-	skipWarnings(os.Stderr, p)
-	backendNotice(os.Stderr, p, b.Name(), bwrapFallback(p, all), fallbackCause)
+	skipWarnings(stderr, p)
+	backendNotice(stderr, p, b.Name(), bwrapFallback(p, all), fallbackCause)
 	if req.Verify {
 		if err := verifyFirst(p, b); err != nil {
 			return 0, err, false
@@ -94,8 +99,8 @@ func run(req Request) (int, error, bool) {
 		return 0, err, false
 	}
 	j := judge(p)
-	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog},
-		&refusal.Summary{W: os.Stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)})
+	events := event.NewStream(p.RunID, &event.Summary{W: stderr, NetLog: req.NetLog},
+		&refusal.Summary{W: stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)})
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}

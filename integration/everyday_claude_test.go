@@ -351,7 +351,7 @@ func TestReadmeUsingIt(t *testing.T) {
 	expectCode(t, p, 0)
 	expectContains(t, "plan", p.stdout, "provider:  claude")
 	expectContains(t, "plan", p.stdout, "caches:")
-	a := w.run("plan", "--argv", "--", "claude")
+	a := w.run("plan", "--argv", "--wide", "--", "claude")
 	expectCode(t, a, 0)
 	expectContains(t, "plan --argv", a.stdout, "--ro-bind / /")
 

@@ -346,7 +346,7 @@ func TestNetworkPlan(t *testing.T) {
 	} {
 		expectContains(t, "plan", r.stdout, want)
 	}
-	r = w.run("plan", "--argv", "--network", "allowlist", "--allow", "example.test", "--allow", "localhost:3000", "--", "true")
+	r = w.run("plan", "--argv", "--wide", "--network", "allowlist", "--allow", "example.test", "--allow", "localhost:3000", "--", "true")
 	expectCode(t, r, 0)
 	for _, want := range []string{
 		" --unshare-net ",
