@@ -1,8 +1,11 @@
 package supervise
 
 import (
+	"errors"
 	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
@@ -42,7 +45,12 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 		return nil, err
 	}
 	pend, err := newPending(h.State, p.RunID)
-	if err != nil {
+	if err != nil && p.Depth > 1 && errors.Is(err, unix.EROFS) {
+		// Inside another box, whose state folder is read-only: the
+		// outer run's after-run check covers what this one changes,
+		// killed or not.
+		pend = nil
+	} else if err != nil {
 		// The run still gets its after-run check; only a check after
 		// agentbox is killed is lost.
 		ev.Emit(event.Event{Kind: event.Warning, Detail: "no pending record in " + event.Escape(h.State) + " (" + err.Error() + "): if agentbox is killed, the next run cannot do this run's after-run check"})
