@@ -225,7 +225,7 @@ func newApp() *cli.App {
 			},
 			{
 				Name:      "shell-init",
-				Usage:     "print aliases that run every installed, supported agent CLI through agentbox, and agentbox's completion",
+				Usage:     "print aliases that run every supported agent CLI (installed now or later) through agentbox, and agentbox's completion",
 				ArgsUsage: "bash|zsh|fish",
 				Action: func(c *cli.Context) error {
 					shell := c.Args().First()

@@ -324,9 +324,12 @@ func ShellInit(shell string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Every supported agent CLI, installed or not: one installed after
+	// the shell read this runs confined too (the name is looked up when
+	// it is called, by agentbox run).
 	var names []string
 	for _, p := range provider.Builtin() {
-		if p.Supported && installed(p) != "" {
+		if p.Supported {
 			names = append(names, p.Commands...)
 		}
 	}

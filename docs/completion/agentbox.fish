@@ -34,7 +34,7 @@ complete -c agentbox -n __fish_use_subcommand -a 'trust' -d 'trust a project pol
 complete -c agentbox -n __fish_use_subcommand -a 'status' -d 'inside a sandbox: is it active, which backend, what is writable and hidden, the network; exit 1 outside one'
 complete -c agentbox -n __fish_use_subcommand -a 'caches' -d 'list the private package and build caches agentbox keeps for each workspace, or clear them'
 complete -c agentbox -n __fish_use_subcommand -a 'providers' -d 'the agent CLIs agentbox knows, whether each is supported inside the sandbox, its writable paths'
-complete -c agentbox -n __fish_use_subcommand -a 'shell-init' -d 'print aliases that run every installed, supported agent CLI through agentbox, and agentbox\'s completion'
+complete -c agentbox -n __fish_use_subcommand -a 'shell-init' -d 'print aliases that run every supported agent CLI (installed now or later) through agentbox, and agentbox\'s completion'
 complete -c agentbox -n __fish_use_subcommand -a 'completion' -d 'print the shell completion script (commands, flags and their values)'
 complete -c agentbox -n __fish_use_subcommand -a 'setup' -d 'Windows: create the sandbox users, group and firewall rules (elevated, once; idempotent)'
 complete -c agentbox -n __fish_use_subcommand -a 'version' -d 'print agentbox\'s version, the commit it was built from and the Go version'
