@@ -39,7 +39,7 @@ func (f Fix) String() string {
 		risk = "risky"
 	}
 	if f.Key == "" {
-		return "no policy change allows it (" + risk + "): " + f.Why
+		return "nothing a policy adds allows it (" + risk + "): " + f.Why
 	}
 	s := f.Flag
 	if f.Create != "" {
