@@ -99,8 +99,14 @@ func run(req Request) (int, error, bool) {
 		return 0, err, false
 	}
 	j := judge(p)
+	hr := hostRun(p, summaryLimit)
+	if j != nil {
+		// One verdict: the fix the audit log records is the one the
+		// summary prints.
+		j.SetHostRun(hr)
+	}
 	events := event.NewStream(p.RunID, &event.Summary{W: stderr, NetLog: req.NetLog},
-		&refusal.Summary{W: stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)})
+		&refusal.Summary{W: stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hr})
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}

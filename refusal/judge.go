@@ -29,7 +29,16 @@ type Judge struct {
 	order  []*Refused
 	layers []layer
 	ll     *landlock.Assessment
+	// hostRun is the registry's search (SetHostRun): every fix the judge
+	// gives is rechecked with it, so the run's summary, the audit log
+	// (log --denials) and learn give one verdict.
+	hostRun HostRun
 }
+
+// SetHostRun makes the judge recheck each fix with the registry's search
+// (Recheck) before it records or reports it. Call it before the judge is
+// used.
+func (j *Judge) SetHostRun(h HostRun) { j.hostRun = h }
 
 // New returns the judge for p, completed for its backend. exists tells
 // whether a folder exists on the host, for the advice (nil: every folder
@@ -348,7 +357,7 @@ func (j *Judge) event(v verdict) event.Event {
 	if v.folder {
 		p = path.Join(v.path, "*")
 	}
-	fix := Advise(j.p, v.op, p, m, j.exists)
+	fix := Recheck(j.p, Advise(j.p, v.op, p, m, j.exists), j.hostRun)
 	e.Detail = fix.String()
 	j.remember(fix, e)
 	return e
