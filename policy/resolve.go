@@ -1313,8 +1313,68 @@ func (r *resolver) environment() error {
 		out = append(kept, s.Env+"="+s.Placeholder)
 	}
 	sort.Strings(e.Removed)
+	if vars := r.shellVars(out); len(vars) > 0 {
+		// Each replaces the variable of the same name.
+		kept := out[:0]
+		for _, kv := range out {
+			name, _, _ := strings.Cut(kv, "=")
+			replaced := false
+			for _, v := range vars {
+				replaced = replaced || strings.HasPrefix(v, name+"=")
+			}
+			if !replaced {
+				kept = append(kept, kv)
+			}
+		}
+		out = append(kept, vars...)
+	}
 	r.p.Environ = out
 	return nil
+}
+
+// shellVars are what an interactive shell run in the box gets besides the
+// environment: its history in the workspace's private cache folder (the
+// home folder's history file is read-only in the box, and a session would
+// end with a refusal for it), and, unless AGENTBOX_DISABLE_PROMPT is set,
+// debian_chroot=agentbox, which the prompt of Debian's and Ubuntu's bashrc
+// shows as "(agentbox)", as a virtual environment marks its own. Only for
+// an interactive shell (bash, zsh, sh with options only) as the command,
+// and never over a variable the policy sets.
+func (r *resolver) shellVars(environ []string) []string {
+	if len(r.p.Command) == 0 || r.p.CacheDir == "" || r.env.GOOS == "windows" {
+		return nil
+	}
+	shell := path.Base(r.p.Command[0])
+	switch shell {
+	case "bash", "zsh", "sh", "dash", "ksh":
+	default:
+		return nil
+	}
+	// An interactive shell: options only, no -c and no script.
+	for _, a := range r.p.Command[1:] {
+		if !strings.HasPrefix(a, "-") || a == "-c" || a == "--" {
+			return nil
+		}
+	}
+	set := func(name string) bool {
+		if _, ok := r.p.Env.Set[name]; ok {
+			return true
+		}
+		for _, kv := range environ {
+			if strings.HasPrefix(kv, name+"=") && name != "HISTFILE" {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	if !set("HISTFILE") {
+		out = append(out, "HISTFILE="+path.Join(r.p.CacheDir, "."+shell+"_history"))
+	}
+	if r.env.Getenv("AGENTBOX_DISABLE_PROMPT") == "" && !set("debian_chroot") {
+		out = append(out, "debian_chroot=agentbox")
+	}
+	return out
 }
 
 func (r *resolver) limits() error {

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -1222,5 +1223,45 @@ func TestResolveMissingWritable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResolveShellVars: a shell as the command keeps its history in the
+// workspace's private cache folder (the home folder's history file is
+// read-only in the box, and an interactive session ended with a refusal
+// for it) and shows "(agentbox)" in Debian's prompt, unless
+// AGENTBOX_DISABLE_PROMPT is set; another command gets neither.
+func TestResolveShellVars(t *testing.T) {
+	w := newWorld(t)
+	w.env.Environ = append(w.env.Environ, "HISTFILE="+w.path("home/u/.bash_history"))
+	get := func(p *plan.Plan, name string) []string {
+		var out []string
+		for _, kv := range p.Environ {
+			if v, ok := strings.CutPrefix(kv, name+"="); ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	p := w.mustResolve(Flags{Tmp: "private"}, Options{}, "bash")
+	if diff := cmp.Diff([]string{path.Join(p.CacheDir, ".bash_history")}, get(p, "HISTFILE")); diff != "" || p.CacheDir == "" {
+		t.Errorf("HISTFILE (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"agentbox"}, get(p, "debian_chroot")); diff != "" {
+		t.Errorf("debian_chroot (-want +got):\n%s", diff)
+	}
+	for _, argv := range [][]string{{"true"}, {"sh", "-c", "echo"}, {"bash", "script.sh"}} {
+		p = w.mustResolve(Flags{Tmp: "private"}, Options{}, argv...)
+		if got := get(p, "debian_chroot"); len(got) != 0 {
+			t.Errorf("debian_chroot for %q: %q", argv, got)
+		}
+	}
+	w.env.Environ = append(w.env.Environ, "AGENTBOX_DISABLE_PROMPT=1")
+	p = w.mustResolve(Flags{Tmp: "private"}, Options{}, "/bin/zsh", "-l")
+	if got := get(p, "debian_chroot"); len(got) != 0 {
+		t.Errorf("debian_chroot with AGENTBOX_DISABLE_PROMPT: %q", got)
+	}
+	if diff := cmp.Diff([]string{path.Join(p.CacheDir, ".zsh_history")}, get(p, "HISTFILE")); diff != "" {
+		t.Errorf("zsh HISTFILE (-want +got):\n%s", diff)
 	}
 }
