@@ -80,6 +80,7 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 	})
 	hr := hostRun(p, summaryLimit)
 	j.SetHostRun(hr) // the verdict the summary, the log and the proposal share
+	j.SetHostDenies(hostDenies(p))
 	nets := &netRefusals{p: p}
 	self, err := SelfPath()
 	if err != nil {

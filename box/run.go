@@ -104,6 +104,7 @@ func run(req Request) (int, error, bool) {
 		// One verdict: the fix the audit log records is the one the
 		// summary prints.
 		j.SetHostRun(hr)
+		j.SetHostDenies(hostDenies(p))
 	}
 	events := event.NewStream(p.RunID, &event.Summary{W: stderr, NetLog: req.NetLog},
 		&refusal.Summary{W: stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hr})
