@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/usage"
 	"github.com/agentbox/agentbox/winsandbox"
+	"github.com/agentbox/agentbox/wrap"
 )
 
 // version is a release's version, set by the release build with -ldflags
@@ -58,20 +60,22 @@ func newApp() *cli.App {
 				ArgsUsage: "[-- CMD [ARGS...]]",
 				Flags: append(policyFlags(),
 					&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
-					&cli.BoolFlag{Name: "argv", Usage: "print the exact bwrap command line, shell-quoted"},
+					&cli.BoolFlag{Name: "argv", Usage: "print the exact bwrap command line, shell-quoted, one argument a line (with --wide: on one line)"},
 					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"},
 				),
 				Action: func(c *cli.Context) error {
 					f := box.PlanText
+					width := box.Width(c.App.Writer, c.Bool("wide"))
 					switch {
 					case c.Bool("json") && c.Bool("argv"):
 						return conflict("plan", "--json", "--argv", "they are two different outputs: pass one of them")
 					case c.Bool("json"):
 						f = box.PlanJSON
 					case c.Bool("argv"):
-						f = box.PlanArgv
+						// One argument a line; --wide: one line.
+						f, width = box.PlanArgv, wrap.Width(c.App.Writer, c.Bool("wide"))
 					}
-					return box.Plan(request(c), f, box.Width(c.App.Writer, c.Bool("wide")), c.App.Writer)
+					return box.Plan(request(c), f, width, c.App.Writer)
 				},
 			},
 			{
@@ -110,11 +114,14 @@ func newApp() *cli.App {
 					&cli.BoolFlag{Name: "denials", Usage: "only runs with denials, each denial listed"},
 					&cli.StringFlag{Name: "run", Usage: "every event of the run `ID` (a unique prefix will do)"},
 					&cli.IntFlag{Name: "n", Value: 20, Usage: "show the last `N` runs (0: all)"},
+					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"},
 				},
 				Action: func(c *cli.Context) error {
-					return box.Log(box.LogRequest{JSON: c.Bool("json"), Follow: c.Bool("follow"), Denials: c.Bool("denials"),
-						Project: c.String("project"), Workspace: c.String("workspace"), Run: c.String("run"), Last: c.Int("n"),
-						Args: c.Args().Slice()}, c.App.Writer)
+					return fitted(c, c.Bool("json") || c.Bool("wide"), func(w io.Writer) error {
+						return box.Log(box.LogRequest{JSON: c.Bool("json"), Follow: c.Bool("follow"), Denials: c.Bool("denials"),
+							Project: c.String("project"), Workspace: c.String("workspace"), Run: c.String("run"), Last: c.Int("n"),
+							Args: c.Args().Slice()}, w)
+					})
 				},
 			},
 			{
@@ -131,12 +138,13 @@ func newApp() *cli.App {
 			{
 				Name:  "doctor",
 				Usage: "what this machine can enforce (bwrap, user namespaces, AppArmor, Landlock, seccomp, cgroups) and what auto picks; exit 1 when nothing can confine",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"}},
 				Action: func(c *cli.Context) error {
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					err := box.Doctor(c.Bool("json"), c.App.Writer)
+					err := fitted(c, c.Bool("json") || c.Bool("wide"), func(w io.Writer) error { return box.Doctor(c.Bool("json"), w) })
 					if errors.Is(err, box.ErrNoBackend) {
 						return &exitCode{1} // the report says why
 					}
@@ -150,7 +158,9 @@ func newApp() *cli.App {
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "revoke", Usage: "forget the trust instead"},
 					&cli.BoolFlag{Name: "proposal", Usage: "apply the policy agentbox learn proposed for it, after showing what it changes, and trust that"}},
 				Action: func(c *cli.Context) error {
-					return box.Trust(c.Args().First(), c.Bool("revoke"), c.Bool("proposal"), c.App.Writer)
+					return fitted(c, false, func(w io.Writer) error {
+						return box.Trust(c.Args().First(), c.Bool("revoke"), c.Bool("proposal"), w)
+					})
 				},
 			},
 			{
@@ -178,7 +188,9 @@ func newApp() *cli.App {
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					err := box.WriteStatus(box.ReadStatus(box.Backends()), c.Bool("json"), c.App.Writer)
+					err := fitted(c, c.Bool("json"), func(w io.Writer) error {
+						return box.WriteStatus(box.ReadStatus(box.Backends()), c.Bool("json"), w)
+					})
 					if errors.Is(err, box.ErrNotConfined) {
 						return &exitCode{1}
 					}
@@ -195,7 +207,9 @@ func newApp() *cli.App {
 					&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 				),
 				Action: func(c *cli.Context) error {
-					return box.Caches(box.Request{Flags: flagsFrom(c)}, box.CachesOptions{Tools: c.Args().Slice(), Clear: c.Bool("clear"), All: c.Bool("all"), JSON: c.Bool("json")}, c.App.Writer)
+					return fitted(c, c.Bool("json"), func(w io.Writer) error {
+						return box.Caches(box.Request{Flags: flagsFrom(c)}, box.CachesOptions{Tools: c.Args().Slice(), Clear: c.Bool("clear"), All: c.Bool("all"), JSON: c.Bool("json")}, w)
+					})
 				},
 			},
 			{
@@ -206,12 +220,12 @@ func newApp() *cli.App {
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					return box.Providers(c.Bool("json"), c.App.Writer)
+					return fitted(c, c.Bool("json"), func(w io.Writer) error { return box.Providers(c.Bool("json"), w) })
 				},
 			},
 			{
 				Name:      "shell-init",
-				Usage:     "print aliases that run every installed, supported agent CLI through agentbox, and agentbox's completion",
+				Usage:     "print aliases that run every supported agent CLI (installed now or later) through agentbox, and agentbox's completion",
 				ArgsUsage: "bash|zsh|fish",
 				Action: func(c *cli.Context) error {
 					shell := c.Args().First()
@@ -357,4 +371,19 @@ func noArgs(c *cli.Context) error {
 // conflict is the error for two flags of cmd that cannot go together.
 func conflict(cmd, a, b, why string) error {
 	return usageError(fmt.Sprintf("%s: %s and %s cannot be used together: %s", cmd, a, b, why))
+}
+
+// fitted runs f with the command's output fitted to the terminal's width
+// (wrap.Width: 100 columns when it is not a terminal), or as it is when raw
+// (--json, --wide).
+func fitted(c *cli.Context, raw bool, f func(w io.Writer) error) error {
+	if raw {
+		return f(c.App.Writer)
+	}
+	ww := wrap.NewWriter(c.App.Writer, wrap.Width(c.App.Writer, false))
+	err := f(ww)
+	if ferr := ww.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/agentbox/agentbox/supervise"
 	"github.com/agentbox/agentbox/verify"
 	"github.com/agentbox/agentbox/winsandbox"
+	"github.com/agentbox/agentbox/wrap"
 )
 
 func main() {
@@ -118,12 +119,15 @@ func usageError(msg string, hints ...string) error { return withHints(errors.New
 // Errors name files, folders and policy values that may come from a
 // repository, so every line is escaped for the terminal (policy.Escape).
 func printError(err error) {
-	fmt.Fprintf(os.Stderr, "agentbox: error: %s\n", policy.Escape(err.Error()))
+	// Fitted to the terminal (100 columns when stderr is not one).
+	w := wrap.NewWriter(os.Stderr, wrap.Width(os.Stderr, false))
+	defer w.Flush()
+	fmt.Fprintf(w, "agentbox: error: %s\n", policy.Escape(err.Error()))
 	var h interface{ Hints() []string }
 	if errors.As(err, &h) {
 		for _, hint := range h.Hints() {
 			if hint != "" {
-				fmt.Fprintf(os.Stderr, "agentbox: hint: %s\n", policy.Escape(hint))
+				fmt.Fprintf(w, "agentbox: hint: %s\n", policy.Escape(hint))
 			}
 		}
 	}

@@ -67,7 +67,9 @@ func Caches(req Request, o CachesOptions, w io.Writer) error {
 		if len(o.Tools) > 0 {
 			of = " of " + strings.Join(o.Tools, ", ")
 		}
-		fmt.Fprintf(w, "no private caches%s in %s\n", of, root)
+		// A run names every tool's cache folder, and makes one only when
+		// the tool first writes there.
+		fmt.Fprintf(w, "no private cache%s holds anything yet in %s: a run makes a tool's cache when the tool first writes to it\n", of, root)
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

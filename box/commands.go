@@ -134,6 +134,9 @@ func Trust(file string, revoke, proposal bool, w io.Writer) error {
 		}
 	}
 	showLinked(w, linked)
+	for _, m := range policy.MissingWritable(l, env) {
+		fmt.Fprintf(w, "note: %s\n", m)
+	}
 	if props.Waiting(file) {
 		fmt.Fprintln(w, "agentbox learn left a proposal for it: agentbox trust --proposal shows and applies it")
 	}
@@ -346,9 +349,12 @@ func ShellInit(shell string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Every supported agent CLI, installed or not: one installed after
+	// the shell read this runs confined too (the name is looked up when
+	// it is called, by agentbox run).
 	var names []string
 	for _, p := range provider.Builtin() {
-		if p.Supported && installed(p) != "" {
+		if p.Supported {
 			names = append(names, p.Commands...)
 		}
 	}

@@ -78,12 +78,15 @@ func Learn(req Request, output string, stdout, stderr io.Writer) error {
 		_, err := os.Stat(path)
 		return err == nil
 	})
+	hr := hostRun(p, summaryLimit)
+	j.SetHostRun(hr) // the verdict the summary, the log and the proposal share
+	j.SetHostDenies(hostDenies(p))
 	nets := &netRefusals{p: p}
 	self, err := SelfPath()
 	if err != nil {
 		return err
 	}
-	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr}, &refusal.Summary{W: os.Stderr, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)}, nets)
+	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr}, &refusal.Summary{W: os.Stderr, Plan: p, Judge: j, HostRun: hr}, nets)
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}

@@ -150,6 +150,13 @@ func auditLog(p *plan.Plan, stderr io.Writer) event.Sink {
 		fmt.Fprintf(stderr, "agentbox: warning: audit log: %v; the rest of this run is not recorded\n", err)
 	}})
 	if err != nil {
+		if p.Depth > 1 && errors.Is(err, syscall.EROFS) {
+			// Inside another box, whose state folder is read-only: the
+			// outer run is recorded, and its log records what this
+			// one is refused; a warning on every nested run says
+			// nothing new.
+			return nil
+		}
 		fmt.Fprintf(stderr, "agentbox: warning: audit log: %v; this run is not recorded\n", err)
 		return nil
 	}

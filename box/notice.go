@@ -43,6 +43,12 @@ func backendNotice(w io.Writer, p *plan.Plan, backendName string, fallback *back
 			return
 		}
 	}
+	if fallback != nil && p.Depth > 1 && backendName == landlock.Backend {
+		// Inside another agentbox box: the cause is the outer box, not
+		// the machine.
+		fmt.Fprintln(w, "agentbox: notice: using Landlock inside the outer box, where bwrap cannot nest (agentbox doctor)")
+		return
+	}
 	fmt.Fprintln(w, noticeLine(backendName, n, fallback, cause))
 }
 

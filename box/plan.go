@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/mount"
@@ -83,24 +84,30 @@ func Plan(req Request, f PlanFormat, width int, w io.Writer) error {
 		}
 		// The placeholders agentbox run makes first (see plan.Prepare):
 		// bwrap cannot bind what does not exist.
-		var prep []string
+		var prep [][]string
 		for _, d := range p.Prepare {
 			switch d.Placeholder {
 			case "dir":
-				prep = append(prep, "mkdir -p "+ShellQuote(d.Path))
+				prep = append(prep, []string{"mkdir", "-p", ShellQuote(d.Path)})
 			case "file":
-				prep = append(prep, "{ [ -e "+ShellQuote(d.Path)+" ] || printf %s "+ShellQuote(d.Content)+" > "+ShellQuote(d.Path)+"; }")
+				prep = append(prep, []string{"{", "[", "-e", ShellQuote(d.Path), "]", "||", "printf", "%s", ShellQuote(d.Content), ">", ShellQuote(d.Path) + ";", "}"})
 			}
 		}
 		if p.Log.Filesystem == fslog.Preload && p.Log.Preload != "" {
 			// The preloaded log's libraries, where LD_PRELOAD names
 			// them (with no socket: the records go nowhere).
-			prep = append(prep, ShellQuote(self)+" "+fslog.PreloadCommand+" "+ShellQuote(p.Log.Preload))
+			prep = append(prep, []string{ShellQuote(self), fslog.PreloadCommand, ShellQuote(p.Log.Preload)})
 		}
-		if len(prep) > 0 {
-			fmt.Fprint(w, strings.Join(prep, " && ")+" && ")
+		words := mount.ShellWords(self, d)
+		if width == 0 {
+			// --wide: the whole command on one line.
+			for _, c := range prep {
+				fmt.Fprint(w, strings.Join(c, " ")+" && ")
+			}
+			fmt.Fprintln(w, strings.Join(words, " "))
+			return nil
 		}
-		fmt.Fprintln(w, mount.Shell(self, d))
+		fmt.Fprint(w, argvLines(prep, words, width))
 		return nil
 	}
 	if err := p.WriteText(w, width); err != nil {
@@ -112,6 +119,46 @@ func Plan(req Request, f PlanFormat, width int, w io.Writer) error {
 		return plan.Fit(w, d.String(), width)
 	}
 	return nil
+}
+
+// argvLines is plan --argv's command line one argument a line: each
+// preparing command and "&&" (one word a line when it does not fit
+// width), then each word of the bwrap command,
+// every line but the last continued with a backslash, and the comments on
+// what only agentbox run provides after it.
+func argvLines(prep [][]string, words []string, width int) string {
+	var lines, comments []string
+	for _, c := range prep {
+		// A preparing command that fits is one line.
+		if l := strings.Join(c, " ") + " &&"; utf8.RuneCountInString(l)+4 <= width {
+			lines = append(lines, l)
+			continue
+		}
+		lines = append(lines, c...)
+		lines = append(lines, "&&")
+	}
+	for _, w := range words {
+		if strings.HasPrefix(w, "#") {
+			comments = append(comments, w)
+			continue
+		}
+		lines = append(lines, w)
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		b.WriteString(l)
+		if i < len(lines)-1 {
+			b.WriteString(" \\")
+		}
+		b.WriteByte('\n')
+	}
+	for _, c := range comments {
+		b.WriteString(c + "\n")
+	}
+	return b.String()
 }
 
 func firstLine(err error) string {

@@ -3,8 +3,10 @@ package box
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/event"
@@ -15,35 +17,59 @@ import (
 	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/refusal"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/wrap"
 )
 
 // Run resolves the request and runs its command confined, on the one run
 // path (supervise.Run), and returns the command's exit status. Under
 // best-effort with no backend that can confine it, the command runs
 // unconfined after one warning line.
+//
+// When bwrap, which its cached probe said works, cannot make the box at all
+// (the command never started), and auto chose it, the run is resolved
+// again with a fresh probe, once: another backend (Landlock) confines it
+// when the policy allows, and the notice says so.
 func Run(req Request) (int, error) {
+	code, err, stale := run(req)
+	var u *backend.Unavailable
+	if stale && errors.As(err, &u) {
+		fmt.Fprintln(os.Stderr, "agentbox: notice: bubblewrap no longer works here (its message is above): choosing again")
+		code, err, _ = run(req)
+	}
+	return code, err
+}
+
+// run is one attempt of Run; stale reports that it failed because bwrap no
+// longer works here, before the command started, and that auto chose bwrap.
+func run(req Request) (int, error, bool) {
+	// What agentbox says on stderr fits the terminal (100 columns when
+	// stderr is not one); the box's own output is not touched.
+	stderr := wrap.NewWriter(os.Stderr, wrap.Width(os.Stderr, false))
+	defer stderr.Flush()
 	// First, the after-run check of any earlier run whose agentbox was
 	// killed, before this run looks at what that run left.
 	if env, err := World(); err == nil {
-		rec := event.NewStream("", &event.Summary{W: os.Stderr})
+		rec := event.NewStream("", &event.Summary{W: stderr})
 		err := supervise.Recover(policy.StateDir(env), rec)
 		rec.Close()
 		if err != nil {
-			return 0, err
+			return 0, err, false
 		}
 	}
 	all := Backends()
 	p, b, err := Resolve(req, all)
 	if err != nil {
-		return 0, err
+		return 0, err, false
 	}
 	if b == nil && p.Box.Outer != "" {
 		syncState(p)
-		return runInOuter(p)
+		code, err := runInOuter(p)
+		return code, err, false
 	}
 	if b == nil {
 		logUnconfined(p, os.Stderr)
-		return supervise.RunUnconfined(p)
+		code, err := supervise.RunUnconfined(p)
+		return code, err, false
 	}
 	if s := p.Provider.State; s != nil {
 		// The CLI's folder must exist for its copy of the state: the
@@ -57,29 +83,56 @@ func Run(req Request) (int, error) {
 			}
 		}
 		if err := supervise.Prepare(&q); err != nil {
-			return 0, err
+			return 0, err, false
 		}
 		syncState(p)
 	}
-	backendNotice(os.Stderr, p, b.Name(), bwrapFallback(p, all), fallbackCause)
+	skipWarnings(stderr, p)
+	backendNotice(stderr, p, b.Name(), bwrapFallback(p, all), fallbackCause)
 	if req.Verify {
 		if err := verifyFirst(p, b); err != nil {
-			return 0, err
+			return 0, err, false
 		}
 	}
 	self, err := SelfPath()
 	if err != nil {
-		return 0, err
+		return 0, err, false
 	}
 	j := judge(p)
-	events := event.NewStream(p.RunID, &event.Summary{W: os.Stderr, NetLog: req.NetLog},
-		&refusal.Summary{W: os.Stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hostRun(p, summaryLimit)})
+	hr := hostRun(p, summaryLimit)
+	if j != nil {
+		// One verdict: the fix the audit log records is the one the
+		// summary prints.
+		j.SetHostRun(hr)
+		j.SetHostDenies(hostDenies(p))
+	}
+	events := event.NewStream(p.RunID, &event.Summary{W: stderr, NetLog: req.NetLog},
+		&refusal.Summary{W: stderr, NetLog: req.NetLog, Plan: p, Judge: j, HostRun: hr})
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
 	defer events.Close()
-	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judgeFunc(j),
+	code, err := supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judgeFunc(j),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	var u *backend.Unavailable
+	stale := err != nil && errors.As(err, &u) && u.Code == mount.CodeStale &&
+		b.Name() == mount.Backend && (p.Backend == "auto" || p.Backend == "")
+	return code, err, stale
+}
+
+// skipWarnings prints one line for each part of the policy the run does
+// not apply and the user must hear of (a writable folder that does not
+// exist, with the mkdir that makes it).
+func skipWarnings(w io.Writer, p *plan.Plan) {
+	for _, s := range p.Skipped {
+		if s.Warn {
+			path := ShellQuote(s.Path)
+			if t := tilde(p.Identity.Home, s.Path); strings.HasPrefix(t, "~/") {
+				path = "~/" + ShellQuote(strings.TrimPrefix(t, "~/"))
+			}
+			fmt.Fprintf(w, "agentbox: warning: %s does not exist, so it is not writable (mkdir -p %s)\n", path, path)
+		}
+	}
 }
 
 // bwrapFallback is why bwrap, when it is missing or broken, did not get a

@@ -87,7 +87,11 @@ func WriteStatus(st Status, asJSON bool, w io.Writer) error {
 		case st.Active:
 			fmt.Fprintf(w, "sandbox:  active (%s; checked: %s)\n", st.Backend, st.Checked)
 			fmt.Fprintf(w, "writable: %s\n", strings.Join(st.Writable, ", "))
-			fmt.Fprintf(w, "hidden:   %s\n", strings.Join(st.Deny, ", "))
+			hidden := strings.Join(st.Deny, ", ")
+			if hidden == "" {
+				hidden = "nothing (none of the credentials hidden by default, nor a denied path, exists here)"
+			}
+			fmt.Fprintf(w, "hidden:   %s\n", hidden)
 			fmt.Fprintf(w, "network:  %s\n", st.Network)
 			for _, pub := range st.Publish {
 				if i := strings.LastIndexByte(pub, ':'); i > 0 {

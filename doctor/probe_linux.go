@@ -205,6 +205,7 @@ func probeCgroup() Cgroup {
 
 func probeContainer() Container {
 	var c Container
+	c.Chroot = chrooted()
 	found := func(kind, evidence string) {
 		c.Detected = true
 		if c.Kind == "" {
@@ -272,6 +273,17 @@ func procMounts(mountinfo string) []string {
 		out = append(out, point+" ("+fstype+")")
 	}
 	return out
+}
+
+// chrooted reports whether this process's root is another folder than PID
+// 1's root (of this PID namespace): a chroot. It needs to read
+// /proc/1/root (root may; an ordinary user is told nothing: false).
+func chrooted() bool {
+	var self, init unix.Stat_t
+	if unix.Stat("/", &self) != nil || unix.Stat("/proc/1/root/", &init) != nil {
+		return false
+	}
+	return self.Dev != init.Dev || self.Ino != init.Ino
 }
 
 // FallbackCause decides why bwrap cannot start a sandbox here as Probe's

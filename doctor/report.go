@@ -106,6 +106,10 @@ type Container struct {
 	Detected bool     `json:"detected"`
 	Kind     string   `json:"kind,omitempty"` // docker, podman, lxc, kubernetes, ...
 	Evidence []string `json:"evidence,omitempty"`
+	// Chroot: this process's root is not the root of PID 1's (it runs
+	// chrooted), where the kernel refuses new user namespaces whatever the
+	// sysctls say. False when it cannot be told.
+	Chroot bool `json:"chroot,omitempty"`
 }
 
 // Proc is what covers parts of this process's /proc. Container runtimes
@@ -321,6 +325,9 @@ func diagnose(r Report) []Problem {
 				"Docker or Podman: --security-opt systempaths=unconfined; "+
 				"or keep the Landlock backend, which auto picks here and which needs neither (it cannot filter the network by host)",
 			"unmasked, the container can read what the runtime hid in /proc (the host's /proc/kcore, /proc/timer_list, …), inside its own user namespace")
+	case CauseChroot:
+		add(bwrapProblem(r)+" (agentbox runs in a chroot, where the kernel refuses new user namespaces, whatever user.max_user_namespaces says)",
+			"run agentbox outside the chroot (a container or the host), or keep the Landlock backend, which auto picks here and which needs no namespaces", "")
 	case CauseContainer:
 		add(bwrapProblem(r)+" (inside a "+r.Container.Kind+" container, which forbids namespaces)",
 			"allow user namespaces in the container (docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or podman, which allows them), run agentbox on the host, or keep the Landlock backend",
@@ -374,6 +381,7 @@ const (
 	CauseProcMasked               // a container's masked /proc
 	CauseContainer                // a container that forbids namespaces
 	CauseOther                    // anything else: bwrap's own message says
+	CauseChroot                   // a chroot: the kernel refuses user namespaces there
 )
 
 // Short says the cause in a few words, for the one line a run prints when
@@ -390,6 +398,8 @@ func (c Cause) Short() string {
 		return "/proc is masked, bwrap cannot mount its own"
 	case CauseContainer:
 		return "this container forbids namespaces"
+	case CauseChroot:
+		return "a chroot, where the kernel allows no user namespaces"
 	case CauseOther:
 		return "bwrap cannot start a box here"
 	}
@@ -397,14 +407,17 @@ func (c Cause) Short() string {
 }
 
 // BwrapCause decides why bwrap does not work, from the report's facts:
-// the first that holds of its installation, AppArmor (for anybody but
-// root), the user-namespace sysctls, a masked /proc, a container.
+// the first that holds of its installation, a chroot, AppArmor (for
+// anybody but root), the user-namespace sysctls, a masked /proc, a
+// container.
 func BwrapCause(r Report) Cause {
 	switch {
 	case r.Bwrap.Path == "":
 		return CauseMissing
 	case r.Bwrap.Works:
 		return CauseNone
+	case r.Container.Chroot:
+		return CauseChroot
 	case r.AppArmor.RestrictUserns == "1" && r.UID != 0:
 		return CauseAppArmor
 	case r.UserNS.Sysctls[sysctlMaxUserns] == "0":

@@ -51,6 +51,12 @@ func TestDiagnose(t *testing.T) {
 			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: Creating new namespace failed: No space left on device"
 			r.UserNS.Sysctls[sysctlMaxUserns] = "0"
 		}, []string{"user.max_user_namespaces is 0"}, []string{"sysctl -w user.max_user_namespaces="}},
+		{"a chroot, with user namespaces allowed", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces."
+			r.UserNS.Sysctls[sysctlMaxUserns] = "63000"
+			r.Container = Container{Chroot: true}
+			r.Auto.Backend = "landlock"
+		}, []string{"agentbox runs in a chroot, where the kernel refuses new user namespaces"}, []string{"run agentbox outside the chroot"}},
 		{"debian knob", func(r *Report) {
 			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to creating new namespace"
 			r.UserNS.Sysctls[sysctlUsernsClone] = "0"
@@ -186,6 +192,10 @@ func TestBwrapCause(t *testing.T) {
 			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: Creating new namespace failed: No space left on device"
 			r.UserNS.Sysctls[sysctlMaxUserns] = "0"
 		}, CauseMaxUserns},
+		{"chroot", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to create new namespace"
+			r.Container = Container{Chroot: true}
+		}, CauseChroot},
 		{"debian knob", func(r *Report) {
 			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to creating new namespace"
 			r.UserNS.Sysctls[sysctlUsernsClone] = "0"

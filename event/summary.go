@@ -57,13 +57,23 @@ func (s *Summary) Close() error {
 // changed, the new programs, the index marks cleared, and where the whole
 // list is.
 func UnseenLine(evs []Event, run string) string {
-	var trees, progs, marks, other []string
+	var trees, untracked, progs, marks, other []string
+	seen := map[string]bool{}
 	for _, e := range evs {
 		p := Escape(e.Path)
+		if seen[e.Action+"\x00"+e.Path] {
+			continue // each change once
+		}
+		seen[e.Action+"\x00"+e.Path] = true
 		switch e.Action {
-		case "ignored tree":
-			n, _, _ := strings.Cut(e.Detail, " folders")
-			trees = append(trees, p+" ("+n+" folders)")
+		case "ignored tree", "untracked tree":
+			// "N folder(s) changed[, ...]: ..."
+			n, _, _ := strings.Cut(e.Detail, " changed")
+			if e.Action == "ignored tree" {
+				trees = append(trees, p+" ("+n+")")
+			} else {
+				untracked = append(untracked, p+" ("+n+")")
+			}
 		case "new program":
 			progs = append(progs, p)
 		case "index mark cleared", "index mark":
@@ -86,7 +96,10 @@ func UnseenLine(evs []Event, run string) string {
 		parts = append(parts, "new or changed programs: "+short(progs, 3))
 	}
 	if len(trees) > 0 {
-		parts = append(parts, "ignored trees: "+short(trees, 3))
+		parts = append(parts, "ignored "+noun(len(trees), "tree", "trees")+": "+short(trees, 3))
+	}
+	if len(untracked) > 0 {
+		parts = append(parts, "inside untracked "+noun(len(untracked), "folder", "folders")+": "+short(untracked, 3))
 	}
 	if len(other) > 0 {
 		parts = append(parts, short(other, 3))
@@ -96,6 +109,14 @@ func UnseenLine(evs []Event, run string) string {
 		line += "; agentbox log --run " + run + " lists them"
 	}
 	return line
+}
+
+// noun is the word for n things.
+func noun(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Escape makes text that a boxed process chose safe to print and to store:

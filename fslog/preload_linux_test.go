@@ -63,16 +63,22 @@ func preloadPlatforms(t *testing.T) []preloadPlatform {
 	switch runtime.GOARCH {
 	case "amd64":
 		out = append(out, preloadPlatform{name: "x86_64", cc: []string{"gcc"}})
-		// i686: a 32-bit program needs 32-bit C library files to link
-		// (gcc-multilib); qemu-user runs it whether or not the kernel
-		// runs i386 programs itself.
-		if _, err := os.Stat("/usr/lib32/crt1.o"); err != nil {
+		// i686: a 32-bit program, dynamically linked so that the
+		// library is preloaded, built with the i686 cross compiler
+		// (gcc-i686-linux-gnu, whose C library lives under
+		// /usr/i686-linux-gnu and co-installs with the aarch64 one,
+		// where gcc-multilib does not); qemu-user runs it whether or not
+		// the kernel runs i386 programs itself.
+		if cc, prefix := i686Compiler(); cc == nil {
 			if os.Getenv("AGENTBOX_MUST_WORK") != "" {
-				t.Errorf("no 32-bit C library to link a test program with (apt-get install gcc-multilib)")
+				t.Errorf("no compiler for 32-bit test programs (apt-get install gcc-i686-linux-gnu)")
 			}
-			t.Logf("i686 not tested: no 32-bit C library (apt-get install gcc-multilib)")
+			t.Logf("i686 not tested: no compiler for 32-bit programs (apt-get install gcc-i686-linux-gnu)")
 		} else if q := qemu("qemu-i386-static"); q != nil {
-			out = append(out, preloadPlatform{name: "i686", cc: []string{"gcc", "-m32"}, runner: q})
+			if prefix != "" {
+				q = append(q, "-L", prefix)
+			}
+			out = append(out, preloadPlatform{name: "i686", cc: cc, runner: q})
 		}
 		if _, err := exec.LookPath("aarch64-linux-gnu-gcc"); err == nil {
 			if q := qemu("qemu-aarch64-static"); q != nil {
@@ -289,3 +295,16 @@ func TestPreloadFrames(t *testing.T) {
 type emitFunc func(event.Event)
 
 func (f emitFunc) Emit(e event.Event) { f(e) }
+
+// i686Compiler is how to build a 32-bit x86 program here, and the folder
+// qemu-user finds its C library under ("" for the host's own): the cross
+// compiler, or gcc -m32 where gcc-multilib's 32-bit C library is.
+func i686Compiler() (cc []string, prefix string) {
+	if _, err := exec.LookPath("i686-linux-gnu-gcc"); err == nil {
+		return []string{"i686-linux-gnu-gcc"}, "/usr/i686-linux-gnu"
+	}
+	if _, err := os.Stat("/usr/lib32/crt1.o"); err == nil {
+		return []string{"gcc", "-m32"}, ""
+	}
+	return nil, ""
+}

@@ -189,7 +189,7 @@ func podArgs(t *testing.T, w *world, policy, work, home string, env []string, ar
 		"--ro-bind", bin, "/opt/agentbox/bin/agentbox",
 		"--bind", work, "/work", "--bind", home, "/home/agent", "--tmpfs", "/tmp", "--chdir", "/work",
 		"--clearenv")
-	for _, kv := range append([]string{"PATH=/opt/agentbox/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/home/agent", "LANG=C"}, env...) {
+	for _, kv := range append([]string{"PATH=/opt/agentbox/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/home/agent", "LANG=C", "COLUMNS=100000"}, env...) {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)
 	}
@@ -351,7 +351,7 @@ func TestReadmeUsingIt(t *testing.T) {
 	expectCode(t, p, 0)
 	expectContains(t, "plan", p.stdout, "provider:  claude")
 	expectContains(t, "plan", p.stdout, "caches:")
-	a := w.run("plan", "--argv", "--", "claude")
+	a := w.run("plan", "--argv", "--wide", "--", "claude")
 	expectCode(t, a, 0)
 	expectContains(t, "plan --argv", a.stdout, "--ro-bind / /")
 

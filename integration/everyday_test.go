@@ -94,9 +94,16 @@ agentbox plan -- true | grep 'filesystem refusals'
 			expectContains(t, "plan", r.stdout, "describe the outer box and are not read as settings")
 			if tc.outer == "bwrap" {
 				expectContains(t, "status", r.stdout, "nesting:  depth 2 (this box runs inside 1 other agentbox boxes)")
+				// One line from each inner run (two), naming the outer
+				// box as the cause (not "this container"), and no
+				// warning about the outer box's read-only state folder.
+				want := "agentbox: notice: using Landlock inside the outer box, where bwrap cannot nest (agentbox doctor)\n"
+				if r.stderr != want+want {
+					t.Errorf("want one line from each nested run, got:\n%s", r.stderr)
+				}
 			} else {
 				expectContains(t, "status", r.stdout, "nesting:  depth 1 (not nested")
-				expectContains(t, "one line", r.stderr, "agentbox: running sh in the outer box (landlock) without a box of its own: ")
+				expectContains(t, "one line", r.stderr, "agentbox: running sh in the outer box (landlock) without a box of its own (agentbox plan says why)\n")
 			}
 			if exists(filepath.Join(outside, "x")) {
 				t.Fatal("the inner box wrote outside its writable roots")
@@ -118,7 +125,7 @@ agentbox plan -- true | grep 'filesystem refusals'
 	r := w.sh(nil, `agentbox run --provider codex -- sh -c 'echo in=$AGENTBOX_BACKEND depth=$AGENTBOX_DEPTH; touch `+outside+`/y 2>/dev/null || echo refused; exit 3'; echo status=$?`)
 	expectCode(t, r, 0)
 	expectContains(t, "outer run", r.stdout, "in=bwrap depth=1\nrefused\nstatus=3\n")
-	expectContains(t, "one line", r.stderr, "agentbox: running sh in the outer box (bwrap) without a box of its own: ")
+	expectContains(t, "one line", r.stderr, "agentbox: running sh in the outer box (bwrap) without a box of its own (agentbox plan says why)\n")
 	// Besides the summary of what the box was refused (the touch).
 	if n := strings.Count(r.stderr, "agentbox:") - strings.Count(r.stderr, "agentbox:   ") - strings.Count(r.stderr, "agentbox: the box was refused"); n != 1 {
 		t.Errorf("want one line from agentbox, got %d:\n%s", n, r.stderr)

@@ -28,15 +28,21 @@ import (
 // from there) with gcc and flags.
 func cProgram(t *testing.T, w *world, name, src string, flags ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		need(t, false, "gcc is not installed")
+	return cProgramWith(t, w, "gcc", name, src, flags...)
+}
+
+// cProgramWith is cProgram with the compiler cc.
+func cProgramWith(t *testing.T, w *world, cc, name, src string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath(cc); err != nil {
+		need(t, false, cc+" is not installed")
 	}
 	dir := filepath.Join(w.base, "src")
 	mkdir(t, dir)
 	file := filepath.Join(dir, name+".c")
 	write(t, file, src)
 	out := filepath.Join(w.project, name)
-	if b, err := exec.Command("gcc", append(flags, "-O2", "-o", out, file)...).CombinedOutput(); err != nil {
+	if b, err := exec.Command(cc, append(flags, "-O2", "-o", out, file)...).CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", name, err, b)
 	}
 	return out
@@ -236,17 +242,28 @@ env -i /bin/sh -c 'echo envless-ok; echo x > `+ro+`/envless' 2>/dev/null; echo "
 }
 
 func TestFSLogPreload32Bit(t *testing.T) {
-	if _, err := os.Stat("/usr/lib32/crt1.o"); err != nil {
-		need(t, false, "no 32-bit C library to build a 32-bit program with (apt-get install gcc-multilib)")
+	// The i686 cross compiler (gcc-i686-linux-gnu: its C library lives
+	// under /usr/i686-linux-gnu and co-installs with the aarch64 one,
+	// where gcc-multilib does not), or gcc -m32 with gcc-multilib.
+	cc, flags, prefix := "i686-linux-gnu-gcc", []string(nil), "/usr/i686-linux-gnu"
+	if _, err := exec.LookPath(cc); err != nil {
+		cc, flags, prefix = "gcc", []string{"-m32"}, ""
+		if _, err := os.Stat("/usr/lib32/crt1.o"); err != nil {
+			need(t, false, "no compiler for 32-bit programs (apt-get install gcc-i686-linux-gnu)")
+		}
 	}
 	qemu, err := exec.LookPath("qemu-i386-static")
 	need(t, err == nil, "qemu-i386-static is not installed (apt-get install qemu-user-static): no 32-bit program can run in a box")
+	runner := []string{qemu}
+	if prefix != "" {
+		runner = append(runner, "-L", prefix)
+	}
 	for _, backend := range linuxBackends {
 		t.Run(backend, func(t *testing.T) {
 			w := newWorld(t)
-			prog := cProgram(t, w, "prog32", prog32, "-m32")
+			prog := cProgramWith(t, w, cc, "prog32", prog32, flags...)
 			target := filepath.Join(w.home, "by-32-bit")
-			r := w.run("run", "--backend", backend, "--", qemu, prog, target)
+			r := w.run(append(append([]string{"run", "--backend", backend, "--"}, runner...), prog, target)...)
 			expectCode(t, r, 0)
 			expectContains(t, "stdout", r.stdout, "32-bit refused")
 			expectNotContains(t, "stderr", r.stderr, "ld.so")

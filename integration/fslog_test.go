@@ -257,7 +257,7 @@ echo evil 2>/dev/null > .git/hooks/post-checkout; exit 0`)
 				expectContains(t, "after-run check", r.stderr, "post-checkout: was created by the box where git would run or obey it; moved to ")
 			} else {
 				expectContains(t, "summary", r.stderr, "agentbox: the box was refused 4 filesystem operations")
-				expectContains(t, "summary", r.stderr, "no policy change allows it (risky): always protected (git hooks)")
+				expectContains(t, "summary", r.stderr, "nothing a policy adds allows it (risky): always protected (git hooks)")
 			}
 			mkdir(t, filepath.Join(w.project, "src"))
 			r = w.sh([]string{"--backend", backend}, `echo ok > src/ok.txt`)

@@ -143,6 +143,11 @@ func newWorld(t *testing.T) *world {
 		"PATH=" + os.Getenv("PATH"),
 		"XDG_STATE_HOME=" + filepath.Join(w.home, ".local", "state"),
 		"LANG=C",
+		// agentbox fits what it prints to $COLUMNS (100 when it is not
+		// set and the output is no terminal): the tests look for whole
+		// messages, so lines stay whole here; TestOutputFits checks the
+		// fitting at 100.
+		"COLUMNS=100000",
 	}
 	return w
 }

@@ -311,7 +311,7 @@ func TestNetworkDenialReport(t *testing.T) {
 	expectCode(t, r, 0)
 	want := "agentbox: the box was refused 2 connections (agentbox log --denials lists each); what would allow them:\n" +
 		"agentbox:   other.test:" + p + " (no allow rule matches): --allow other.test:" + p + " (risky: the box could send what it reads to other.test)\n" +
-		"agentbox:   evil.wild.test:" + p + " (matches deny rule \"evil.wild.test\"): no policy change allows it (risky): it matches deny rule \"evil.wild.test\", and a deny rule wins over every allow; only taking it out of network.deny allows it\n"
+		"agentbox:   evil.wild.test:" + p + " (matches deny rule \"evil.wild.test\"): nothing a policy adds allows it (risky): it matches deny rule \"evil.wild.test\", and a deny rule wins over every allow; only taking it out of network.deny allows it\n"
 	if r.stderr != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", r.stderr, want)
 	}
@@ -346,7 +346,7 @@ func TestNetworkPlan(t *testing.T) {
 	} {
 		expectContains(t, "plan", r.stdout, want)
 	}
-	r = w.run("plan", "--argv", "--network", "allowlist", "--allow", "example.test", "--allow", "localhost:3000", "--", "true")
+	r = w.run("plan", "--argv", "--wide", "--network", "allowlist", "--allow", "example.test", "--allow", "localhost:3000", "--", "true")
 	expectCode(t, r, 0)
 	for _, want := range []string{
 		" --unshare-net ",

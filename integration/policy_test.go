@@ -63,7 +63,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown key", []string{"--policy", bad("u.toml", "version = 1\n[filesystem]\nwriteable = []\n")}, "u.toml:3: filesystem.writeable: unknown key"},
 		{"wrong type", []string{"--policy", bad("t.toml", "[filesystem]\nwritable = \"/x\"\n")}, "t.toml:2: filesystem.writable: wrong type"},
 		{"bad enum", []string{"--policy", bad("e.toml", "[network]\nmode = \"closed\"\n")}, `e.toml:2: network.mode: "closed" is not one of open, none, allowlist`},
-		{"missing writable root", []string{"--writable", filepath.Join(w.base, "nope")}, "flag --writable: " + filepath.Join(w.base, "nope") + ": writable root does not exist"},
+		{"missing writable root", []string{"--writable", filepath.Join(w.base, "nope")}, "flag --writable: " + filepath.Join(w.base, "nope") + ": writable folder does not exist (and lies outside the project, or in a hidden folder, so agentbox does not make it): mkdir -p " + filepath.Join(w.base, "nope")},
 		{"relative flag path", []string{"--writable", "rel/path"}, `flag --writable: "rel/path": relative path`},
 		{"dotdot escaping the policy folder", []string{"--policy", bad("d/dd.toml", "[filesystem]\nwritable = [\"../..\"]\n")}, "a relative path may not leave the policy's folder"},
 		{"writable home", []string{"--writable", "~"}, "pass --allow-broad-writable"},

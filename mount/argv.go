@@ -447,6 +447,13 @@ func renderNet(p *plan.Plan) (netRender, error) {
 // opens the bound paths by name, following links, as agentbox itself
 // never does.
 func Shell(self string, d Detail) string {
+	return strings.Join(ShellWords(self, d), " ")
+}
+
+// ShellWords is Shell's command line as its shell words, each quoted, in
+// order; the last may be comments ("# fd 9: …") on what a shell cannot
+// provide.
+func ShellWords(self string, d Detail) []string {
 	var words []string
 	// Root's box binds device nodes of its own, which agentbox run makes
 	// for each run and removes once bwrap has bound them (Render): the
@@ -494,7 +501,7 @@ func Shell(self string, d Detail) string {
 	for _, fd := range d.CAFDs {
 		words = append(words, fmt.Sprintf("# fd %d: the box's certificate bundle with the run's own authority, which only agentbox run makes", fd))
 	}
-	return strings.Join(words, " ")
+	return words
 }
 
 func quote(s string) string {

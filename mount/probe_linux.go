@@ -49,6 +49,8 @@ const cacheTTL = 24 * time.Hour
 //   - the sysctls kernel.unprivileged_userns_clone, user.max_user_namespaces,
 //     kernel.apparmor_restrict_unprivileged_userns and
 //     kernel.apparmor_restrict_unprivileged_unconfined;
+//   - the user namespace's uid and gid maps and setgroups, and the security
+//     modules in force (/sys/kernel/security/lsm);
 //   - AppArmor's policy revision and the mtime of /etc/apparmor.d (a bwrap
 //     profile installed or removed).
 //
@@ -231,7 +233,7 @@ func cacheKeyText(bin string) string {
 	}
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	line("format", "2")
+	line("format", "3")
 	line("bwrap", bin)
 	var st unix.Stat_t
 	if unix.Stat(bin, &st) == nil {
@@ -274,6 +276,16 @@ func cacheKeyText(bin string) string {
 			v = "-"
 		}
 		line(name, v)
+	}
+	// The user namespace's id maps (a new namespace with the same inode
+	// number after a restart, or maps written later) and the security
+	// modules in force.
+	for _, f := range []string{"/proc/self/uid_map", "/proc/self/gid_map", "/proc/self/setgroups", "/sys/kernel/security/lsm"} {
+		v, err := os.ReadFile(f)
+		if err != nil {
+			v = []byte("-")
+		}
+		line(filepath.Base(f), strings.Join(strings.Fields(string(v)), " "))
 	}
 	rev, err := os.ReadFile("/sys/kernel/security/apparmor/revision")
 	if err != nil {

@@ -99,7 +99,7 @@ func TestCacheKeyChange(t *testing.T) {
 		t.Fatalf("first call: %+v, want a real probe", s)
 	}
 	key := cacheKeyText(bin)
-	for _, part := range []string{"bwrap.stat=", "kernel=", "ids=", "ns.user=", "cap.eff=", "no_new_privs=", "seccomp=", "user.max_user_namespaces="} {
+	for _, part := range []string{"bwrap.stat=", "kernel=", "ids=", "ns.user=", "cap.eff=", "no_new_privs=", "seccomp=", "user.max_user_namespaces=", "kernel.apparmor_restrict_unprivileged_userns=", "ns.mnt=", "uid_map=", "gid_map=", "lsm="} {
 		if !strings.Contains(key, "\n"+part) {
 			t.Errorf("the key has no %q line:\n%s", part, key)
 		}

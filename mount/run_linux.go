@@ -512,6 +512,12 @@ func isTerminal(fd int) bool {
 	return err == nil
 }
 
+// CodeStale is the code of the error Run returns when bwrap, which the
+// probe said works, could not make the box because it no longer works here
+// at all (a trivial box fails too): the command never started, and the
+// probe's cached answer is forgotten.
+const CodeStale = "bwrap-stale"
+
 // diagnose explains a box that bwrap could not set up: when a trivial box
 // fails too, bwrap itself cannot work here (the cached answer that said it
 // could is forgotten) and the error says why, with the fix.
@@ -519,7 +525,7 @@ func (b *Bwrap) diagnose(bwrap string) error {
 	err := &BoxError{Op: "setting up the box", Err: errors.New("bwrap failed (see its message above)")}
 	if why := probe(bwrap); why != "" {
 		Forget()
-		return &backend.Unavailable{Reason: "bubblewrap cannot create the sandbox: " + why, Fix: fixFor(why)}
+		return &backend.Unavailable{Code: CodeStale, Reason: "bubblewrap cannot create the sandbox: " + why, Fix: fixFor(why)}
 	}
 	return err
 }

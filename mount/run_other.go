@@ -20,6 +20,10 @@ type BwrapStatus struct {
 // LookBwrap always fails off Linux.
 func LookBwrap() (string, error) { return "", errNotLinux }
 
+// CodeStale is the code of the error Run returns when bwrap no longer
+// works (Linux only).
+const CodeStale = "bwrap-stale"
+
 // CheckBwrap always says no off Linux.
 func CheckBwrap(path string) BwrapStatus { return BwrapStatus{Reason: errNotLinux.Reason} }
 

@@ -128,6 +128,18 @@ type HostExec struct {
 	// the plan's JSON form (they can be large): a plan read back has
 	// none, and the search after the run then lists every folder.
 	Trees map[string]*Tree `json:"-"`
+	// Made are the folders agentbox itself made or checked for the run
+	// (Prepare), by path, as they were once made, before the box
+	// started: the after-run check compares with these, so what agentbox
+	// made is not reported as the box's change. Set by the run, never by
+	// resolution.
+	Made map[string]Stamp `json:"made,omitempty"`
+}
+
+// Stamp is a folder's identity and change time.
+type Stamp struct {
+	Dev, Ino uint64
+	Ctime    int64
 }
 
 // GuardAt returns the guard for path, if any.

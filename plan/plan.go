@@ -135,6 +135,9 @@ type Skip struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
 	Origin Origin `json:"origin"`
+	// Warn: a run says it in one warning line (what the policy asked for
+	// and does not get, such as a writable folder that does not exist).
+	Warn bool `json:"warn,omitempty"`
 }
 
 // Workspace is the resolved workspace: the masked root and the folders of the

@@ -368,3 +368,29 @@ func printable(s string) string {
 // before they reach the user's terminal. It is plan.Escape, which the
 // readable plan uses.
 func Escape(s string) string { return plan.Escape(s) }
+
+// MissingWritable says, one line each, which of l's writable folders do not
+// exist, and what a run does about each: makes it (in the policy's own
+// folder, the project) or, elsewhere, refuses the run under require and
+// skips it under best-effort, with the mkdir that makes it.
+func MissingWritable(l *Layer, env Env) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range l.Lists["filesystem.writable"] {
+		p, err := (&resolver{env: env}).expand(e)
+		if err != nil {
+			continue // pathGrant says it cannot be placed
+		}
+		if _, err := env.FS.Lstat(p); err == nil {
+			continue
+		}
+		if e.Base != "" && plan.Within(p, e.Base) && p != e.Base && !hiddenBelow(p, e.Base) {
+			out = append(out, fmt.Sprintf("%s does not exist yet: a run makes it (0700)", printable(p)))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s does not exist: a run is refused (under best-effort: not writable) until you run mkdir -p %s", printable(p), shellQuote(p)))
+	}
+	return out
+}

@@ -515,6 +515,62 @@ func (r *resolver) workspaceStage() error {
 	return nil
 }
 
+// missingWritable decides for a writable root p that does not exist: in
+// the project (its git top-level or working folder, which exists) and in
+// no hidden folder of it, p is made for the run (0700, as agentbox makes its own folders: each missing
+// folder from the project down, through descriptors, never following a
+// link) and returned; elsewhere it is skipped with one warning line, or,
+// under enforce = "require", refused; either way with the mkdir to run.
+func (r *resolver) missingWritable(p string, o plan.Origin) (string, error) {
+	mkdir := "mkdir -p " + shellQuote(p)
+	target := r.realMaybe(p)
+	if r.p.Workspace.Root == "" {
+		root, _ := r.projectRoot()
+		if realRoot, err := r.real(root); err == nil && target != realRoot && plan.Within(target, realRoot) && !hiddenBelow(target, realRoot) {
+			var missing []string
+			for d := target; d != realRoot; d = filepath.Dir(d) {
+				if _, err := r.env.FS.Lstat(d); err == nil {
+					break
+				}
+				missing = append(missing, d)
+			}
+			for i := len(missing) - 1; i >= 0; i-- {
+				r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: missing[i], Mode: 0o700, Origin: o})
+			}
+			return target, nil
+		}
+	}
+	if r.p.Enforce == plan.Require {
+		return "", originError(o, fmt.Sprintf("%s: writable folder does not exist (and lies outside the project, or in a hidden folder, so agentbox does not make it): %s, or take it out of the policy", p, mkdir))
+	}
+	r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "writable folder does not exist, so it is not writable: " + mkdir, Origin: o, Warn: true})
+	return "", nil
+}
+
+// hiddenBelow reports whether a part of path below dir starts with a dot:
+// hidden folders hold what host programs run or obey (.git, .vscode,
+// .claude, .husky, ...), where agentbox makes nothing.
+func hiddenBelow(path, dir string) bool {
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, dir), "/")
+	for _, part := range strings.Split(rel, "/") {
+		if strings.HasPrefix(part, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c == '/' || c == '.' || c == '_' || c == '-' || c == '~' || c == '+' || c == ',' || c == ':' || c == '@' ||
+			c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 type pathEntry struct {
 	path   string
 	origin plan.Origin
@@ -553,7 +609,14 @@ func (r *resolver) writableStage() error {
 		}
 		real, err := r.real(p)
 		if err != nil {
-			return originError(e.Origin, fmt.Sprintf("%s: writable root does not exist", p))
+			made, err := r.missingWritable(p, e.Origin)
+			if err != nil {
+				return err
+			}
+			if made != "" {
+				addPath(made, e.Origin, "created")
+			}
+			continue
 		}
 		if fi, err := r.env.FS.Stat(real); err == nil && !fi.IsDir() {
 			addPath(real, e.Origin, "a single file")
@@ -1297,8 +1360,68 @@ func (r *resolver) environment() error {
 		out = append(kept, s.Env+"="+s.Placeholder)
 	}
 	sort.Strings(e.Removed)
+	if vars := r.shellVars(out); len(vars) > 0 {
+		// Each replaces the variable of the same name.
+		kept := out[:0]
+		for _, kv := range out {
+			name, _, _ := strings.Cut(kv, "=")
+			replaced := false
+			for _, v := range vars {
+				replaced = replaced || strings.HasPrefix(v, name+"=")
+			}
+			if !replaced {
+				kept = append(kept, kv)
+			}
+		}
+		out = append(kept, vars...)
+	}
 	r.p.Environ = out
 	return nil
+}
+
+// shellVars are what an interactive shell run in the box gets besides the
+// environment: its history in the workspace's private cache folder (the
+// home folder's history file is read-only in the box, and a session would
+// end with a refusal for it), and, unless AGENTBOX_DISABLE_PROMPT is set,
+// debian_chroot=agentbox, which the prompt of Debian's and Ubuntu's bashrc
+// shows as "(agentbox)", as a virtual environment marks its own. Only for
+// an interactive shell (bash, zsh, sh with options only) as the command,
+// and never over a variable the policy sets.
+func (r *resolver) shellVars(environ []string) []string {
+	if len(r.p.Command) == 0 || r.p.CacheDir == "" || r.env.GOOS == "windows" {
+		return nil
+	}
+	shell := path.Base(r.p.Command[0])
+	switch shell {
+	case "bash", "zsh", "sh", "dash", "ksh":
+	default:
+		return nil
+	}
+	// An interactive shell: options only, no -c and no script.
+	for _, a := range r.p.Command[1:] {
+		if !strings.HasPrefix(a, "-") || a == "-c" || a == "--" {
+			return nil
+		}
+	}
+	set := func(name string) bool {
+		if _, ok := r.p.Env.Set[name]; ok {
+			return true
+		}
+		for _, kv := range environ {
+			if strings.HasPrefix(kv, name+"=") && name != "HISTFILE" {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	if !set("HISTFILE") {
+		out = append(out, "HISTFILE="+path.Join(r.p.CacheDir, "."+shell+"_history"))
+	}
+	if r.env.Getenv("AGENTBOX_DISABLE_PROMPT") == "" && !set("debian_chroot") {
+		out = append(out, "debian_chroot=agentbox")
+	}
+	return out
 }
 
 func (r *resolver) limits() error {

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -753,7 +754,7 @@ func TestResolveErrors(t *testing.T) {
 		{"unset variable", nil, Flags{Writable: []string{"${NOPE}/x"}}, nil,
 			`flag --writable: "${NOPE}/x": variable NOPE is not set`},
 		{"missing writable root", nil, Flags{Writable: []string{"~/nope"}}, nil,
-			"flag --writable: $ROOT/home/u/nope: writable root does not exist"},
+			"flag --writable: $ROOT/home/u/nope: writable folder does not exist (and lies outside the project, or in a hidden folder, so agentbox does not make it): mkdir -p $ROOT/home/u/nope, or take it out of the policy"},
 		{"deny /", nil, Flags{Deny: []string{"/"}}, nil,
 			"flag --deny: cannot deny /: nothing would be left to run"},
 		{"project policy climbs out of its folder", func(w *world) {
@@ -1156,5 +1157,111 @@ func TestResolveManyRepositories(t *testing.T) {
 		if got := keep[w.path(path)]; got != want {
 			t.Errorf("%s kept %q, want %q", path, got, want)
 		}
+	}
+}
+
+// TestResolveMissingWritable: a writable folder that does not exist is made
+// for the run when it lies in the project (each missing folder, parents
+// first, 0700), and nothing is made at resolution; one outside the project
+// (also through a link in the project that leads out) is refused under
+// require with the mkdir to run, and skipped with a warning under
+// best-effort. Before, each was "writable root does not exist".
+func TestResolveMissingWritable(t *testing.T) {
+	w := newWorld(t)
+	w.mkdir("outside")
+	w.symlink(w.path("outside"), "home/u/proj/out")
+	before := w.snapshot()
+	p := w.mustResolve(Flags{Tmp: "private", Writable: []string{"~/proj/build/out", "~/proj/cache"}}, Options{}, "true")
+	var prepared []string
+	for _, d := range p.Prepare {
+		if plan.Within(d.Path, w.path("home/u/proj")) && d.Placeholder == "" {
+			prepared = append(prepared, fmt.Sprintf("%s %o", w.norm(d.Path), d.Mode))
+		}
+	}
+	if diff := cmp.Diff([]string{"$ROOT/home/u/proj/build 700", "$ROOT/home/u/proj/build/out 700", "$ROOT/home/u/proj/cache 700"}, prepared); diff != "" {
+		t.Errorf("prepared in the project (-want +got):\n%s", diff)
+	}
+	var binds []string
+	for _, m := range w.mounts(p) {
+		if strings.HasPrefix(m, "writable ") {
+			binds = append(binds, m)
+		}
+	}
+	if diff := cmp.Diff([]string{
+		"writable bind $ROOT/home/u/proj (default: the working directory)",
+		"writable bind $ROOT/home/u/proj/cache (flag --writable) created",
+		"writable bind $ROOT/home/u/proj/build/out (flag --writable) created",
+	}, binds); diff != "" {
+		t.Errorf("writable binds (-want +got):\n%s", diff)
+	}
+	if len(p.Skipped) != 0 {
+		t.Errorf("skipped: %+v", p.Skipped)
+	}
+	if diff := cmp.Diff(before, w.snapshot()); diff != "" {
+		t.Errorf("resolution changed the disk (-before +after):\n%s", diff)
+	}
+
+	for _, tc := range []struct{ name, path string }{
+		{"outside the project", "~/cache/mytool"},
+		{"through a link out of the project", "~/proj/out/new"},
+		{"in a hidden folder of the project", "~/proj/.git/hooks/pre-commit"},
+		{"hidden in the project", "~/proj/.cache"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := w.resolve(Flags{Tmp: "private", Writable: []string{tc.path}}, Options{}, "true")
+			want := "writable folder does not exist (and lies outside the project, or in a hidden folder, so agentbox does not make it): mkdir -p "
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "flag --writable: ") {
+				t.Fatalf("under require: %v, want a refusal containing %q", err, want)
+			}
+			p := w.mustResolve(Flags{Tmp: "private", BestEffort: true, Writable: []string{tc.path}}, Options{}, "true")
+			if len(p.Skipped) != 1 || !p.Skipped[0].Warn || !strings.Contains(p.Skipped[0].Reason, "mkdir -p ") {
+				t.Fatalf("under best-effort: skipped %+v, want one warning with the mkdir", p.Skipped)
+			}
+			for _, d := range p.Prepare {
+				if d.Placeholder == "" && (strings.HasPrefix(d.Path, w.path("outside")) || strings.HasPrefix(d.Path, w.path("home/u/cache")) || strings.Contains(d.Path, "/.")) {
+					t.Errorf("a folder outside the project would be made: %+v", d)
+				}
+			}
+		})
+	}
+}
+
+// TestResolveShellVars: a shell as the command keeps its history in the
+// workspace's private cache folder (the home folder's history file is
+// read-only in the box, and an interactive session ended with a refusal
+// for it) and shows "(agentbox)" in Debian's prompt, unless
+// AGENTBOX_DISABLE_PROMPT is set; another command gets neither.
+func TestResolveShellVars(t *testing.T) {
+	w := newWorld(t)
+	w.env.Environ = append(w.env.Environ, "HISTFILE="+w.path("home/u/.bash_history"))
+	get := func(p *plan.Plan, name string) []string {
+		var out []string
+		for _, kv := range p.Environ {
+			if v, ok := strings.CutPrefix(kv, name+"="); ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	p := w.mustResolve(Flags{Tmp: "private"}, Options{}, "bash")
+	if diff := cmp.Diff([]string{path.Join(p.CacheDir, ".bash_history")}, get(p, "HISTFILE")); diff != "" || p.CacheDir == "" {
+		t.Errorf("HISTFILE (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"agentbox"}, get(p, "debian_chroot")); diff != "" {
+		t.Errorf("debian_chroot (-want +got):\n%s", diff)
+	}
+	for _, argv := range [][]string{{"true"}, {"sh", "-c", "echo"}, {"bash", "script.sh"}} {
+		p = w.mustResolve(Flags{Tmp: "private"}, Options{}, argv...)
+		if got := get(p, "debian_chroot"); len(got) != 0 {
+			t.Errorf("debian_chroot for %q: %q", argv, got)
+		}
+	}
+	w.env.Environ = append(w.env.Environ, "AGENTBOX_DISABLE_PROMPT=1")
+	p = w.mustResolve(Flags{Tmp: "private"}, Options{}, "/bin/zsh", "-l")
+	if got := get(p, "debian_chroot"); len(got) != 0 {
+		t.Errorf("debian_chroot with AGENTBOX_DISABLE_PROMPT: %q", got)
+	}
+	if diff := cmp.Diff([]string{path.Join(p.CacheDir, ".zsh_history")}, get(p, "HISTFILE")); diff != "" {
+		t.Errorf("zsh HISTFILE (-want +got):\n%s", diff)
 	}
 }

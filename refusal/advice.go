@@ -30,6 +30,9 @@ type Fix struct {
 	Risky bool `json:"risky"`
 	// Why says what the change opens, or why nothing allows the refusal.
 	Why string `json:"why"`
+	// Host says the host's own permissions refuse it outside the box too:
+	// the box is not why it failed.
+	Host bool `json:"host,omitempty"`
 }
 
 // String is how the summary and the log show the fix.
@@ -38,8 +41,11 @@ func (f Fix) String() string {
 	if f.Risky {
 		risk = "risky"
 	}
+	if f.Host {
+		return "the host refuses it too, outside the box: " + f.Why
+	}
 	if f.Key == "" {
-		return "no policy change allows it (" + risk + "): " + f.Why
+		return "nothing a policy adds allows it (" + risk + "): " + f.Why
 	}
 	s := f.Flag
 	if f.Create != "" {

@@ -120,7 +120,7 @@ func TestSummary(t *testing.T) {
 	s.Emit(event.Event{Kind: event.RunEnd})
 	want := `agentbox: the box was refused 5 filesystem operations and 1 connection (agentbox log --denials lists each); what would allow them:
 agentbox:   3×, first create ~/.npm/_cacache/a, EROFS: --writable ~/.npm (safe: npm's package cache: the box may add to it, and the tool uses what it finds there outside the box too)
-agentbox:   create ~/proj/.git/hooks/pre-commit, EROFS: no policy change allows it (risky): always protected (git hooks): a host program runs or obeys it later, so no policy makes it writable
+agentbox:   create ~/proj/.git/hooks/pre-commit, EROFS: nothing a policy adds allows it (risky): always protected (git hooks): a host program runs or obeys it later, so no policy makes it writable
 agentbox:   create /etc/\x1b[31mred, EROFS: --writable /etc (risky: /etc is a system folder: the host runs programs and reads configuration from it)
 agentbox:   registry.npmjs.org:443 (no allow rule matches): --allow registry.npmjs.org (safe: registry.npmjs.org is a package registry or the agent's own service)
 `
@@ -196,6 +196,23 @@ func TestHostExecutedRegistry(t *testing.T) {
 	} {
 		if got, why := HostExecuted(pl, p); got != want {
 			t.Errorf("HostExecuted(%s) = %v (%s), want %v", p, got, why, want)
+		}
+	}
+}
+
+// A refusal no added entry allows, but taking an entry out would, does not
+// say "no policy change allows it" and then name the change that does.
+func TestFixWordsAgree(t *testing.T) {
+	for _, f := range []Fix{
+		{Risky: true, Why: "kept read-only by filesystem.read_only[0]; only taking that entry out allows it"},
+		{Risky: true, Why: "hidden by filesystem.deny[0]; only taking that entry out shows it, and it may hold secrets"},
+	} {
+		s := f.String()
+		if strings.Contains(s, "no policy change") {
+			t.Errorf("%q contradicts itself", s)
+		}
+		if !strings.HasPrefix(s, "nothing a policy adds allows it (risky): ") {
+			t.Errorf("%q", s)
 		}
 	}
 }

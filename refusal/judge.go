@@ -29,7 +29,28 @@ type Judge struct {
 	order  []*Refused
 	layers []layer
 	ll     *landlock.Assessment
+	// hostRun is the registry's search (SetHostRun): every fix the judge
+	// gives is rechecked with it, so the run's summary, the audit log
+	// (log --denials) and learn give one verdict.
+	hostRun HostRun
+	// hostDenies, when set, tells a write the host refuses the user too.
+	hostDenies HostDenies
 }
+
+// HostDenies says whether the host's own permissions refuse the user a
+// change at path p outside the box too (a folder of the system that is
+// not the user's), and why; false when they allow it or cannot tell.
+type HostDenies func(op fslog.Op, p string) (why string, denied bool)
+
+// SetHostDenies makes the judge report a write the host itself refuses
+// the user as the host's, not the box's (no policy change is advised for
+// it). Call it before the judge is used.
+func (j *Judge) SetHostDenies(h HostDenies) { j.hostDenies = h }
+
+// SetHostRun makes the judge recheck each fix with the registry's search
+// (Recheck) before it records or reports it. Call it before the judge is
+// used.
+func (j *Judge) SetHostRun(h HostRun) { j.hostRun = h }
 
 // New returns the judge for p, completed for its backend. exists tells
 // whether a folder exists on the host, for the advice (nil: every folder
@@ -348,10 +369,25 @@ func (j *Judge) event(v verdict) event.Event {
 	if v.folder {
 		p = path.Join(v.path, "*")
 	}
-	fix := Advise(j.p, v.op, p, m, j.exists)
+	var fix Fix
+	if why, denied := j.hostRefuses(v.op, v.path); denied {
+		fix = Fix{Host: true, Why: why}
+	} else {
+		fix = Recheck(j.p, Advise(j.p, v.op, p, m, j.exists), j.hostRun)
+	}
 	e.Detail = fix.String()
 	j.remember(fix, e)
 	return e
+}
+
+// hostRefuses says whether the host refuses the user op on p outside the
+// box too: only writes, and only what the policy does not hide (a hidden
+// path's refusal is the box's).
+func (j *Judge) hostRefuses(op fslog.Op, p string) (string, bool) {
+	if j.hostDenies == nil || op == fslog.Read {
+		return "", false
+	}
+	return j.hostDenies(op, p)
 }
 
 // Refused is the refusals one fix would allow: the fix, how many, and the

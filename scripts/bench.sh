@@ -85,7 +85,7 @@ cd "$repo"
 # Raw bwrap with agentbox's exact argv: the printed argv reads the filter
 # through a process substitution; give it the same bytes from a file.
 "$ab" __seccomp >"$work/seccomp.bpf" 2>/dev/null || true
-argv=$("$ab" plan --argv -- /bin/true 2>/dev/null || true)
+argv=$("$ab" plan --argv --wide -- /bin/true 2>/dev/null || true)
 same=$(printf '%s' "$argv" | sed -E "s#6< <\([^)]*\)#6<$work/seccomp.bpf#")
 printf '%s\n' "$same" >"$work/same.sh"
 # Peak RSS through /usr/bin/time (a small C parent: a child of the Python

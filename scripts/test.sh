@@ -32,30 +32,45 @@ start=$SECONDS
 
 say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*"; }
 
-# What the tests need. As root, install what is missing; otherwise say what.
+# What the tests need (scripts/test-packages.sh, the list that
+# scripts/fresh-root-check.sh also checks installs on a fresh Debian root).
+# As root, install what is missing; otherwise say what. apt-get's own
+# output goes to a file, shown only when it fails.
+list=$(scripts/test-packages.sh)
 missing=()
-for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshare:util-linux prlimit:util-linux \
-	script:bsdutils python3:python3 curl:curl npm:npm make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg \
-	direnv:direnv pre-commit:pre-commit strace:strace \
-	aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static; do
-	command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
-done
-# The completion tests load bash's completion the way a login shell does.
-[ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion)
-# The pip tests make a virtual environment (Debian splits venv out).
-python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
-# The filesystem log's tests build a 32-bit program (run under qemu-user:
-# the box's seccomp filter kills native i386 system calls).
-[ "$(uname -m)" != x86_64 ] || [ -f /usr/lib32/crt1.o ] || missing+=(gcc-multilib)
+[ -z "$list" ] || mapfile -t missing <<<"$list"
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		say "installing ${missing[*]} with apt-get (a minute or two)"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+		aptlog=$(mktemp /var/tmp/agentbox-apt-XXXXXX.log)
+		# Nothing installed here is removed to make room: apt-get -y
+		# would, silently (gcc-multilib removes the aarch64 compiler).
+		if apt-get update >"$aptlog" 2>&1 && apt-get install --simulate "${missing[@]}" >>"$aptlog" 2>&1 &&
+			grep '^Remv ' "$aptlog" >&2; then
+			echo "installing ${missing[*]} would remove the packages above: install them by hand (apt-get's output: $aptlog)" >&2
+			exit 1
+		fi
+		if ! DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >>"$aptlog" 2>&1; then
+			tail -n 40 "$aptlog" >&2
+			echo "apt-get could not install ${missing[*]} (its whole output: $aptlog)" >&2
+			exit 1
+		fi
+		rm -f "$aptlog"
 	else
 		echo "missing: ${missing[*]} (install them, or run this script as root)" >&2
 		exit 1
 	fi
+fi
+
+# The install steps on a fresh Debian 12 (scripts/fresh-root-check.sh: a
+# debootstrap root kept in /var/cache, where apt-get simulates installing
+# the README's packages and this script's together): a conflict between
+# them fails the suite here, not on a user's machine. As root only.
+fresh_status="not run (only as root: it makes a root with debootstrap)"
+if [ "$(id -u)" = 0 ]; then
+	say "install steps on a fresh Debian 12 root (scripts/fresh-root-check.sh)"
+	fresh_status="passed"
+	scripts/fresh-root-check.sh || fresh_status="FAILED (above)"
 fi
 
 # The host programs the registry's tests run after a box (Yarn 1 and
@@ -211,8 +226,9 @@ BENCH_ROUNDS=20 BENCH_BUDGET=40 scripts/bench.sh || true
 
 say "summary"
 printf '%-26s %s\n' "tests as $first:" "$first_status" "tests as $user:" "$second_status" \
-	"release check:" "$release_status" "windows under Wine:" "$windows_status" "fuzz targets:" "$fuzz_status"
-case "$first_status $second_status $release_status $windows_status $fuzz_status" in
+	"release check:" "$release_status" "windows under Wine:" "$windows_status" "fuzz targets:" "$fuzz_status" \
+	"fresh Debian 12 install:" "$fresh_status"
+case "$first_status $second_status $release_status $windows_status $fuzz_status $fresh_status" in
 *FAILED*)
 	echo "some tests FAILED" >&2
 	exit 1

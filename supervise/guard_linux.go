@@ -1,10 +1,13 @@
 package supervise
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
@@ -31,6 +34,8 @@ type runGuard struct {
 	index map[string]indexState
 	// readOnly is what stood at the run's read-only paths before it.
 	readOnly map[string]fileID
+	// made are the folders Prepare made or checked, as they were then.
+	made map[string]plan.Stamp
 }
 
 // startGuard does, before the box starts: the check of every earlier run
@@ -57,9 +62,13 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 	var pend *pending
 	if h.State != "" {
 		// No run starts without its record whole on disk: a run killed
-		// without one would leave what it planted unchecked.
+		// without one would leave what it planted unchecked. Inside
+		// another box, whose state folder is read-only, the outer run's
+		// after-run check covers what this one changes, killed or not.
 		pend, err = newPending(h.State, p.RunID, pendingRecord{Run: p.RunID, HostExec: *h, Started: g.started0})
-		if err != nil {
+		if err != nil && p.Depth > 1 && errors.Is(err, unix.EROFS) {
+			pend, err = nil, nil
+		} else if err != nil {
 			return nil, fmt.Errorf("%s: this run's pending record cannot be written (%w), and without it a run whose agentbox is killed is never checked; free space on that file system or make the folder writable, then run again", event.Escape(filepath.Join(h.State, "pending", p.RunID+".json")), err)
 		}
 	}
@@ -68,6 +77,7 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 		g.release()
 		return nil, err
 	}
+	g.made = g.pins.stamps()
 	if g.holds, err = placeholders(p, pend); err != nil {
 		g.release()
 		return nil, err
@@ -85,7 +95,7 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 // box's cgroups (to empty them after a kill). The box does not start
 // when it cannot be written.
 func (g *runGuard) saveRecord(cgroups []string) error {
-	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.p.HostExec, Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index, ReadOnly: g.readOnly}); err != nil {
+	if err := g.pend.write(pendingRecord{Run: g.p.RunID, HostExec: g.hostExec(), Records: g.recs, Cgroups: cgroups, Started: g.started0, Index: g.index, ReadOnly: g.readOnly}); err != nil {
 		return fmt.Errorf("%s: this run's pending record cannot be written (%w), and without it a run whose agentbox is killed is never checked; free space on that file system, then run again", event.Escape(g.pend.path), err)
 	}
 	return nil
@@ -100,11 +110,20 @@ func (g *runGuard) prepared() map[string]*os.File { return g.pins.files }
 // check is the after-run check; every process of the run has ended. When
 // it cannot finish, the pending record stays for the next run.
 func (g *runGuard) check() error {
-	err := check(&g.p.HostExec, g.p.RunID, g.started0, g.recs, &beforeRun{Index: g.index, ReadOnly: g.readOnly}, g.ev)
+	h := g.hostExec()
+	err := check(&h, g.p.RunID, g.started0, g.recs, &beforeRun{Index: g.index, ReadOnly: g.readOnly}, g.ev)
 	if err != nil && g.pend != nil {
 		g.keep = true
 	}
 	return err
+}
+
+// hostExec is the plan's HostExec with the folders Prepare made (the plan
+// itself is not changed).
+func (g *runGuard) hostExec() plan.HostExec {
+	h := g.p.HostExec
+	h.Made = g.made
+	return h
 }
 
 // release removes the placeholders no other run relies on and the pending

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
 // A path can change between the moment agentbox checks it and the moment
@@ -186,6 +188,22 @@ func (ps *Pins) Dir(path string) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("not a folder (it was one when the plan was made)")}
 	}
 	return f, nil
+}
+
+// stamps are the identity and change time of every pinned folder, by path.
+func (ps *Pins) stamps() map[string]plan.Stamp {
+	if ps == nil || len(ps.files) == 0 {
+		return nil
+	}
+	out := make(map[string]plan.Stamp, len(ps.files))
+	for p, f := range ps.files {
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) == nil {
+			// As a search's tree writes the device: major<<32 | minor.
+			out[p] = plan.Stamp{Dev: uint64(unix.Major(st.Dev))<<32 | uint64(unix.Minor(st.Dev)), Ino: st.Ino, Ctime: st.Ctim.Nano()}
+		}
+	}
+	return out
 }
 
 // Close closes every descriptor.

@@ -435,9 +435,14 @@ var outOfSight = map[string]bool{
 }
 
 // changes reports, from the tree the search after the run made of root
-// (t) against the one before it (old), what changed out of git's sight:
-// the folders changed in each tree projects leave out of git (and the new
-// programs there), and new or changed programs elsewhere.
+// (t) against the one the search before it made (old), what changed out
+// of git's sight during the run: the folders changed in each tree
+// projects leave out of git (and the new programs there), and new or
+// changed programs elsewhere. A folder the search after the run listed
+// whose identity and change time are those the search before it saw was
+// not changed by the run (it is listed again because it changed shortly
+// before that search, or on the host since an earlier run): it is not
+// reported, so each change is reported by the run that made it, once.
 func (c *checker) changes(root string, t, old *plan.Tree) {
 	if old == nil || t == nil {
 		return
@@ -445,6 +450,7 @@ func (c *checker) changes(root string, t, old *plan.Tree) {
 	ignored := ignoredNames(root)
 	type tree struct {
 		folders, programs int
+		ignored           bool
 	}
 	trees := map[string]*tree{}
 	var programs []string
@@ -453,22 +459,36 @@ func (c *checker) changes(root string, t, old *plan.Tree) {
 			continue
 		}
 		rel := t.Rel(i)
-		top := ""
+		top, isIgnored := "", false
 		parts := strings.Split(rel, "/")
 		for k, el := range parts {
 			if outOfSight[el] || ignored[el] || el == ".git" {
-				top = strings.Join(parts[:k+1], "/")
+				top, isIgnored = strings.Join(parts[:k+1], "/"), ignored[el]
 				break
 			}
 		}
 		execs := c.newPrograms(path.Join(root, rel))
 		if top != "" {
+			changed := true
+			b := &t.Dirs[i]
+			if m, ok := c.h.Made[path.Join(root, rel)]; ok {
+				// Made by agentbox for the run: as it was then.
+				changed = m.Dev != b.Dev || m.Ino != b.Ino || m.Ctime != b.Ctime
+			} else if j := old.Find(rel); j >= 0 {
+				a := &old.Dirs[j]
+				changed = a.Dev != b.Dev || a.Ino != b.Ino || a.Ctime != b.Ctime
+			}
+			if !changed && len(execs) == 0 {
+				continue
+			}
 			tr := trees[top]
 			if tr == nil {
-				tr = &tree{}
+				tr = &tree{ignored: isIgnored}
 				trees[top] = tr
 			}
-			tr.folders++
+			if changed {
+				tr.folders++
+			}
 			tr.programs += len(execs)
 			continue
 		}
@@ -485,16 +505,28 @@ func (c *checker) changes(root string, t, old *plan.Tree) {
 	sort.Strings(tops)
 	for _, k := range tops {
 		tr := trees[k]
-		d := fmt.Sprintf("%d folders changed", tr.folders)
+		d := plural(tr.folders, "folder", "folders") + " changed"
 		if tr.programs > 0 {
-			d += fmt.Sprintf(", %d new or changed programs", tr.programs)
+			d += ", " + plural(tr.programs, "new or changed program", "new or changed programs")
 		}
-		c.unseen(path.Join(root, k), "ignored tree", d+": git status does not show what changes here")
+		if tr.ignored {
+			c.unseen(path.Join(root, k), "ignored tree", d+": git ignores it, so git status does not show what changes here")
+		} else {
+			c.unseen(path.Join(root, k), "untracked tree", d+": git status shows at most the folder's name, not what changes in it")
+		}
 	}
 	sort.Strings(programs)
 	for _, p := range programs {
 		c.unseen(path.Join(root, p), "new program", "a program the box made or changed (git status shows it only if it is tracked or untracked, not ignored)")
 	}
+}
+
+// plural is n and the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // newPrograms are the executable files in folder dir changed since the

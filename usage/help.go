@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/agentbox/agentbox/wrap"
 )
 
 // Setup makes app speak with this package's voice: help screens from the
@@ -73,8 +75,11 @@ func NoCommand(c *cli.Context) error {
 	return nil
 }
 
-// AppHelp writes the top-level help.
+// AppHelp writes the top-level help, fitted to w's width (wrap.Width).
 func AppHelp(w io.Writer, m App) {
+	ww := wrap.NewWriter(w, wrap.Width(w, false))
+	defer ww.Flush()
+	w = ww
 	fmt.Fprintf(w, "%s: %s\n\nusage:\n  %s COMMAND [FLAGS] [ARGS...]\n\ncommands:\n", m.Name, m.Usage, m.Name)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range m.Commands {
@@ -87,8 +92,11 @@ func AppHelp(w io.Writer, m App) {
 }
 
 // CommandHelp writes one command's help: its usage lines, then its
-// policy flags and its own flags.
+// policy flags and its own flags, fitted to w's width (wrap.Width).
 func CommandHelp(w io.Writer, m App, c Command) {
+	ww := wrap.NewWriter(w, wrap.Width(w, false))
+	defer ww.Flush()
+	w = ww
 	fmt.Fprintf(w, "%s %s: %s\n\nusage:\n", m.Name, c.Name, c.Usage)
 	for _, s := range c.Synopsis {
 		fmt.Fprintf(w, "  %s\n", s)

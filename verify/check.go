@@ -164,6 +164,9 @@ type builder struct {
 	bwrap  bool
 	denied string // the errno of a write the box refuses: EROFS or EACCES
 	out    []Check
+	// tmpDone: /tmp's probes were added, under the first rule that makes
+	// the box's /tmp; each probe is made once.
+	tmpDone bool
 }
 
 // Build derives the checks of a completed plan, with the host's facts.
@@ -377,6 +380,17 @@ func (b *builder) hidden(name string, lv plan.Level, p string, dir bool) {
 }
 
 func (b *builder) tmp(name string, lv plan.Level, m plan.Mount) {
+	switch {
+	case m.Path != "/tmp":
+		// Another folder of the stage (/run): /tmp's probes say
+		// nothing about it.
+		b.add(Check{Rule: name, Level: lv, Why: m.Path + " is the box's own; the probes of /tmp do not apply to it"})
+		return
+	case b.tmpDone:
+		b.add(Check{Rule: name, Level: lv, Why: "/tmp is probed under the rule above"})
+		return
+	}
+	b.tmpDone = true
 	hostTmp := m.Op == plan.Bind && m.Src() == m.Path
 	if b.h.Marker != "" {
 		switch {

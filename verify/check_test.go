@@ -153,3 +153,36 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestTmpProbedOnce: /tmp's probes are made once, under the first rule that
+// makes the box's /tmp, not again under every rule of the stage (/run, the
+// bind of the workspace's /tmp over the tmpfs).
+func TestTmpProbedOnce(t *testing.T) {
+	p := testPlan(false)
+	def := plan.Origin{Key: "default"}
+	var mounts []plan.Mount
+	for _, m := range p.Mounts {
+		mounts = append(mounts, m)
+		if m.Stage == plan.StageTmp {
+			mounts = append(mounts,
+				plan.Mount{Stage: plan.StageTmp, Op: plan.Tmpfs, Path: "/run", Access: plan.ReadWrite, Origin: def},
+				plan.Mount{Stage: plan.StageTmp, Op: plan.Bind, Path: "/tmp", Source: "/home/u/.local/state/agentbox/tmp/w", Access: plan.ReadWrite, Origin: def})
+		}
+	}
+	p.Mounts = mounts
+	p.Box.Backend = "bwrap"
+	n := map[string]int{}
+	for _, c := range Build(p, testHost()) {
+		if c.Probe.Op != "" && strings.Contains(c.Says, "/tmp") {
+			n[c.Says]++
+		}
+	}
+	if len(n) == 0 {
+		t.Fatal("no probe of /tmp")
+	}
+	for says, k := range n {
+		if k != 1 {
+			t.Errorf("%q probed %d times", says, k)
+		}
+	}
+}

@@ -59,9 +59,9 @@ _agentbox() {
             plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --argv --wide --help" -- "$cur")) ;;
             learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --output --help" -- "$cur")) ;;
             verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --wide --help" -- "$cur")) ;;
-            log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --help" -- "$cur")) ;;
+            log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --wide --help" -- "$cur")) ;;
             init) COMPREPLY=($(compgen -W "--force --help" -- "$cur")) ;;
-            doctor) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+            doctor) COMPREPLY=($(compgen -W "--json --wide --help" -- "$cur")) ;;
             trust) COMPREPLY=($(compgen -W "--revoke --proposal --help" -- "$cur")) ;;
             status) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --prompt --help" -- "$cur")) ;;
             caches) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --clear --all --json --help" -- "$cur")) ;;
