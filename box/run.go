@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/refusal"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // Run resolves the request and runs its command confined, on the one run
@@ -24,10 +25,13 @@ import (
 func Run(req Request) (int, error) {
 	// First, the after-run check of any earlier run whose agentbox was
 	// killed, before this run looks at what that run left.
+	defer trace.Total()
 	if env, err := World(); err == nil {
+		ph := trace.Begin("recover")
 		rec := event.NewStream("", &event.Summary{W: os.Stderr})
 		err := supervise.Recover(policy.StateDir(env), rec)
 		rec.Close()
+		ph.End()
 		if err != nil {
 			return 0, err
 		}
@@ -37,6 +41,8 @@ func Run(req Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	trace.Run(p.RunID)
+	ph := trace.Begin("setup")
 	if b == nil && p.Box.Outer != "" {
 		syncState(p)
 		return runInOuter(p)
@@ -77,7 +83,12 @@ func Run(req Request) (int, error) {
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
-	defer events.Close()
+	ph.End()
+	defer func() {
+		ph := trace.Begin("log")
+		events.Close()
+		ph.End()
+	}()
 	return supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judgeFunc(j),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 }
