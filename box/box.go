@@ -29,6 +29,7 @@ import (
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/trace"
 	"github.com/agentbox/agentbox/winsandbox"
 )
 
@@ -89,7 +90,9 @@ func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, e
 	if err != nil {
 		return nil, nil, err
 	}
+	ph := trace.Begin("policy")
 	layers, err := policy.Load(env, req.Flags)
+	ph.End()
 	if err != nil {
 		var ue *policy.UntrustedError
 		if errors.As(err, &ue) {
@@ -97,7 +100,9 @@ func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, e
 		}
 		return nil, nil, err
 	}
+	ph = trace.Begin("plan")
 	p, err := policy.Resolve(layers, env, req.Command, policy.Options{AllowBroad: req.Flags.AllowBroad})
+	ph.End()
 	if err != nil {
 		var nf *policy.NeedFlags
 		if errors.As(err, &nf) {
@@ -106,8 +111,10 @@ func Resolve(req Request, all []backend.Backend) (*plan.Plan, backend.Backend, e
 		return nil, nil, err
 	}
 	p.RunID = newRunID()
+	ph = trace.Begin("backend")
 	outer := OuterBox(env, all)
 	b, err := Complete(p, innerBackends(all, outer), outer)
+	ph.End()
 	return p, b, err
 }
 

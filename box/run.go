@@ -17,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/refusal"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/trace"
 	"github.com/agentbox/agentbox/wrap"
 )
 
@@ -30,6 +31,7 @@ import (
 // again with a fresh probe, once: another backend (Landlock) confines it
 // when the policy allows, and the notice says so.
 func Run(req Request) (int, error) {
+	defer trace.Total()
 	code, err, stale := run(req)
 	var u *backend.Unavailable
 	if stale && errors.As(err, &u) {
@@ -49,9 +51,11 @@ func run(req Request) (int, error, bool) {
 	// First, the after-run check of any earlier run whose agentbox was
 	// killed, before this run looks at what that run left.
 	if env, err := World(); err == nil {
+		ph := trace.Begin("recover")
 		rec := event.NewStream("", &event.Summary{W: stderr})
 		err := supervise.Recover(policy.StateDir(env), rec)
 		rec.Close()
+		ph.End()
 		if err != nil {
 			return 0, err, false
 		}
@@ -61,6 +65,8 @@ func run(req Request) (int, error, bool) {
 	if err != nil {
 		return 0, err, false
 	}
+	trace.Run(p.RunID)
+	ph := trace.Begin("setup")
 	if b == nil && p.Box.Outer != "" {
 		syncState(p)
 		code, err := runInOuter(p)
@@ -111,7 +117,12 @@ func run(req Request) (int, error, bool) {
 	if log := auditLog(p, os.Stderr); log != nil {
 		events.Add(log)
 	}
-	defer events.Close()
+	ph.End()
+	defer func() {
+		ph := trace.Begin("log")
+		events.Close()
+		ph.End()
+	}()
 	code, err := supervise.Run(b, p, backend.Context{Self: self, NetLog: req.NetLog, Events: events, Judge: judgeFunc(j),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	var u *backend.Unavailable

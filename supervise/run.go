@@ -10,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // discard is an emitter that drops everything.
@@ -61,6 +62,8 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	// Before anything of this run exists: the check of a run whose
 	// agentbox was killed, then this run's record, its folders and
 	// placeholders, and what it keeps by restoring.
+	ph := trace.Begin("prepare")
+	defer func() { ph.End() }() // on an early return
 	fg := Foreground()
 	g, err := startGuard(p, c.Events)
 	if err != nil {
@@ -122,7 +125,11 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	}
 	// Orphans of the box come to agentbox, so none can outlive the run.
 	subreaper()
+	ph.End()
+	ph = trace.Begin("box")
 	status, err := b.Run(p, &c)
+	ph.End()
+	ph = trace.Begin("end")
 	c.Started(0)
 	if grp != nil {
 		for _, h := range grp.Hits() {
@@ -153,6 +160,8 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if grp != nil {
 		grp.Close()
 	}
+	ph.End()
+	ph = trace.Begin("check")
 	if cerr := g.check(); cerr != nil {
 		if err == nil {
 			err = fmt.Errorf("the command exited with status %d, but %w", status, cerr)
