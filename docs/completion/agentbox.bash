@@ -46,7 +46,7 @@ _agentbox() {
         --pass-env) COMPREPLY=(); return ;;
         --deny-env) COMPREPLY=(); return ;;
         --provider) COMPREPLY=($(compgen -W "auto none claude codex hermes kimi mimo opencode pi" -- "$cur")); return ;;
-        --backend) COMPREPLY=($(compgen -W "auto bwrap landlock windows" -- "$cur")); return ;;
+        --backend) COMPREPLY=($(compgen -W "auto bwrap landlock windows seatbelt" -- "$cur")); return ;;
         --net-log) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --target) COMPREPLY=(); return ;;
         --output) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
