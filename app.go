@@ -61,21 +61,33 @@ func newApp() *cli.App {
 				Flags: append(policyFlags(),
 					&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
 					&cli.BoolFlag{Name: "argv", Usage: "print the exact bwrap command line, shell-quoted, one argument a line (with --wide: on one line)"},
+					&cli.BoolFlag{Name: "profile", Usage: "print the Seatbelt profile sandbox-exec applies (macOS)"},
+					&cli.StringFlag{Name: "target", Usage: "resolve the plan for `OS` (darwin) rather than this machine: with --profile, what a Mac would get"},
 					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"},
 				),
 				Action: func(c *cli.Context) error {
 					f := box.PlanText
 					width := box.Width(c.App.Writer, c.Bool("wide"))
+					n := 0
+					for _, name := range []string{"json", "argv", "profile"} {
+						if c.Bool(name) {
+							n++
+						}
+					}
 					switch {
-					case c.Bool("json") && c.Bool("argv"):
-						return conflict("plan", "--json", "--argv", "they are two different outputs: pass one of them")
+					case n > 1:
+						return conflict("plan", "--json", "--argv or --profile", "they are different outputs: pass one of them")
 					case c.Bool("json"):
 						f = box.PlanJSON
 					case c.Bool("argv"):
 						// One argument a line; --wide: one line.
 						f, width = box.PlanArgv, wrap.Width(c.App.Writer, c.Bool("wide"))
+					case c.Bool("profile"):
+						f = box.PlanProfile
 					}
-					return box.Plan(request(c), f, width, c.App.Writer)
+					req := request(c)
+					req.Target = c.String("target")
+					return box.Plan(req, f, width, c.App.Writer)
 				},
 			},
 			{

@@ -29,6 +29,7 @@ import (
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/seatbelt"
 	"github.com/agentbox/agentbox/trace"
 	"github.com/agentbox/agentbox/winsandbox"
 )
@@ -40,6 +41,7 @@ func Backends() []backend.Backend {
 		mount.New(),
 		landlock.New(),
 		winsandbox.New(),
+		seatbelt.New(),
 	}
 }
 
@@ -52,6 +54,9 @@ type Request struct {
 	// Verify is run --verify: the box's rules are checked from inside a
 	// box first, and CMD runs only if every one is in force.
 	Verify bool
+	// Target is plan --target: the system the plan is resolved for when
+	// it is not this one ("darwin"), "" for this machine.
+	Target string
 }
 
 // World describes the machine and the caller, for resolution.

@@ -9,9 +9,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/fslog"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/seatbelt"
 )
 
 // PlanSchema is the version of the JSON `agentbox plan --json` prints.
@@ -22,9 +25,10 @@ type PlanFormat int
 
 // The formats of `agentbox plan`.
 const (
-	PlanText PlanFormat = iota // the readable table
-	PlanJSON                   // the whole plan as JSON, with its digest
-	PlanArgv                   // the exact bwrap command line, shell-quoted
+	PlanText    PlanFormat = iota // the readable table
+	PlanJSON                      // the whole plan as JSON, with its digest
+	PlanArgv                      // the exact bwrap command line, shell-quoted
+	PlanProfile                   // the Seatbelt profile (macOS)
 )
 
 // PlanJSONOutput is what `agentbox plan --json` prints: the schema
@@ -61,7 +65,17 @@ func Plan(req Request, f PlanFormat, width int, w io.Writer) error {
 		req.Command = []string{defaultShell(runtime.GOOS, os.Getenv)}
 	}
 	all := Backends()
-	p, b, err := Resolve(req, all)
+	var p *plan.Plan
+	var b backend.Backend
+	var err error
+	switch {
+	case req.Target == "" || req.Target == runtime.GOOS:
+		p, b, err = Resolve(req, all)
+	case req.Target == "darwin":
+		p, b, err = resolveFor(req, "darwin", seatbelt.New())
+	default:
+		return hint(fmt.Errorf("plan --target %s: agentbox resolves a plan for darwin or for this machine", req.Target), "agentbox plan --target darwin --profile -- CMD")
+	}
 	if err != nil && p == nil {
 		return err
 	}
@@ -73,6 +87,13 @@ func Plan(req Request, f PlanFormat, width int, w io.Writer) error {
 	switch f {
 	case PlanJSON:
 		return writeJSON(w, PlanJSONOutput{Schema: PlanSchema, Digest: p.Digest(), Plan: p})
+	case PlanProfile:
+		d, derr := seatbelt.DetailOf(p)
+		if derr != nil {
+			return errors.New("--profile needs the seatbelt backend (macOS, or plan --target darwin): " + derr.Error())
+		}
+		fmt.Fprint(w, d.Profile)
+		return nil
 	case PlanArgv:
 		d, derr := mount.DetailOf(p)
 		if derr != nil {
@@ -169,4 +190,28 @@ func firstLine(err error) string {
 		}
 	}
 	return s
+}
+
+// resolveFor resolves req as a machine of goos would, with this machine's
+// files and environment, and completes the plan for backend b: what a Mac
+// would get, shown on Linux. Nothing runs from it.
+func resolveFor(req Request, goos string, b backend.Backend) (*plan.Plan, backend.Backend, error) {
+	env, err := World()
+	if err != nil {
+		return nil, nil, err
+	}
+	env.GOOS = goos
+	layers, err := policy.Load(env, req.Flags)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := policy.Resolve(layers, env, req.Command, policy.Options{AllowBroad: req.Flags.AllowBroad})
+	if err != nil {
+		return nil, nil, err
+	}
+	p.RunID = newRunID()
+	if err := b.Complete(p); err != nil {
+		return p, nil, err
+	}
+	return p, b, plan.Validate(p)
 }

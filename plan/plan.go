@@ -495,7 +495,7 @@ type Plan struct {
 	RunID    string   `json:"run_id"`
 	Layers   []Layer  `json:"layers"`
 	Enforce  string   `json:"enforce"`
-	Backend  string   `json:"backend"` // requested: auto, bwrap, landlock, windows
+	Backend  string   `json:"backend"` // requested: auto, bwrap, landlock, windows, seatbelt
 	Identity Identity `json:"identity"`
 	Command  []string `json:"command,omitempty"`
 	// SelfCommand says the command is agentbox itself, which the box

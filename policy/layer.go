@@ -83,7 +83,7 @@ var listKeys = []string{
 // choices lists the values a scalar key accepts, where the set is closed.
 var choices = map[string][]string{
 	"sandbox.enforce":     {plan.Require, plan.BestEffort},
-	"sandbox.backend":     {"auto", "bwrap", "landlock", "windows"},
+	"sandbox.backend":     {"auto", "bwrap", "landlock", "windows", "seatbelt"},
 	"tmp.mode":            {plan.TmpWorkspace, plan.TmpPrivate, plan.TmpHost},
 	"network.mode":        {plan.NetOpen, plan.NetNone, plan.NetAllowlist},
 	"env.mode":            {"inherit", "clean"},

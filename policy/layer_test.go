@@ -43,7 +43,7 @@ func TestParseBad(t *testing.T) {
 		{"enforce not a choice", "[sandbox]\nenforce = \"maybe\"\n",
 			file + `:2: sandbox.enforce: "maybe" is not one of require, best-effort`},
 		{"backend not a choice", "[sandbox]\nenforce = \"require\"\nbackend = \"docker\"\n",
-			file + `:3: sandbox.backend: "docker" is not one of auto, bwrap, landlock, windows`},
+			file + `:3: sandbox.backend: "docker" is not one of auto, bwrap, landlock, windows, seatbelt`},
 		{"tmp mode not a choice", "[tmp]\nmode = \"shared\"\n",
 			file + `:2: tmp.mode: "shared" is not one of workspace, private, host`},
 		{"network mode not a choice", "[network]\nmode = \"closed\"\n",

@@ -22,7 +22,7 @@ _agentbox() {
         word=${COMP_WORDS[i]}
         case $word in
         --) first=$((i + 1)); break ;;
-        --policy|--writable|--read-only|--deny|--network|--allow|--publish|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log|--output|--project|--run|-n)
+        --policy|--writable|--read-only|--deny|--network|--allow|--publish|--workspace|--workspace-root|--task|--tmp|--env-mode|--pass-env|--deny-env|--provider|--backend|--net-log|--target|--output|--project|--run|-n)
             ((i++))
             [[ ${COMP_WORDS[i]} == = ]] && ((i++)) ;;
         -* | =) ;;
@@ -46,8 +46,9 @@ _agentbox() {
         --pass-env) COMPREPLY=(); return ;;
         --deny-env) COMPREPLY=(); return ;;
         --provider) COMPREPLY=($(compgen -W "auto none claude codex hermes kimi mimo opencode pi" -- "$cur")); return ;;
-        --backend) COMPREPLY=($(compgen -W "auto bwrap landlock windows" -- "$cur")); return ;;
+        --backend) COMPREPLY=($(compgen -W "auto bwrap landlock windows seatbelt" -- "$cur")); return ;;
         --net-log) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --target) COMPREPLY=(); return ;;
         --output) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --project) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --run) COMPREPLY=(); return ;;
@@ -56,7 +57,7 @@ _agentbox() {
         if [[ $cur == -* ]]; then
             case $cmd in
             run) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --net-log --verify --help" -- "$cur")) ;;
-            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --argv --wide --help" -- "$cur")) ;;
+            plan) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --argv --profile --target --wide --help" -- "$cur")) ;;
             learn) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --output --help" -- "$cur")) ;;
             verify) COMPREPLY=($(compgen -W "--policy --writable --read-only --deny --network --allow --publish --workspace --workspace-root --task --tmp --env-mode --pass-env --deny-env --provider --backend --best-effort --require --allow-broad-writable --quiet --json --wide --help" -- "$cur")) ;;
             log) COMPREPLY=($(compgen -W "--json --follow --project --workspace --denials --run -n --wide --help" -- "$cur")) ;;
