@@ -1203,7 +1203,6 @@ func TestResolveMissingWritable(t *testing.T) {
 
 	for _, tc := range []struct{ name, path string }{
 		{"outside the project", "~/cache/mytool"},
-		{"through a link out of the project", "~/proj/out/new"},
 		{"in a hidden folder of the project", "~/proj/.git/hooks/pre-commit"},
 		{"hidden in the project", "~/proj/.cache"},
 	} {
@@ -1223,6 +1222,15 @@ func TestResolveMissingWritable(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Through a link in the project that leads out of it (a box may have
+	// made it), the path is refused as such, under require and
+	// best-effort alike, and nothing is made.
+	for _, best := range []bool{false, true} {
+		_, err := w.resolve(Flags{Tmp: "private", BestEffort: best, Writable: []string{"~/proj/out/new"}}, Options{}, "true")
+		if err == nil || !strings.Contains(err.Error(), "leads through the link "+w.path("home/u/proj/out")+" -> ") && (best || !strings.Contains(err.Error(), "writable folder does not exist")) {
+			t.Errorf("through a link out of the project (best-effort %v): %v, want the link refused", best, err)
+		}
 	}
 }
 
