@@ -89,6 +89,9 @@ type Result struct {
 	// Folders is how many folders they hold, Listed how many of those the
 	// search listed (the others were unchanged since the last search).
 	Folders, Listed int
+	// Shared is how many regular files in them have more than one link
+	// and could be written by the box (plan.Tree.Shared).
+	Shared int
 	// Noted are the names the search notes in every folder (besides
 	// git's): the search after the run notes the same, so the trees
 	// compare.
@@ -323,6 +326,7 @@ func (r *resolver) search() error {
 			// What the last search of this root saw, to list again only
 			// what changed since.
 			o.Old = ReadIndex(r.in.State, root)
+			o.Shared = true
 			t, err = Walk(root, o)
 		} else {
 			t, err = WalkFS(r.in.FS, root, o)
@@ -334,6 +338,7 @@ func (r *resolver) search() error {
 		r.res.Visited += t.Entries
 		r.res.Folders += t.Len()
 		r.res.Listed += t.Listed()
+		r.res.Shared += len(t.Shared)
 		for _, i := range t.Noted() {
 			dir := t.Path(i)
 			d := t.Dirs[i]

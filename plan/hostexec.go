@@ -123,6 +123,14 @@ type HostExec struct {
 	// pending records and its quarantine live there, out of the box's
 	// reach.
 	State string `json:"state,omitempty"`
+	// Shared is how many regular files in the Roots the search before
+	// the run found with more than one link that the box could write
+	// (Tree.Shared): a write to one would change the same data under its
+	// other names, which may lie outside every root (pnpm's and uv's
+	// package stores, cp -al, git clone --local). Each is given a copy of
+	// its own, with the same content, mode, owner and times, before the
+	// box starts.
+	Shared int `json:"shared,omitempty"`
 	// Trees are what the search before the run saw of each root, so the
 	// search after it only lists the folders that changed. Not part of
 	// the plan's JSON form (they can be large): a plan read back has
@@ -168,6 +176,9 @@ func (h *HostExec) writeText(w io.Writer) {
 	roots := make([]string, len(h.Roots))
 	for i, r := range h.Roots {
 		roots[i] = Escape(r)
+	}
+	if h.Shared > 0 {
+		fmt.Fprintf(w, "  before the run: %d files in the writable roots share their data with other names (hard links, as pnpm, uv, cp -al and git clone --local make them): each gets a copy of its own, so a write in the box cannot change a file outside the roots (pnpm: package-import-method=copy, uv: link-mode=copy avoid the copying)\n", h.Shared)
 	}
 	fmt.Fprintf(w, "  after the run, with every process of the run ended: new repositories, .git entries, worktree and submodule folders and control files anywhere in %s are neutralised (moved to %s)\n",
 		strings.Join(roots, ", "), Escape(h.State+"/quarantine"))

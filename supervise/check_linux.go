@@ -268,12 +268,13 @@ func (c *checker) search() {
 	// before the run allowed, and the check must still finish.
 	bound := max(c.h.Limit, hostexec.DefaultMaxDirs)
 	for _, root := range plan.Outermost(c.h.Roots) {
-		o := hostexec.WalkOptions{Names: names, Skip: c.h.ReadOnly, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted()}
+		o := hostexec.WalkOptions{Names: names, Skip: c.h.ReadOnly, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted(), Shared: true}
 		t, err := hostexec.Walk(root, o)
 		if err != nil {
 			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
 			continue
 		}
+		c.unshare(t)
 		for _, rel := range t.Fixed {
 			c.note(path.Join(root, rel), plan.RuleUnlisted, "made readable",
 				"the box had taken its owner's read or search permission away, which would hide what it planted there from the check (not from git); given back")
