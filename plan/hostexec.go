@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"path"
 	"strings"
 )
 
@@ -40,6 +41,12 @@ const (
 	// sitecustomize/usercustomize module the box added or changed there is
 	// moved away, since each runs at every start of the interpreter.
 	KeepPthDir Keep = "pth dir"
+	// KeepAgentDir: an agent CLI's own folder, of which the box may write
+	// only the entries the CLI writes in its work (Guard.Allow): the
+	// others that exist are kept read-only (guards of their own), and
+	// after the run, with every process of the run ended, any other entry
+	// the box added or changed there is moved away, whatever its name.
+	KeepAgentDir Keep = "agent dir"
 	// KeepNone: not covered on this system; the plan says why.
 	KeepNone Keep = "not covered"
 )
@@ -61,6 +68,20 @@ type Guard struct {
 	Target string `json:"target,omitempty"`
 	// Note says more: why it is kept the way it is.
 	Note string `json:"note,omitempty"`
+	// Allow are, for KeepAgentDir, the entries of the folder the box may
+	// write (names or path.Match patterns).
+	Allow []string `json:"allow,omitempty"`
+}
+
+// Allows reports whether name, an entry of a KeepAgentDir folder, is one
+// the box may write.
+func (g Guard) Allows(name string) bool {
+	for _, a := range g.Allow {
+		if ok, _ := path.Match(a, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // RuleUnlisted is the rule of a guard for a folder the search could not

@@ -227,6 +227,6 @@ func (c *checker) unshare(t *plan.Tree) {
 		if errors.As(err, &se) {
 			p = se.Path
 		}
-		c.warn(p, "hard links", "a file with more than one link could not be given a copy of its own: "+err.Error())
+		c.note(p, "hard links", "failed", "a file with more than one link could not be given a copy of its own: "+err.Error()+"; the next run will not start until it can")
 	}
 }
