@@ -47,6 +47,11 @@ type Tree struct {
 	// one would change the same data under its other names, which may lie
 	// outside every writable root (a package store, another project).
 	Shared []string
+	// Unshared are the folders (relative to Root) in which agentbox gave
+	// the Shared files copies of their own before the run, after this
+	// search: their change times in Dirs are the ones those copies left,
+	// which are agentbox's doing, not the box's.
+	Unshared map[string]bool
 }
 
 // TreeDir is one folder of a Tree.

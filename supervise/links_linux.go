@@ -3,9 +3,9 @@ package supervise
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -80,14 +80,70 @@ func unshareTrees(h *plan.HostExec) (int, error) {
 			files = append(files, path.Join(t.Root, rel))
 		}
 	}
-	return unshareFiles(files)
+	n, err := unshareFiles(files)
+	if err != nil {
+		return n, err
+	}
+	for _, root := range plan.Outermost(h.Roots) {
+		if t := h.Trees[root]; t != nil {
+			restamp(t)
+		}
+	}
+	return n, nil
 }
 
-// unshareFiles gives each file a copy of its own, several at once; the
-// first failure is returned.
+// restamp takes, in tree t, the new change time of each folder whose
+// shared files were all given copies (agentbox's renames, not the box's),
+// and takes its plan.DirShared mark away: it holds none now. The check
+// after the run then does not count these folders as the box's changes.
+// Only a folder with the same identity as in t gets it.
+func restamp(t *plan.Tree) {
+	seen := map[string]bool{}
+	for _, rel := range t.Shared {
+		d := path.Dir(rel)
+		if d == "." {
+			d = ""
+		}
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		i := t.Find(d)
+		if i < 0 {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Lstat(t.Path(i), &st) != nil || !isDir(st) {
+			continue
+		}
+		rec := &t.Dirs[i]
+		if rec.Ino == st.Ino && rec.Dev == uint64(unix.Major(st.Dev))<<32|uint64(unix.Minor(st.Dev)) {
+			rec.Ctime = st.Ctim.Nano()
+			rec.Flags &^= plan.DirShared
+			if t.Unshared == nil {
+				t.Unshared = map[string]bool{}
+			}
+			t.Unshared[d] = true
+		}
+	}
+}
+
+// unshareFiles gives each file a copy of its own, several folders at
+// once (each folder is opened once, for all its files); the first
+// failure is returned.
 func unshareFiles(files []string) (int, error) {
 	if len(files) == 0 {
 		return 0, nil
+	}
+	// By folder, in the order met (the search's order groups them).
+	var dirs []string
+	names := map[string][]string{}
+	for _, f := range files {
+		d, n := path.Split(f)
+		if _, ok := names[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		names[d] = append(names[d], n)
 	}
 	var (
 		mu    sync.Mutex
@@ -96,20 +152,18 @@ func unshareFiles(files []string) (int, error) {
 		wg    sync.WaitGroup
 	)
 	work := make(chan string)
-	for range min(unshareWorkers, len(files)) {
+	for range min(unshareWorkers, len(dirs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			n := 0
-			for f := range work {
-				did, err := unshare(f)
-				if did {
-					n++
-				}
+			for d := range work {
+				did, bad, err := unshareIn(d, names[d])
+				n += did
 				if err != nil {
 					mu.Lock()
 					if first == nil {
-						first = &SharedError{Path: f, Err: err}
+						first = &SharedError{Path: path.Join(d, bad), Err: err}
 					}
 					mu.Unlock()
 				}
@@ -119,27 +173,47 @@ func unshareFiles(files []string) (int, error) {
 			mu.Unlock()
 		}()
 	}
-	for _, f := range files {
-		work <- f
+	for _, d := range dirs {
+		work <- d
 	}
 	close(work)
 	wg.Wait()
 	return done, first
 }
 
-// unshare gives the regular file at p a copy of its own when it still has
-// more than one link. Nothing is followed: the folder is opened without a
-// symlink on the way, the file without following one, and the copy
-// replaces the name only while it still names the file copied.
-func unshare(p string) (bool, error) {
-	dfd, name, err := openParent(p)
+// unshareIn gives each file of folder dir named in names a copy of its
+// own when it still has more than one link; it stops at the first
+// failure, and returns how many it gave one and the name that failed.
+func unshareIn(dir string, names []string) (int, string, error) {
+	dfd, err := openDir(strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return false, nil // gone since the search: nothing to write
+			return 0, "", nil // gone since the search: nothing to write
 		}
-		return false, err
+		return 0, "", err
 	}
 	defer unix.Close(dfd)
+	n := 0
+	for _, name := range names {
+		did, err := unshare(dfd, name)
+		if err != nil {
+			return n, name, err
+		}
+		if did {
+			n++
+		}
+	}
+	return n, "", nil
+}
+
+// unshare gives the regular file name in folder dfd a copy of its own
+// when it still has more than one link. Nothing is followed: the folder
+// was opened without a symlink on the way, the file is opened without
+// following one, and the copy replaces the name only while it still
+// names the file copied. Raw descriptors: a pnpm project has tens of
+// thousands of such files, and os.File's bookkeeping per file costs more
+// than the copy of a small one.
+func unshare(dfd int, name string) (bool, error) {
 	src, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
@@ -147,8 +221,7 @@ func unshare(p string) (bool, error) {
 		}
 		return false, err
 	}
-	fin := os.NewFile(uintptr(src), name)
-	defer fin.Close()
+	defer unix.Close(src)
 	var st unix.Stat_t
 	if err := unix.Fstat(src, &st); err != nil {
 		return false, err
@@ -161,9 +234,8 @@ func unshare(p string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	fout := os.NewFile(uintptr(dst), tmp)
-	err = copyData(fout, fin, st.Size)
-	if err == nil && (int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()) {
+	err = copyData(dst, src, st.Size)
+	if err == nil && (int(st.Uid) != euid || int(st.Gid) != egid) {
 		err = unix.Fchown(dst, int(st.Uid), int(st.Gid))
 	}
 	if err == nil {
@@ -173,7 +245,7 @@ func unshare(p string) (bool, error) {
 	if err == nil {
 		err = unix.UtimesNanoAt(dfd, tmp, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
 	}
-	if cerr := fout.Close(); err == nil {
+	if cerr := unix.Close(dst); err == nil {
 		err = cerr
 	}
 	if err == nil {
@@ -192,14 +264,52 @@ func unshare(p string) (bool, error) {
 	return true, nil
 }
 
-// copyData copies size bytes of in to out: a reflink where the file
-// system shares blocks (btrfs, xfs), else the kernel's copy.
-func copyData(out, in *os.File, size int64) error {
-	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) == nil {
+var euid, egid = os.Geteuid(), os.Getegid()
+
+// copyData copies size bytes of src to dst: a reflink where the file
+// system shares blocks (btrfs, xfs), else the kernel's copy, else reads
+// and writes.
+func copyData(dst, src int, size int64) error {
+	if size == 0 {
 		return nil
 	}
-	_, err := io.Copy(out, in) // copy_file_range where it can
-	return err
+	if unix.IoctlFileClone(dst, src) == nil {
+		return nil
+	}
+	var off int64
+	for off < size {
+		n, err := unix.CopyFileRange(src, nil, dst, nil, int(min(size-off, 1<<30)), 0)
+		if err != nil {
+			if off == 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
+				break // copied below
+			}
+			return err
+		}
+		if n == 0 {
+			return nil // shorter than it was: what there is is copied
+		}
+		off += int64(n)
+	}
+	if off >= size {
+		return nil
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(src, buf)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		for w := 0; w < n; {
+			m, err := unix.Write(dst, buf[w:n])
+			if err != nil {
+				return err
+			}
+			w += m
+		}
+	}
 }
 
 // reportShared tells the user the box's copies were made.
