@@ -25,8 +25,10 @@ import (
 // read by a decoder that checks every length against what is left. Not
 // encoding/gob: its package initialisation alone cost about half a
 // million instructions in every agentbox process, the box's init
-// included.
-const indexMagic = "agentbox-index-3\n"
+// included. Form 4 added plan.DirShared: a tree of an earlier form never
+// looked at its files' links, so none of its folders may be taken as
+// holding no shared file.
+const indexMagic = "agentbox-index-4\n"
 
 // IndexFile is where the tree of the search of root is kept.
 func IndexFile(state, root string) string {

@@ -90,6 +90,9 @@ type Result struct {
 	// Folders is how many folders they hold, Listed how many of those the
 	// search listed (the others were unchanged since the last search).
 	Folders, Listed int
+	// Shared is how many regular files in them have more than one link
+	// and could be written by the box (plan.Tree.Shared).
+	Shared int
 	// Noted are the names the search notes in every folder (besides
 	// git's): the search after the run notes the same, so the trees
 	// compare.
@@ -336,6 +339,7 @@ func (r *resolver) search() error {
 			// What the last search of this root saw, to list again only
 			// what changed since.
 			o.Old = ReadIndex(r.in.State, root)
+			o.Shared = true
 			t, err = Walk(root, o)
 		} else {
 			t, err = WalkFS(r.in.FS, root, o)
@@ -347,6 +351,7 @@ func (r *resolver) search() error {
 		r.res.Visited += t.Entries
 		r.res.Folders += t.Len()
 		r.res.Listed += t.Listed()
+		r.res.Shared += len(t.Shared)
 		for _, i := range t.Noted() {
 			dir := t.Path(i)
 			d := t.Dirs[i]
@@ -567,6 +572,38 @@ func (r *resolver) providers() {
 			}
 		}
 		r.commandFiles(home, true, p.Name)
+		r.agentDir(p, home)
+	}
+}
+
+// agentDir keeps the entries of an agent CLI's folder that are not on its
+// allow list: those that exist read-only, and a watch on the folder that
+// moves away, after the run, what the box adds there or changes.
+func (r *resolver) agentDir(p provider.Provider, home string) {
+	if len(p.Allow) == 0 || r.region(home) == "" || r.skipped(home) {
+		return
+	}
+	g := &plan.Guard{Path: home, Rule: p.Name + " folder", Kind: plan.KindDir, Keep: plan.KeepAgentDir, Allow: p.Allow,
+		Note: "the box may write only what " + p.Title + " writes there in its work (" + strings.Join(p.Allow, ", ") + "); anything else it adds or changes is moved away after the run"}
+	if fi, err := r.in.FS.Lstat(home); err != nil || !fi.IsDir() {
+		g.Kind = plan.KindMissing
+	}
+	if old, ok := r.guards[home]; ok {
+		// The folder is kept as a whole already.
+		_ = old
+		return
+	}
+	r.guards[home] = g
+	r.order = append(r.order, home)
+	entries, err := r.in.FS.ReadDir(home)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if g.Allows(e.Name()) {
+			continue
+		}
+		r.add(filepath.Join(home, e.Name()), p.Name+" folder", p.Title+" does not write it in its work, so the box may not either")
 	}
 }
 
@@ -770,7 +807,7 @@ func (r *resolver) finish() {
 		if r.coveredByParent(p) && g.Keep != plan.KeepRestored {
 			continue
 		}
-		if r.in.GOOS != "linux" && (g.Keep == plan.KeepPathDir || g.Keep == plan.KeepPthDir) {
+		if r.in.GOOS != "linux" && (g.Keep == plan.KeepPathDir || g.Keep == plan.KeepPthDir || g.Keep == plan.KeepAgentDir) {
 			continue // watched by the Linux after-run check only
 		}
 		if r.in.GOOS != "linux" && g.Keep != plan.KeepReadOnly {

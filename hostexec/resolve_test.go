@@ -606,3 +606,48 @@ func TestResolveDirenvNames(t *testing.T) {
 		t.Errorf("guards (-want +got):\n%s", d)
 	}
 }
+
+// An agent CLI's folder within the box's reach is an allow list: the
+// folder is watched (plan.KeepAgentDir, with the provider's list), every
+// entry that exists and is not on the list is kept read-only whatever its
+// name, and the entries on the list get no guard.
+func TestResolveAgentDir(t *testing.T) {
+	tr := newTree(t)
+	tr.write("home/.claude/.config.json", "{}")
+	tr.write("home/.claude/local/claude", "#!/bin/sh\n")
+	tr.write("home/.claude/history.jsonl", "")
+	tr.mkdir("home/.claude/projects/p")
+	tr.write("home/.claude/.claude.json.tmp.1.ab", "")
+	tr.write("home/.codex/.env", "PATH=/x\n")
+	tr.write("home/.codex/state_5.sqlite", "")
+	tr.mkdir("home/.codex/sessions")
+	tr.mkdir("proj")
+	in := tr.input("proj", "home/.claude", "home/.codex")
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]plan.Guard{}
+	for _, g := range r.Guards {
+		got[strings.TrimPrefix(g.Path, tr.root+"/")] = g
+	}
+	for rel, keep := range map[string]plan.Keep{
+		"home/.claude":              plan.KeepAgentDir,
+		"home/.claude/.config.json": plan.KeepReadOnly,
+		"home/.claude/local":        plan.KeepReadOnly,
+		"home/.codex":               plan.KeepAgentDir,
+		"home/.codex/.env":          plan.KeepReadOnly,
+	} {
+		if g, ok := got[rel]; !ok || g.Keep != keep {
+			t.Errorf("%s: want kept %q, got %+v", rel, keep, g)
+		}
+	}
+	for _, rel := range []string{"home/.claude/history.jsonl", "home/.claude/projects", "home/.claude/.claude.json.tmp.1.ab", "home/.codex/state_5.sqlite", "home/.codex/sessions"} {
+		if g, ok := got[rel]; ok {
+			t.Errorf("%s is on the allow list but kept: %+v", rel, g)
+		}
+	}
+	if g := got["home/.codex"]; !g.Allows("logs_2.sqlite") || g.Allows(".env") || g.Allows("bin") {
+		t.Errorf("codex's allow list: %v", g.Allow)
+	}
+}

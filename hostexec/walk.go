@@ -29,6 +29,13 @@ type WalkOptions struct {
 	Old *plan.Tree
 	// Links notes the symlinks in the folders the walk lists.
 	Links bool
+	// Shared notes the regular files with more than one link, in the
+	// folders the walk lists, that the box could write (its user's own,
+	// or writable by group or others): plan.Tree.Shared. Each regular
+	// file of a listed folder is looked at once (one statx); a folder
+	// taken from Old is not, unless it held such a file then
+	// (plan.DirShared).
+	Shared bool
 	// Fix gives a folder of the user's own that lacks the owner's read
 	// or search permission those permissions back, so that it can be
 	// listed (the search after a run: the box may have taken them away to

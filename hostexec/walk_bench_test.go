@@ -10,7 +10,10 @@ import (
 // 100,000 and 1,000,000 files). "first" lists every folder (no earlier
 // tree); "unchanged" checks each folder against the tree of an earlier
 // search (an hour old, so none counts as recently changed) — what every
-// later search of an unchanged tree does; "encode" and "decode" are the
+// later search of an unchanged tree does; "first-shared" and
+// "unchanged-shared" are the same with the look at every regular file's
+// links (WalkOptions.Shared, what agentbox's searches do), so the
+// difference is what that look costs; "encode" and "decode" are the
 // tree's file form.
 func BenchmarkWalk(b *testing.B) {
 	root := os.Getenv("AGENTBOX_BENCH_TREE")
@@ -31,12 +34,27 @@ func BenchmarkWalk(b *testing.B) {
 			}
 		}
 	})
+	b.Run("first-shared", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Walk(root, WalkOptions{Names: names, Shared: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	old := *first
 	old.Taken += 3600e9
 	b.Run("unchanged", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			t, err := Walk(root, WalkOptions{Names: names, Old: &old})
+			if err != nil || t.Listed() != 0 {
+				b.Fatalf("listed %d folders: %v", t.Listed(), err)
+			}
+		}
+	})
+	b.Run("unchanged-shared", func(b *testing.B) {
+		for b.Loop() {
+			t, err := Walk(root, WalkOptions{Names: names, Old: &old, Shared: true})
 			if err != nil || t.Listed() != 0 {
 				b.Fatalf("listed %d folders: %v", t.Listed(), err)
 			}

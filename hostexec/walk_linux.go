@@ -33,7 +33,7 @@ import (
 // number of files, and any other failure is an error.
 func Walk(root string, o WalkOptions) (*plan.Tree, error) {
 	names := noteTable(o.Names)
-	w := &walker{root: root, names: map[string]uint16{}, fix: o.Fix, links: o.Links,
+	w := &walker{root: root, names: map[string]uint16{}, fix: o.Fix, links: o.Links, shared: o.Shared,
 		maxDirs: int64(o.MaxDirs), uid: os.Geteuid()}
 	if w.maxDirs <= 0 {
 		w.maxDirs = DefaultMaxDirs
@@ -97,6 +97,7 @@ type walker struct {
 	old     *plan.Tree
 	fix     bool
 	links   bool
+	shared  bool
 	uid     int
 	maxDirs int64
 	dirs    atomic.Int64
@@ -302,7 +303,7 @@ func (w *walker) run(workers int) (*plan.Tree, error) {
 	if w.failed.Load() {
 		return nil, w.err
 	}
-	out := &plan.Tree{Links: k.out.Links, Fixed: k.out.Fixed}
+	out := &plan.Tree{Links: k.out.Links, Fixed: k.out.Fixed, Shared: k.out.Shared}
 	dirs, text := countTop(top, jobs)
 	out.Dirs, out.Text = make([]plan.TreeDir, 0, dirs), make([]byte, 0, text)
 	assemble(out, top, -1, jobs)
@@ -346,6 +347,7 @@ func assemble(out *plan.Tree, t *topNode, parent int32, jobs []*job) {
 		out.Notes = append(out.Notes, seg.Notes...)
 		out.Links = append(out.Links, seg.Links...)
 		out.Fixed = append(out.Fixed, seg.Fixed...)
+		out.Shared = append(out.Shared, seg.Shared...)
 		out.Entries += seg.Entries
 		return
 	}
@@ -533,6 +535,11 @@ func (k *worker) reuse(old int32) (f folder, ok, done bool) {
 	if o.Ino == 0 || o.Ctime >= w.old.Taken-recent {
 		return folder{}, false, false
 	}
+	if w.shared && o.Flags&plan.DirShared != 0 {
+		// It held a file with more than one link: whether it still
+		// does, or has more, only its files can tell.
+		return folder{}, false, false
+	}
 	dfd, p, err := k.at()
 	if err != nil {
 		return folder{}, false, false // listed, which reports the error
@@ -639,6 +646,7 @@ func (k *worker) list(old int32) (folder, bool) {
 			// d_type (1), d_name (NUL-terminated).
 			reclen := int(*(*uint16)(unsafe.Pointer(&k.buf[off+16])))
 			typ := k.buf[off+18]
+			cname := &k.buf[off+19] // NUL-terminated
 			name := k.buf[off+19 : off+reclen]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
@@ -663,6 +671,8 @@ func (k *worker) list(old int32) (folder, bool) {
 						typ = unix.DT_DIR
 					case unix.S_IFLNK:
 						typ = unix.DT_LNK
+					case unix.S_IFREG:
+						typ = unix.DT_REG
 					}
 				} else {
 					typ = unix.DT_DIR // unknown: looked at as a folder, which fails closed
@@ -675,6 +685,10 @@ func (k *worker) list(old int32) (folder, bool) {
 			case unix.DT_LNK:
 				if w.links {
 					k.out.Links = append(k.out.Links, joinRel(string(k.path), string(name)))
+				}
+			case unix.DT_REG:
+				if w.shared && k.isShared(fd, cname, name) {
+					f.rec.Flags |= plan.DirShared
 				}
 			}
 		}
@@ -713,6 +727,31 @@ func (k *worker) list(old int32) (folder, bool) {
 		}
 	}
 	return f, true
+}
+
+// isShared looks at the regular file name (cname, NUL-terminated) in the
+// folder open at fd and notes it in Tree.Shared when it has more than
+// one link and the box could write it: its user's own (who can give
+// himself the write permission), or writable by group or others. A file
+// that cannot be looked at for another reason is noted too: whether it
+// is shared is unknown.
+func (k *worker) isShared(fd int, cname *byte, name []byte) bool {
+	var sx unix.Statx_t
+	err := statxMask(fd, cname, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_UID|unix.STATX_NLINK, &sx)
+	switch {
+	case err != nil && gone(err):
+		return false // removed or replaced meanwhile: not a file now
+	case err != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)):
+		// The folder cannot be searched: nor can the box open the file
+		// (the folder is kept from it as unlisted).
+		return false
+	case err == nil && (sx.Mode&unix.S_IFMT != unix.S_IFREG || sx.Nlink <= 1):
+		return false
+	case err == nil && int(sx.Uid) != k.w.uid && sx.Mode&0o022 == 0:
+		return false // the box can neither write it nor make it writable
+	}
+	k.out.Shared = append(k.out.Shared, joinRel(string(k.path), string(name)))
+	return true
 }
 
 // searchable reports whether the folder open at fd can be searched (its
@@ -774,8 +813,12 @@ func stampOf(sx *unix.Statx_t) (dev, ino uint64, ctime int64) {
 // holds, so no call allocates.
 
 func statx(dfd int, p *byte, flags int, sx *unix.Statx_t) error {
+	return statxMask(dfd, p, flags, unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_UID|unix.STATX_INO|unix.STATX_CTIME, sx)
+}
+
+func statxMask(dfd int, p *byte, flags, mask int, sx *unix.Statx_t) error {
 	_, _, e := unix.RawSyscall6(unix.SYS_STATX, uintptr(dfd), uintptr(unsafe.Pointer(p)), uintptr(flags),
-		uintptr(unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_UID|unix.STATX_INO|unix.STATX_CTIME), uintptr(unsafe.Pointer(sx)), 0)
+		uintptr(mask), uintptr(unsafe.Pointer(sx)), 0)
 	if e != 0 {
 		return e
 	}

@@ -290,3 +290,73 @@ func TestStampsTrusted(t *testing.T) {
 		}
 	}
 }
+
+// With Shared, the regular files with more than one link are noted, in
+// every listed folder and whichever worker lists it, and their folders
+// marked; a later walk lists a marked folder again even when its stamp is
+// the same (a link removed or added elsewhere changes the file, not its
+// folder), and takes an unmarked unchanged folder from the old tree
+// without looking at its files: a link made elsewhere, later, to a file
+// of such a folder is seen only once the folder changes.
+func TestWalkShared(t *testing.T) {
+	tr := newTree(t)
+	tr.write("r/a/one", "1")
+	tr.write("r/a/solo", "s")
+	tr.write("r/b/c/two", "2")
+	tr.write("r/d/plain", "p")
+	tr.write("outside/x", "x")
+	for _, l := range [][2]string{{"r/a/one", "outside/one"}, {"r/b/c/two", "r/b/c/two-again"}} {
+		if err := os.Link(tr.p(l[0]), tr.p(l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(tr.p("outside/x"), tr.p("r/d/link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int{1, 3} {
+		first := walkOrFail(t, tr.p("r"), WalkOptions{Workers: w, Shared: true})
+		got := slices.Clone(first.Shared)
+		slices.Sort(got)
+		if diff := cmp.Diff([]string{"a/one", "b/c/two", "b/c/two-again"}, got); diff != "" {
+			t.Errorf("%d workers: shared files (-want +got):\n%s", w, diff)
+		}
+		for rel, want := range map[string]bool{"": false, "a": true, "b": false, "b/c": true, "d": false} {
+			if i := first.Find(rel); i < 0 || (first.Dirs[i].Flags&plan.DirShared != 0) != want {
+				t.Errorf("%d workers: folder %q marked shared: want %v", w, rel, want)
+			}
+		}
+		// Survives the index's form.
+		back := DecodeIndex(EncodeIndex(first), first.Root)
+		if back == nil || back.Dirs[back.Find("a")].Flags&plan.DirShared == 0 {
+			t.Fatalf("the index lost the mark")
+		}
+		back.Taken += 3600e9
+		tr.write("r/d/new-link-target", "")
+		if err := os.Link(tr.p("r/d/plain"), tr.p("outside/later")); err != nil {
+			t.Fatal(err)
+		}
+		next := walkOrFail(t, tr.p("r"), WalkOptions{Workers: w, Old: back, Shared: true})
+		var listed []string
+		for i := range next.Dirs {
+			if next.Dirs[i].Flags&plan.DirListed != 0 {
+				listed = append(listed, next.Rel(i))
+			}
+		}
+		slices.Sort(listed)
+		if diff := cmp.Diff([]string{"a", "b/c", "d"}, listed); diff != "" {
+			t.Errorf("%d workers: listed again (-want +got):\n%s", w, diff)
+		}
+		got = slices.Clone(next.Shared)
+		slices.Sort(got)
+		// d changed (a new file), so its plain, linked since, is seen.
+		if diff := cmp.Diff([]string{"a/one", "b/c/two", "b/c/two-again", "d/plain"}, got); diff != "" {
+			t.Errorf("%d workers: shared files the second time (-want +got):\n%s", w, diff)
+		}
+		os.Remove(tr.p("outside/later"))
+		os.Remove(tr.p("r/d/new-link-target"))
+	}
+	// Without Shared nothing is statted or noted.
+	if none := walkOrFail(t, tr.p("r"), WalkOptions{}); len(none.Shared) != 0 {
+		t.Errorf("a walk not asked for them noted %v", none.Shared)
+	}
+}

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"path"
 	"strings"
 )
 
@@ -40,6 +41,12 @@ const (
 	// sitecustomize/usercustomize module the box added or changed there is
 	// moved away, since each runs at every start of the interpreter.
 	KeepPthDir Keep = "pth dir"
+	// KeepAgentDir: an agent CLI's own folder, of which the box may write
+	// only the entries the CLI writes in its work (Guard.Allow): the
+	// others that exist are kept read-only (guards of their own), and
+	// after the run, with every process of the run ended, any other entry
+	// the box added or changed there is moved away, whatever its name.
+	KeepAgentDir Keep = "agent dir"
 	// KeepNone: not covered on this system; the plan says why.
 	KeepNone Keep = "not covered"
 )
@@ -61,6 +68,20 @@ type Guard struct {
 	Target string `json:"target,omitempty"`
 	// Note says more: why it is kept the way it is.
 	Note string `json:"note,omitempty"`
+	// Allow are, for KeepAgentDir, the entries of the folder the box may
+	// write (names or path.Match patterns).
+	Allow []string `json:"allow,omitempty"`
+}
+
+// Allows reports whether name, an entry of a KeepAgentDir folder, is one
+// the box may write.
+func (g Guard) Allows(name string) bool {
+	for _, a := range g.Allow {
+		if ok, _ := path.Match(a, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // RuleUnlisted is the rule of a guard for a folder the search could not
@@ -123,6 +144,14 @@ type HostExec struct {
 	// pending records and its quarantine live there, out of the box's
 	// reach.
 	State string `json:"state,omitempty"`
+	// Shared is how many regular files in the Roots the search before
+	// the run found with more than one link that the box could write
+	// (Tree.Shared): a write to one would change the same data under its
+	// other names, which may lie outside every root (pnpm's and uv's
+	// package stores, cp -al, git clone --local). Each is given a copy of
+	// its own, with the same content, mode, owner and times, before the
+	// box starts.
+	Shared int `json:"shared,omitempty"`
 	// Trees are what the search before the run saw of each root, so the
 	// search after it only lists the folders that changed. Not part of
 	// the plan's JSON form (they can be large): a plan read back has
@@ -180,6 +209,9 @@ func (h *HostExec) writeText(w io.Writer) {
 	roots := make([]string, len(h.Roots))
 	for i, r := range h.Roots {
 		roots[i] = Escape(r)
+	}
+	if h.Shared > 0 {
+		fmt.Fprintf(w, "  before the run: %d files in the writable roots share their data with other names (hard links, as pnpm, uv, cp -al and git clone --local make them): each gets a copy of its own, so a write in the box cannot change a file outside the roots (pnpm: package-import-method=copy, uv: link-mode=copy avoid the copying)\n", h.Shared)
 	}
 	fmt.Fprintf(w, "  after the run, with every process of the run ended: new repositories, .git entries, worktree and submodule folders and control files anywhere in %s are neutralised (moved to %s)\n",
 		strings.Join(roots, ", "), Escape(h.State+"/quarantine"))

@@ -41,6 +41,17 @@ type Tree struct {
 	// (relative to Root): the box had taken the owner's read or search
 	// permission away.
 	Fixed []string
+	// Shared are the regular files, in the folders this search listed,
+	// that have more than one link and that the box could write (paths
+	// relative to Root), when the search was asked for them: a write to
+	// one would change the same data under its other names, which may lie
+	// outside every writable root (a package store, another project).
+	Shared []string
+	// Unshared are the folders (relative to Root) in which agentbox gave
+	// the Shared files copies of their own before the run, after this
+	// search: their change times in Dirs are the ones those copies left,
+	// which are agentbox's doing, not the box's.
+	Unshared map[string]bool
 }
 
 // TreeDir is one folder of a Tree.
@@ -76,6 +87,11 @@ const (
 	// could not write in that run): what is in it is unknown, so a later
 	// search that goes in lists it.
 	DirSkipped
+	// DirShared: the folder held a regular file with more than one link
+	// (Tree.Shared) when it was listed. A later search that looks for
+	// such files lists it again, whatever its stamp says: a link made or
+	// removed elsewhere changes the file, not its folder.
+	DirShared
 )
 
 // Len is the number of folders.

@@ -39,6 +39,15 @@ type Provider struct {
 	// the CLI starts in the box, and what the box made there is moved away
 	// after the run.
 	Managed []string `json:"managed,omitempty"`
+	// Allow are the entries of its own folder (Home) the CLI writes in
+	// its work, names or path.Match patterns of the folder's top level:
+	// sessions, projects, history, logs, caches, locks, its login and its
+	// own copy of the top config. When it is set, it is all the box may
+	// write there: every other entry that exists is kept read-only for
+	// the run, and every other entry the box adds or changes is moved away
+	// after it, whatever its name (a CLI obeys more files in its folder
+	// than any list of them says).
+	Allow []string `json:"allow,omitempty"`
 	// Home is the CLI's own folder ("~/.claude"); HomeVar moves it.
 	Home string `json:"home,omitempty"`
 	// Commands are control files that name commands the CLI runs (hooks,

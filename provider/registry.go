@@ -60,6 +60,21 @@ func init() {
 			// commands, rules and output styles steer every session.
 			Home:    "~/.claude",
 			Managed: []string{"plugins"},
+			// What Claude Code 2.1.197 writes in its folder in its work
+			// (turns with -p and interactive sessions, its own strings):
+			// everything else there is kept (.config.json, which it
+			// reads in place of ~/.claude.json; local/, its local
+			// install's launcher; remote-settings.json and
+			// policy-limits.json, settings it obeys; chrome/, a native
+			// messaging host; keybindings.json, teams/, jobs/).
+			Allow: []string{
+				".claude.json", ".claude.json.*", ".credentials.json", ".credentials.json.*",
+				"backups", "projects", "sessions", "session-env", "shell-snapshots",
+				"todos", "tasks", "plans", "file-history", "history.jsonl",
+				"statsig", "debug", "ide", "cache", "paste-cache", "image-cache",
+				"telemetry", "usage-data", "uploads", "stats-cache.json",
+				"mcp-needs-auth-cache.json",
+			},
 			ReadOnly: []string{
 				"settings.json", "settings.local.json", "hooks", "plugins",
 				"commands", "agents", "skills", "rules", "workflows",
@@ -139,6 +154,18 @@ func init() {
 			// folder); what it unpacks outside the box is then kept.
 			Home:    "~/.codex",
 			Managed: []string{"packages", "plugins"},
+			// What Codex 0.171.0 writes in its folder in its work: its
+			// databases, sessions, logs, login and caches. Everything
+			// else there is kept: .env, which it loads at every start
+			// (PATH, OPENAI_BASE_URL, LD_PRELOAD, BASH_ENV), bin/, what
+			// it names, memories/.
+			Allow: []string{
+				"auth.json", "history.jsonl", "sessions", "archived_sessions",
+				"shell_snapshots", "log", "tmp", "thread-writer-locks",
+				"installation_id", "version.json", "models_cache.json",
+				".sandbox_migration", "*.sqlite", "*.sqlite-wal", "*.sqlite-shm",
+				"*.sqlite-journal", "cache",
+			},
 			ReadOnly: []string{
 				"config.toml", "hooks.json", "hooks", "rules", "skills", "prompts",
 				"plugins", "agents", "packages", "AGENTS.md", "AGENTS.override.md",

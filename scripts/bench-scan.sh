@@ -20,9 +20,14 @@
 #   100k files: a later run vs a run in an empty project  <= 2x
 #   an empty project: agentbox run -- /bin/true vs raw bwrap  <= 1.5x
 #
-# and, for information, the walk alone (go test -bench BenchmarkWalk):
-# listing every folder, checking each against an earlier tree, and the
-# tree's file form. A report, not a test: it exits 0 whatever the figures.
+# and, for information: what giving files with more than one link a copy
+# of their own costs (the 100k tree's files, each hard-linked to a copy of
+# the tree outside the project, as pnpm links a project to its store: the
+# first run copies every one, the next finds none), and the walk alone (go
+# test -bench BenchmarkWalk): listing every folder, checking each against
+# an earlier tree, the same with the look at every file's link count, and
+# the tree's file form. A report, not a test: it exits 0 whatever the
+# figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -146,6 +151,23 @@ line("100k files: a later run vs a run in an empty project", med("100k"), "<=2x"
 ratio = statistics.median(a / b for a, b in zip(times["empty"], times["raw"]))
 line("an empty project: agentbox run vs raw bwrap", med("empty"), "<=1.5x", base=med("raw"), ratio=ratio, fail=fails("empty", "raw"))
 PY
+echo
+echo "hard links: the 100k tree's files linked from outside the project (cp -al), 3 rounds:"
+cp -a "$trees/100k" "$work/store"
+for r in 1 2 3; do
+	rm -rf "$work/linked"
+	cp -al "$work/store" "$work/linked"
+	rm -rf "$index"
+	t0=$(date +%s.%N)
+	(cd "$work/linked" && "$ab" run -- /bin/true) >/dev/null 2>&1 || echo "  the run in the linked tree failed"
+	t1=$(date +%s.%N)
+	(cd "$work/linked" && "$ab" run -- /bin/true) >/dev/null 2>&1 || true
+	t2=$(date +%s.%N)
+	left=$(find "$work/linked" -type f -links +1 | wc -l)
+	printf "  round %d: first run (copies every file) %6.2f s; the next run %6.3f s; files still linked: %d\n" \
+		"$r" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "$left"
+done
+rm -rf "$work/linked" "$work/store"
 echo
 echo "the walk alone, 1M tree (go test -bench BenchmarkWalk, best of 3):"
 AGENTBOX_BENCH_TREE="$trees/1m" go test ./hostexec -run XXX -bench 'BenchmarkWalk$' -benchtime 3x -count 3 |

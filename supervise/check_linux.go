@@ -196,7 +196,7 @@ func (c *checker) created() {
 // command on the user's PATH, a .pth file or a sitecustomize module.
 func (c *checker) watched() {
 	for _, g := range c.h.Guards {
-		if g.Keep != plan.KeepPathDir && g.Keep != plan.KeepPthDir {
+		if g.Keep != plan.KeepPathDir && g.Keep != plan.KeepPthDir && g.Keep != plan.KeepAgentDir {
 			continue
 		}
 		dfd, err := openDir(g.Path)
@@ -226,6 +226,12 @@ func (c *checker) watched() {
 				exec := isLink(st) || isReg(st) && st.Mode&0o111 != 0
 				if exec && c.shadows(n) {
 					c.moveAway(dfd, g.Path, n, g.Rule, "a program the box added or changed in a folder on PATH in this folder's shell, under the name of a command on your PATH: typing "+event.Escape(n)+" there would run it")
+				}
+			case plan.KeepAgentDir:
+				// An entry with a guard of its own (kept read-only, a
+				// placeholder, recorded and put back) is that guard's.
+				if _, own := c.h.GuardAt(filepath.Join(g.Path, n)); !own && !g.Allows(n) {
+					c.moveAway(dfd, g.Path, n, g.Rule, "not one of the entries "+c.program(g.Rule)+" writes in its folder in its work, and the box added or changed it there; "+c.program(g.Rule)+" may obey it at its next start")
 				}
 			case plan.KeepPthDir:
 				if strings.HasSuffix(n, ".pth") || n == "sitecustomize.py" || n == "usercustomize.py" || n == "sitecustomize" || n == "usercustomize" {
@@ -325,12 +331,13 @@ func (c *checker) search() {
 	// before the run allowed, and the check must still finish.
 	bound := max(c.h.Limit, hostexec.DefaultMaxDirs)
 	for _, root := range plan.Outermost(c.h.Roots) {
-		o := hostexec.WalkOptions{Names: names, Skip: c.h.ReadOnly, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted()}
+		o := hostexec.WalkOptions{Names: names, Skip: c.h.ReadOnly, Old: c.h.Trees[root], Links: len(c.h.Outside) > 0, Fix: true, MaxDirs: bound, Kept: c.keptUnlisted(), Shared: true}
 		t, err := hostexec.Walk(root, o)
 		if err != nil {
 			c.fail(root, "git repositories and control files", "not searched to the end: "+err.Error())
 			continue
 		}
+		c.unshare(t)
 		for _, rel := range t.Fixed {
 			c.note(path.Join(root, rel), plan.RuleUnlisted, "made readable",
 				"the box had taken its owner's read or search permission away, which would hide what it planted there from the check (not from git); given back")

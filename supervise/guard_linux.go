@@ -73,6 +73,14 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 		}
 	}
 	g.pend = pend
+	// Before the box can write anything: no file it may write has
+	// another name (links_linux.go).
+	n, err := unshareTrees(h)
+	if err != nil {
+		g.release()
+		return nil, err
+	}
+	reportShared(ev, n)
 	if g.pins, err = PreparePinned(p); err != nil {
 		g.release()
 		return nil, err

@@ -459,6 +459,14 @@ func (c *checker) changes(root string, t, old *plan.Tree) {
 			continue
 		}
 		rel := t.Rel(i)
+		if old.Unshared[rel] {
+			// Listed again only because agentbox itself gave its files
+			// copies just before the run: unchanged since, it is not the
+			// box's change.
+			if j := old.Find(rel); j >= 0 && old.Dirs[j].Ctime == t.Dirs[i].Ctime && old.Dirs[j].Ino == t.Dirs[i].Ino {
+				continue
+			}
+		}
 		top, isIgnored := "", false
 		parts := strings.Split(rel, "/")
 		for k, el := range parts {
