@@ -599,3 +599,48 @@ func TestPendingRecordWhole(t *testing.T) {
 		t.Errorf("the unreadable record was removed: %v", err)
 	}
 }
+
+// TestFinishedMeanwhile: a run that removed its record between Recover's
+// listing and the taking of its lock finished with its check done; Recover
+// neither refuses the next run nor leaves a lock of its own making behind.
+// A record still there is a run to check.
+func TestFinishedMeanwhile(t *testing.T) {
+	b := newBox(t)
+	p, err := newPending(b.state, "two", pendingRecord{Run: "two", HostExec: *b.host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.leave()
+	dir := filepath.Join(b.state, "pending")
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	open := func() int {
+		fd, err := unix.Openat(dfd, "two.lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	fd := open()
+	if finishedMeanwhile(dfd, fd, "two") {
+		t.Fatal("a run whose record is there was taken for finished")
+	}
+	unix.Close(fd)
+	// The run finishes: record first, then lock; Recover opens the lock
+	// anew (O_CREAT) just after.
+	os.Remove(filepath.Join(dir, "two.json"))
+	os.Remove(filepath.Join(dir, "two.lock"))
+	fd = open()
+	if !finishedMeanwhile(dfd, fd, "two") {
+		t.Fatal("a finished run was not taken for finished")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "two.lock")); !os.IsNotExist(err) {
+		t.Errorf("the lock Recover made is left: %v", err)
+	}
+	if err := Recover(b.state, &events{}); err != nil {
+		t.Errorf("Recover after a run finished: %v", err)
+	}
+}

@@ -308,6 +308,9 @@ func recoverPending(state, self string, ev event.Emitter) error {
 			unix.Close(fd) // its agentbox is alive
 			continue
 		}
+		if finishedMeanwhile(dfd, fd, run) {
+			continue
+		}
 		ev.Emit(event.Event{Kind: event.Warning, Detail: "run " + run + " ended without a finished after-run check (agentbox was killed, or the check could not finish): doing it now"})
 		if data, _, err := readAt(dfd, run+".pgrp", 64); err == nil {
 			if pg, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
@@ -381,4 +384,23 @@ func killCgroup(dir string) {
 		}
 		unix.Nanosleep(&unix.Timespec{Nsec: 10_000_000}, nil)
 	}
+}
+
+// finishedMeanwhile reports whether run finished between the listing and
+// the taking of its lock: a run removes its record, then its lock, so a
+// record gone once the lock is held is a run that ended with its check
+// done (the lock this opening made anew, if it did, goes too). It closes
+// fd when it reports true.
+func finishedMeanwhile(dfd, fd int, run string) bool {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, run+".json", &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, unix.ENOENT) {
+		return false
+	}
+	var held, named unix.Stat_t
+	if unix.Fstat(fd, &held) == nil && unix.Fstatat(dfd, run+".lock", &named, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+		held.Ino == named.Ino && held.Dev == named.Dev {
+		unix.Unlinkat(dfd, run+".lock", 0)
+	}
+	unix.Close(fd)
+	return true
 }
