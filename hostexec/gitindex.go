@@ -124,12 +124,42 @@ type rawEntry struct {
 // walkIndex calls visit for each entry of index data, in order; the first
 // error stops it.
 func walkIndex(data []byte, hashSize int, visit func(rawEntry) error) error {
+	_, err := walkEntries(data, hashSize, visit)
+	return err
+}
+
+// IndexExtensions returns the signatures of index data's extensions, in
+// order ("TREE", "link", "UNTR", ...).
+func IndexExtensions(data []byte, hashSize int) ([]string, error) {
+	off, err := walkEntries(data, hashSize, func(rawEntry) error { return nil })
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	end := len(data) - hashSize
+	for off < end {
+		if end-off < 8 {
+			return nil, errIndex
+		}
+		size := uint64(binary.BigEndian.Uint32(data[off+4:]))
+		if size > uint64(end-off-8) {
+			return nil, errIndex
+		}
+		out = append(out, string(data[off:off+4]))
+		off += 8 + int(size)
+	}
+	return out, nil
+}
+
+// walkEntries is walkIndex; it returns the offset just past the last
+// entry, where the extensions start.
+func walkEntries(data []byte, hashSize int, visit func(rawEntry) error) (int, error) {
 	if hashSize <= 0 || len(data) < 12+hashSize || string(data[:4]) != "DIRC" {
-		return errIndex
+		return 0, errIndex
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	if version < 2 || version > 4 {
-		return errIndex
+		return 0, errIndex
 	}
 	n := uint64(binary.BigEndian.Uint32(data[8:12]))
 	off := 12
@@ -139,7 +169,7 @@ func walkIndex(data []byte, hashSize int, visit func(rawEntry) error) error {
 		// ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each),
 		// the object name, then 16 bits of flags.
 		if off > end || end-off < 40+hashSize+2 {
-			return errIndex
+			return 0, errIndex
 		}
 		fo := off + 40 + hashSize
 		flags := binary.BigEndian.Uint16(data[fo:])
@@ -148,7 +178,7 @@ func walkIndex(data []byte, hashSize int, visit func(rawEntry) error) error {
 		var extFlags uint16
 		if flags&0x4000 != 0 {
 			if version < 3 || end-p < 2 {
-				return errIndex
+				return 0, errIndex
 			}
 			ext = p
 			extFlags = binary.BigEndian.Uint16(data[p:])
@@ -159,19 +189,19 @@ func walkIndex(data []byte, hashSize int, visit func(rawEntry) error) error {
 			// varint of git's own form), then the rest, NUL-terminated.
 			drop, k := gitVarint(data[p:end])
 			if k <= 0 || drop > uint64(len(name)) {
-				return errIndex
+				return 0, errIndex
 			}
 			p += k
 			z := bytes.IndexByte(data[p:end], 0)
 			if z < 0 {
-				return errIndex
+				return 0, errIndex
 			}
 			name = append(name[:len(name)-int(drop)], data[p:p+z]...)
 			p += z + 1
 		} else {
 			z := bytes.IndexByte(data[p:end], 0)
 			if z < 0 {
-				return errIndex
+				return 0, errIndex
 			}
 			name = data[p : p+z]
 			// Padded with 1 to 8 NULs to a multiple of 8 from the entry's
@@ -180,14 +210,14 @@ func walkIndex(data []byte, hashSize int, visit func(rawEntry) error) error {
 			p = off + (l+8)&^7
 		}
 		if p > end {
-			return errIndex
+			return 0, errIndex
 		}
 		if err := visit(rawEntry{off: off, fo: fo, ext: ext, flags: flags, extFlags: extFlags, name: name}); err != nil {
-			return err
+			return 0, err
 		}
 		off = p
 	}
-	return nil
+	return off, nil
 }
 
 // gitVarint reads git's offset varint (each continuation adds one before

@@ -1,6 +1,7 @@
 package hostexec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -267,5 +268,53 @@ func BenchmarkIndexFlagsV4(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestIndexExtensionsWithGit: the extensions of indexes git itself wrote,
+// a split one (its "link" to the shared part) among them.
+func TestIndexExtensionsWithGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q")
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("echo safe\n"), 0o644)
+	run("add", "-A")
+	run("commit", "-q", "-m", "x")
+	exts := func() []string {
+		data, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := IndexExtensions(data, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := exts(); slices.Contains(got, "link") {
+		t.Errorf("a whole index has extensions %q", got)
+	}
+	run("update-index", "--split-index")
+	if got := exts(); !slices.Contains(got, "link") {
+		t.Errorf("a split index has extensions %q, want a link", got)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	// An extension whose size runs past the end is an error.
+	bad := bytes.Clone(data)
+	if i := bytes.Index(bad, []byte("link")); i > 0 {
+		bad[i+4] = 0x7f
+		if _, err := IndexExtensions(bad, 20); err == nil {
+			t.Error("an extension past the end was read")
+		}
 	}
 }

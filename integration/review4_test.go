@@ -5,6 +5,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +37,45 @@ func TestFlagPathRelinked(t *testing.T) {
 		r = w.sh(append(append([]string{}, be...), "--writable", victim), "echo mine > "+victim+"/Makefile && echo ok")
 		expectCode(t, r, 0)
 		expectContains(t, "the resolved path", r.stdout, "ok")
+	})
+}
+
+// The forged entry of TestLaterForgedIndexEntry, moved into a split
+// index's shared part (git update-index --split-index): the index the
+// check reads holds only a link to it. The run's check fails closed naming
+// the index; once the user makes the index whole again, the next run's
+// check names the hidden edit and host git status shows it.
+func TestForgedEntryInSplitIndex(t *testing.T) {
+	needTool(t, "python3", "apt-get install python3")
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		write(t, filepath.Join(w.project, "Makefile"), "all:\n\t@echo ok\n")
+		w.mustGit(w.project, "add", "Makefile")
+		w.mustGit(w.project, "commit", "-q", "-m", "makefile")
+		w.mustGit(w.project, "update-index", "--index-version", "2")
+		write(t, filepath.Join(w.project, "forge.py"), forgeIndex)
+		index := filepath.Join(w.project, ".git", "index")
+		r := w.boxed(be, nil, `printf '\t@`+w.payload("make")+`\n' >> Makefile && sleep 1.1 && python3 forge.py Makefile && git update-index --split-index && git status --porcelain --untracked-files=no && echo done`)
+		if strings.Contains(r.stdout, "Makefile") || !strings.Contains(r.stdout, "done") {
+			t.Fatalf("the forged entry did not hide the edit inside the box (the test's premise):\n%s", r)
+		}
+		if r.code == 0 {
+			t.Fatalf("the run ended as checked although its split index was not read:\n%s", r)
+		}
+		expectContains(t, "stderr", r.stderr, index)
+		expectContains(t, "stderr", r.stderr, "split index")
+		r = w.run("run", "--backend", be, "--", "sh", "-c", "echo the box ran")
+		if r.code == 0 || strings.Contains(r.stdout, "the box ran") {
+			t.Fatalf("a run started while the split index stands unchecked:\n%s", r)
+		}
+		// The user makes the index whole: the next run checks it and names
+		// the edit; host git shows it.
+		w.mustGit(w.project, "update-index", "--no-split-index")
+		r = w.run("run", "--backend", be, "--", "sh", "-c", "echo the box ran")
+		expectCode(t, r, 0)
+		expectContains(t, "stderr (the check of the earlier run)", r.stderr, filepath.Join(w.project, "Makefile"))
+		st := w.mustGit(w.project, "status", "--porcelain", "--untracked-files=no")
+		expectContains(t, "host git status", st, "Makefile")
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -216,6 +217,15 @@ func (c *checker) staleEntries(g string) {
 	entries, err := hostexec.IndexEntriesSince(data, size, c.started/1e9)
 	if err != nil {
 		c.fail(filepath.Join(g, "index"), "git index", "a git index agentbox cannot read ("+err.Error()+"): rebuild it (git read-tree HEAD) before you run git there")
+		return
+	}
+	exts, err := hostexec.IndexExtensions(data, size)
+	if err != nil || slices.Contains(exts, "link") {
+		// A split index keeps most entries in a shared index file the
+		// entries here only point into: a change the box hid there (an
+		// entry rewritten to match the changed file) would not show.
+		// Until it is whole again the check cannot finish.
+		c.fail(filepath.Join(g, "index"), "git index", "a split index (core.splitIndex) changed during the run, and agentbox reads only whole indexes: an entry the box rewrote in its shared part would hide a change from git status; run git update-index --no-split-index there (the next run checks it then)")
 		return
 	}
 	top := ""
