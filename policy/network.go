@@ -132,6 +132,9 @@ func (r *resolver) network() error {
 	if err := r.secrets(); err != nil {
 		return err
 	}
+	if n.Mode == plan.NetNone {
+		r.unusedProxyCredentials()
+	}
 	if n.Mode == plan.NetAllowlist {
 		if err := r.upstream(); err != nil {
 			return err
@@ -487,4 +490,21 @@ func (r *resolver) caBundles() error {
 		}
 	}
 	return nil
+}
+
+// unusedProxyCredentials notes, for network mode none, the credentials of
+// the proxy the user's environment names (HTTPS_PROXY and the like): the
+// box reaches no proxy, so no variable that holds them, whatever its name
+// and in whatever form, goes into the box (environment). One that cannot
+// be read names no credentials agentbox could recognise.
+func (r *resolver) unusedProxyCredentials() {
+	for _, v := range upstreamVars {
+		raw := r.env.Getenv(v)
+		if raw == "" {
+			continue
+		}
+		if u, err := parseUpstream(raw, false, r.env.Getenv); err == nil && u.Credentials != "" {
+			r.proxyCreds = appendNew(r.proxyCreds, u.Credentials)
+		}
+	}
 }

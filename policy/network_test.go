@@ -186,6 +186,31 @@ func TestResolveNetworkExtras(t *testing.T) {
 			},
 		},
 		{
+			name:   "mode none: the proxy's credentials stay out of the box, in any variable",
+			policy: "[network]\nmode = \"none\"\n",
+			env: []string{"HTTPS_PROXY=http://alice:pa%2Bss-word@proxy.corp:3128", "ftp_proxy=http://alice:pa%2Bss-word@proxy.corp:3128",
+				"RSYNC_PROXY=alice:pa%2Bss-word@proxy.corp:3128", "npm_config_https_proxy=http://alice:pa%2Bss-word@proxy.corp:3128",
+				"CORP_AUTH=Basic YWxpY2U6cGErc3Mtd29yZA==", "CORP_PW=pa+ss-word", "OTHER=kept"},
+			check: func(t *testing.T, p *plan.Plan, w *world) {
+				if p.Network.Upstream != nil {
+					t.Errorf("upstream %+v in mode none", p.Network.Upstream)
+				}
+				for _, kv := range p.Environ {
+					if strings.Contains(kv, "pa+ss") || strings.Contains(kv, "pa%2Bss") || strings.Contains(kv, "YWxpY2U6cGErc3Mtd29yZA") {
+						t.Errorf("the box gets %s", kv)
+					}
+				}
+				for _, name := range []string{"HTTPS_PROXY", "ftp_proxy", "RSYNC_PROXY", "npm_config_https_proxy", "CORP_AUTH", "CORP_PW"} {
+					if !contains(p.Env.Removed, name) {
+						t.Errorf("removed %v, want %s", p.Env.Removed, name)
+					}
+				}
+				if !contains(p.Environ, "OTHER=kept") {
+					t.Errorf("environ %v, want OTHER=kept", p.Environ)
+				}
+			},
+		},
+		{
 			name:   "upstream none ignores the environment",
 			policy: "[network]\nmode = \"allowlist\"\nupstream = \"none\"\n",
 			env:    []string{"HTTPS_PROXY=http://proxy.corp:3128"},

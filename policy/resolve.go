@@ -62,6 +62,7 @@ func merge(layers []*Layer) merged {
 type resolver struct {
 	pinned        map[string]*Layer  // trusted project policies, by file: their paths' links are checked (checkPinned)
 	linked        []linkedEntry      // the other layers' paths that lead through links (checkLinked)
+	proxyCreds    []string           // network none: the user's proxy credentials, kept from the box
 	registry      *provider.Registry // when a provider is detected or chosen
 	all           *provider.Registry // every provider, declared ones included
 	providerHome  string             // the provider's own folder, if any
@@ -1338,6 +1339,25 @@ func (r *resolver) environment() error {
 			default:
 				kept = append(kept, kv)
 			}
+		}
+		out = kept
+	}
+	for _, c := range r.proxyCreds {
+		// Network none reaches no proxy: its credentials, in any
+		// variable and any form, stay out of the box.
+		forms := netproxy.CredentialForms(c)
+		kept := out[:0]
+		for _, kv := range out {
+			name, value, _ := strings.Cut(kv, "=")
+			holds := false
+			for _, f := range forms {
+				holds = holds || strings.Contains(value, f)
+			}
+			if holds {
+				e.Removed = appendNew(e.Removed, name)
+				continue
+			}
+			kept = append(kept, kv)
 		}
 		out = kept
 	}
