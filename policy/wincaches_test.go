@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,12 +17,20 @@ import (
 // copy of a cache variable goes whatever its case; go reads no host
 // cache there; and %APPDATA% cannot be made host-writable.
 func TestResolveCachesWindows(t *testing.T) {
-	w := newWorld(t)
+	// Not t.TempDir: under Wine os.RemoveAll cannot remove folders the
+	// way it asks (see newWinWorld).
+	dir, err := os.MkdirTemp("", "agentbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	w := newWorldIn(t, dir)
 	w.env.GOOS, w.env.UID, w.env.GID, w.env.User = "windows", -1, -1, "S-1-5-21-1-2-3-1001"
 	w.env.Environ = append(w.env.Environ, `USERPROFILE=C:\Users\u`, `LOCALAPPDATA=C:\Users\u\AppData\Local`,
 		`AppData=C:\Users\u\AppData\Roaming`, `NPM_CONFIG_CACHE=C:\Users\u\AppData\Local\npm-cache`)
 	p := winCacheStep(t, w, Flags{Tmp: "private"})
 	priv := w.path("state/agentbox/caches")
+	sep := string(filepath.Separator)
 	var got []string
 	hosts := map[string]string{}
 	for _, c := range p.Caches {
@@ -33,24 +43,24 @@ func TestResolveCachesWindows(t *testing.T) {
 			got = append(got, c.Tool+" reads "+rd.Var)
 		}
 	}
-	ws := "$PRIV/" + p.Workspace.ID
+	ws := "$PRIV" + sep + p.Workspace.ID + sep
 	want := []string{
-		"npm private npm_config_cache=" + ws + "/npm",
-		"pnpm private PNPM_HOME=" + ws + "/pnpm",
-		"yarn private YARN_CACHE_FOLDER=" + ws + "/yarn",
-		"yarn private YARN_GLOBAL_FOLDER=" + ws + "/yarn-berry",
-		"pip private PIP_CACHE_DIR=" + ws + "/pip",
-		"uv private UV_CACHE_DIR=" + ws + "/uv",
-		"go private GOPATH=" + ws + "/go-path",
-		"go private GOMODCACHE=" + ws + "/go-mod",
-		"go private GOCACHE=" + ws + "/go-build",
+		"npm private npm_config_cache=" + ws + "npm",
+		"pnpm private PNPM_HOME=" + ws + "pnpm",
+		"yarn private YARN_CACHE_FOLDER=" + ws + "yarn",
+		"yarn private YARN_GLOBAL_FOLDER=" + ws + "yarn-berry",
+		"pip private PIP_CACHE_DIR=" + ws + "pip",
+		"uv private UV_CACHE_DIR=" + ws + "uv",
+		"go private GOPATH=" + ws + "go-path",
+		"go private GOMODCACHE=" + ws + "go-mod",
+		"go private GOCACHE=" + ws + "go-build",
 		"go reads GOCACHEPROG=",
-		"cargo private CARGO_HOME=" + ws + "/cargo",
-		"maven private MAVEN_OPTS=-Dmaven.repo.local=" + ws + "/maven",
-		"gradle private GRADLE_USER_HOME=" + ws + "/gradle",
-		"cache private XDG_CACHE_HOME=" + ws + "/cache",
-		"appdata private APPDATA=" + ws + "/appdata-roaming",
-		"appdata private LOCALAPPDATA=" + ws + "/appdata-local",
+		"cargo private CARGO_HOME=" + ws + "cargo",
+		"maven private MAVEN_OPTS=-Dmaven.repo.local=" + ws + "maven",
+		"gradle private GRADLE_USER_HOME=" + ws + "gradle",
+		"cache private XDG_CACHE_HOME=" + ws + "cache",
+		"appdata private APPDATA=" + ws + "appdata-roaming",
+		"appdata private LOCALAPPDATA=" + ws + "appdata-local",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("caches (-want +got):\n%s", diff)
@@ -77,7 +87,7 @@ func TestResolveCachesWindows(t *testing.T) {
 			writable = append(writable, strings.Replace(m.Path, priv, "$PRIV", 1)+" "+string(m.Access))
 		}
 	}
-	if diff := cmp.Diff([]string{ws + " " + string(plan.ReadWrite)}, writable); diff != "" {
+	if diff := cmp.Diff([]string{strings.TrimSuffix(ws, sep) + " " + string(plan.ReadWrite)}, writable); diff != "" {
 		t.Errorf("writable cache folders (-want +got):\n%s", diff)
 	}
 	// Windows names are case-insensitive: the inherited NPM_CONFIG_CACHE
@@ -99,7 +109,7 @@ func TestResolveCachesWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &resolver{env: w.env, m: merge(layers), p: &plan.Plan{GOOS: "windows"}}
-	if err = r.cacheStage(); err == nil || !strings.Contains(w.norm(err.Error()), "$ROOT/p.toml:2: caches.appdata: cannot be host-writable") {
+	if err = r.cacheStage(); err == nil || !strings.Contains(w.norm(err.Error()), filepath.Join("$ROOT", "p.toml")+":2: caches.appdata: cannot be host-writable") {
 		t.Errorf("appdata host-writable: got %v, want the refusal naming the file and line", err)
 	}
 }
