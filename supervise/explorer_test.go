@@ -55,7 +55,13 @@ func TestExplorerVerdict(t *testing.T) {
 // changed at any depth of a root is found; the user's own unchanged files
 // are not; links are not followed.
 func TestFindExplorer(t *testing.T) {
-	dir := t.TempDir()
+	// Not t.TempDir: under Wine os.RemoveAll cannot remove folders the
+	// way it asks, which would fail the test for nothing it tests.
+	dir, err := os.MkdirTemp("", "agentbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	root := filepath.Join(dir, "root")
 	outside := filepath.Join(dir, "outside")
 	write := func(p, s string) {
