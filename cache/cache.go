@@ -59,12 +59,24 @@ type Dir struct {
 	// host returns where the tool keeps the folder on the host, given the
 	// home folder and the environment.
 	host func(home string, getenv Getenv) string
+	// win is host on Windows, where the tools keep their caches in
+	// %LOCALAPPDATA% or the profile; nil when the tool's default there is
+	// host's with Windows separators.
+	win func(home string, getenv Getenv) string
 }
 
-// Host returns where the tool keeps the folder outside the box: Var's
-// value when the user set it (and it is a plain path), else the tool's
-// default.
-func (d Dir) Host(home string, getenv Getenv) string {
+// Host returns where the tool keeps the folder outside the box on goos:
+// Var's value when the user set it (and it is a plain path), else the
+// tool's default. Windows paths are built as strings with backslashes,
+// whatever the host resolving them, so a Windows plan made on Linux names
+// the folders Windows would.
+func (d Dir) Host(goos, home string, getenv Getenv) string {
+	if goos == "windows" {
+		return d.winHost(home, getenv)
+	}
+	if d.host == nil {
+		return "" // a Windows-only folder
+	}
 	if d.Append == "" {
 		// GOPATH is a list; its first entry is where go writes.
 		v, _, _ := strings.Cut(getenv(d.Var), string(filepath.ListSeparator))
@@ -94,7 +106,83 @@ type Tool struct {
 	Name string `json:"name"`
 	// Title says what it is, for listings.
 	Title string `json:"title"`
-	Dirs  []Dir  `json:"dirs"`
+	// OS is the only system the tool's folders are moved on ("" for
+	// every one); elsewhere its [caches] key is accepted and does nothing.
+	OS   string `json:"os,omitempty"`
+	Dirs []Dir  `json:"dirs"`
+}
+
+// winHost is Host on Windows: a set variable that is an absolute Windows
+// path (its first entry for GOPATH, a ;-separated list there), else the
+// tool's Windows default.
+func (d Dir) winHost(home string, getenv Getenv) string {
+	if d.Append == "" {
+		v, _, _ := strings.Cut(getenv(d.Var), ";")
+		if WinAbs(v) {
+			return WinClean(v)
+		}
+	}
+	return d.win(home, getenv)
+}
+
+// WinAbs reports whether p is an absolute Windows path: a drive letter,
+// a colon and a separator, or a UNC path. A further colon names a file's
+// stream, not a folder: such a value is not a path.
+func WinAbs(p string) bool {
+	if len(p) >= 3 && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z') && p[1] == ':' && (p[2] == '\\' || p[2] == '/') {
+		return !strings.Contains(p[2:], ":")
+	}
+	return strings.HasPrefix(p, `\\`) || strings.HasPrefix(p, "//")
+}
+
+// WinClean is p with backslashes and no trailing separator (but a drive
+// root's).
+func WinClean(p string) string {
+	p = strings.ReplaceAll(p, "/", `\`)
+	for len(p) > 3 && strings.HasSuffix(p, `\`) {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// WinJoin joins a Windows folder and a relative path (either separator)
+// with backslashes.
+func WinJoin(dir, rel string) string {
+	return strings.TrimRight(WinClean(dir), `\`) + `\` + strings.Trim(WinClean(rel), `\`)
+}
+
+// winUnder is under on Windows: a folder below the profile.
+func winUnder(rel string) func(string, Getenv) string {
+	return func(home string, _ Getenv) string { return WinJoin(home, rel) }
+}
+
+// winKnown returns the Windows known folder a variable names (APPDATA,
+// LOCALAPPDATA) when it is an absolute path, else its default below the
+// profile.
+func winKnown(name, rel string) func(string, Getenv) string {
+	return func(home string, getenv Getenv) string {
+		if v := getenv(name); WinAbs(v) {
+			return WinClean(v)
+		}
+		return WinJoin(home, rel)
+	}
+}
+
+// localAppData returns a Windows host function for a folder in
+// %LOCALAPPDATA% (the profile's AppData\Local by default).
+func localAppData(rel string) func(string, Getenv) string {
+	return func(home string, getenv Getenv) string {
+		return WinJoin(winKnown("LOCALAPPDATA", `AppData\Local`)(home, getenv), rel)
+	}
+}
+
+// winGoPath is goPath on Windows: GOPATH's first entry (a ;-separated
+// list), %USERPROFILE%\go by default.
+func winGoPath(home string, getenv Getenv) string {
+	if v, _, _ := strings.Cut(getenv("GOPATH"), ";"); WinAbs(v) {
+		return WinClean(v)
+	}
+	return WinJoin(home, "go")
 }
 
 // under returns a host function for a folder below the home folder.
@@ -160,43 +248,52 @@ func gradleHome(home string, getenv Getenv) string {
 // (npm config, pip's locations, go env, cargo's home, maven's settings).
 var tools = []Tool{
 	{Name: "npm", Title: "npm (and npx)", Dirs: []Dir{
-		{Name: "npm", Var: "npm_config_cache", host: under(".npm")},
+		{Name: "npm", Var: "npm_config_cache", host: under(".npm"), win: localAppData("npm-cache")},
 	}},
 	// pnpm keeps its store in $PNPM_HOME/store, else in
 	// $XDG_DATA_HOME/pnpm/store. npm_config_store_dir would move the store
 	// alone, but npm warns about it on every command; pnpm's metadata
 	// cache is in $XDG_CACHE_HOME/pnpm, with the "cache" tool.
 	{Name: "pnpm", Title: "pnpm's package store", Dirs: []Dir{
-		{Name: "pnpm", Var: "PNPM_HOME", Also: "the packages pnpm add --global installs", host: xdgData("pnpm")},
+		{Name: "pnpm", Var: "PNPM_HOME", Also: "the packages pnpm add --global installs", host: xdgData("pnpm"), win: localAppData("pnpm")},
 	}},
 	{Name: "yarn", Title: "yarn", Dirs: []Dir{
-		{Name: "yarn", Var: "YARN_CACHE_FOLDER", host: xdgCache("yarn")},
-		{Name: "yarn-berry", Var: "YARN_GLOBAL_FOLDER", host: under(".yarn/berry")},
+		{Name: "yarn", Var: "YARN_CACHE_FOLDER", host: xdgCache("yarn"), win: localAppData(`Yarn\Cache`)},
+		{Name: "yarn-berry", Var: "YARN_GLOBAL_FOLDER", host: under(".yarn/berry"), win: localAppData(`Yarn\Berry`)},
 	}},
 	{Name: "pip", Title: "pip", Dirs: []Dir{
-		{Name: "pip", Var: "PIP_CACHE_DIR", host: xdgCache("pip")},
+		{Name: "pip", Var: "PIP_CACHE_DIR", host: xdgCache("pip"), win: localAppData(`pip\Cache`)},
 	}},
 	{Name: "uv", Title: "uv", Dirs: []Dir{
-		{Name: "uv", Var: "UV_CACHE_DIR", host: xdgCache("uv")},
+		{Name: "uv", Var: "UV_CACHE_DIR", host: xdgCache("uv"), win: localAppData(`uv\cache`)},
 	}},
 	// go also writes the checksum database's signed tree head to
 	// $GOPATH/pkg/sumdb when it verifies a new module, so GOPATH moves too.
 	{Name: "go", Title: "go modules, checksum database state and build cache", Dirs: []Dir{
-		{Name: "go-path", Var: "GOPATH", Also: "where go install puts programs ($GOPATH/bin)", host: goPath},
-		{Name: "go-mod", Var: "GOMODCACHE", host: goModCache},
-		{Name: "go-build", Var: "GOCACHE", host: xdgCache("go-build")},
+		{Name: "go-path", Var: "GOPATH", Also: "where go install puts programs ($GOPATH/bin)", host: goPath, win: winGoPath},
+		{Name: "go-mod", Var: "GOMODCACHE", host: goModCache, win: func(home string, getenv Getenv) string { return WinJoin(winGoPath(home, getenv), `pkg\mod`) }},
+		{Name: "go-build", Var: "GOCACHE", host: xdgCache("go-build"), win: localAppData("go-build")},
 	}},
 	{Name: "cargo", Title: "cargo registry and git checkouts", Dirs: []Dir{
-		{Name: "cargo", Var: "CARGO_HOME", Also: "cargo's config.toml and the programs cargo install puts in bin", host: cargoHome},
+		{Name: "cargo", Var: "CARGO_HOME", Also: "cargo's config.toml and the programs cargo install puts in bin", host: cargoHome, win: winUnder(".cargo")},
 	}},
 	{Name: "maven", Title: "maven's local repository", Dirs: []Dir{
-		{Name: "maven", Var: "MAVEN_OPTS", Append: "-Dmaven.repo.local={}", host: under(".m2/repository")},
+		{Name: "maven", Var: "MAVEN_OPTS", Append: "-Dmaven.repo.local={}", host: under(".m2/repository"), win: winUnder(`.m2\repository`)},
 	}},
 	{Name: "gradle", Title: "gradle's caches and wrapper distributions", Dirs: []Dir{
-		{Name: "gradle", Var: "GRADLE_USER_HOME", Also: "gradle.properties and init scripts", host: gradleHome},
+		{Name: "gradle", Var: "GRADLE_USER_HOME", Also: "gradle.properties and init scripts", host: gradleHome, win: winUnder(".gradle")},
 	}},
 	{Name: "cache", Title: "the cache folder every other tool uses (~/.cache)", Dirs: []Dir{
-		{Name: "cache", Var: "XDG_CACHE_HOME", host: func(home string, _ Getenv) string { return filepath.Join(home, ".cache") }},
+		{Name: "cache", Var: "XDG_CACHE_HOME", host: func(home string, _ Getenv) string { return filepath.Join(home, ".cache") }, win: winUnder(".cache")},
+	}},
+	// On Windows the box runs as a sandbox user, who cannot read the
+	// user's profile: a tool that keeps its settings or data in %APPDATA%
+	// or %LOCALAPPDATA% (npm's global folder and config, pip --user,
+	// Python's and PowerShell's data, anything without a variable above)
+	// fails there. The workspace gets folders of its own for both.
+	{Name: "appdata", Title: "%APPDATA% and %LOCALAPPDATA% (Windows only)", OS: "windows", Dirs: []Dir{
+		{Name: "appdata-roaming", Var: "APPDATA", Also: "every program's roaming settings and data: the user's own are not read in the box", win: winKnown("APPDATA", `AppData\Roaming`)},
+		{Name: "appdata-local", Var: "LOCALAPPDATA", Also: "every program's local data and caches: the user's own are not read in the box", win: winKnown("LOCALAPPDATA", `AppData\Local`)},
 	}},
 }
 
@@ -204,6 +301,18 @@ var tools = []Tool{
 func Tools() []Tool {
 	out := make([]Tool, len(tools))
 	copy(out, tools)
+	return out
+}
+
+// ToolsFor returns the tools whose caches agentbox moves on goos, in
+// order.
+func ToolsFor(goos string) []Tool {
+	var out []Tool
+	for _, t := range tools {
+		if t.OS == "" || t.OS == goos {
+			out = append(out, t)
+		}
+	}
 	return out
 }
 

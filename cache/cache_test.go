@@ -24,19 +24,43 @@ func TestHost(t *testing.T) {
 		tool string
 		env  Getenv
 		want []string
+		goos string // "" is linux
 	}{
-		{"npm", env(), []string{"/h/.npm"}},
-		{"npm", env("npm_config_cache=/c/npm"), []string{"/c/npm"}},
-		{"npm", env("npm_config_cache=relative"), []string{"/h/.npm"}},
-		{"go", env(), []string{"/h/go", "/h/go/pkg/mod", "/h/.cache/go-build"}},
-		{"go", env("GOPATH=/gp:/other", "XDG_CACHE_HOME=/xc"), []string{"/gp", "/gp/pkg/mod", "/xc/go-build"}},
-		{"go", env("GOMODCACHE=/m", "GOCACHE=/b/"), []string{"/h/go", "/m", "/b"}},
-		{"pip", env("XDG_CACHE_HOME=/xc"), []string{"/xc/pip"}},
-		{"pnpm", env("XDG_DATA_HOME=/xd"), []string{"/xd/pnpm"}},
-		{"cargo", env("CARGO_HOME=/ch"), []string{"/ch"}},
-		{"maven", env("MAVEN_OPTS=-Dx=/y"), []string{"/h/.m2/repository"}},
-		{"gradle", env(), []string{"/h/.gradle"}},
-		{"cache", env("XDG_CACHE_HOME=/xc"), []string{"/xc"}},
+		{"npm", env(), []string{"/h/.npm"}, ""},
+		{"npm", env("npm_config_cache=/c/npm"), []string{"/c/npm"}, ""},
+		{"npm", env("npm_config_cache=relative"), []string{"/h/.npm"}, ""},
+		{"go", env(), []string{"/h/go", "/h/go/pkg/mod", "/h/.cache/go-build"}, ""},
+		{"go", env("GOPATH=/gp:/other", "XDG_CACHE_HOME=/xc"), []string{"/gp", "/gp/pkg/mod", "/xc/go-build"}, ""},
+		{"go", env("GOMODCACHE=/m", "GOCACHE=/b/"), []string{"/h/go", "/m", "/b"}, ""},
+		{"pip", env("XDG_CACHE_HOME=/xc"), []string{"/xc/pip"}, ""},
+		{"pnpm", env("XDG_DATA_HOME=/xd"), []string{"/xd/pnpm"}, ""},
+		{"cargo", env("CARGO_HOME=/ch"), []string{"/ch"}, ""},
+		{"maven", env("MAVEN_OPTS=-Dx=/y"), []string{"/h/.m2/repository"}, ""},
+		{"gradle", env(), []string{"/h/.gradle"}, ""},
+		{"cache", env("XDG_CACHE_HOME=/xc"), []string{"/xc"}, ""},
+		// Windows: the tools' own defaults there, built with backslashes
+		// whatever the host resolving the plan; a variable counts when it
+		// is an absolute Windows path.
+		{"npm", env(), []string{`C:\Users\u\AppData\Local\npm-cache`}, "windows"},
+		{"npm", env(`LOCALAPPDATA=D:\Local\`), []string{`D:\Local\npm-cache`}, "windows"},
+		{"npm", env(`LOCALAPPDATA=relative`), []string{`C:\Users\u\AppData\Local\npm-cache`}, "windows"},
+		{"npm", env(`npm_config_cache=E:/npm/`), []string{`E:\npm`}, "windows"},
+		{"npm", env(`npm_config_cache=/npm`), []string{`C:\Users\u\AppData\Local\npm-cache`}, "windows"},
+		{"pip", env(), []string{`C:\Users\u\AppData\Local\pip\Cache`}, "windows"},
+		{"uv", env(), []string{`C:\Users\u\AppData\Local\uv\cache`}, "windows"},
+		{"pnpm", env(), []string{`C:\Users\u\AppData\Local\pnpm`}, "windows"},
+		{"yarn", env(), []string{`C:\Users\u\AppData\Local\Yarn\Cache`, `C:\Users\u\AppData\Local\Yarn\Berry`}, "windows"},
+		{"go", env(), []string{`C:\Users\u\go`, `C:\Users\u\go\pkg\mod`, `C:\Users\u\AppData\Local\go-build`}, "windows"},
+		{"go", env(`GOPATH=D:\gp;E:\other`, `XDG_CACHE_HOME=D:\xc`), []string{`D:\gp`, `D:\gp\pkg\mod`, `C:\Users\u\AppData\Local\go-build`}, "windows"},
+		{"go", env(`GOPATH=D:\gp:E:\other`), []string{`C:\Users\u\go`, `C:\Users\u\go\pkg\mod`, `C:\Users\u\AppData\Local\go-build`}, "windows"},
+		{"cargo", env(), []string{`C:\Users\u\.cargo`}, "windows"},
+		{"cargo", env(`CARGO_HOME=\\srv\share\cargo`), []string{`\\srv\share\cargo`}, "windows"},
+		{"maven", env(), []string{`C:\Users\u\.m2\repository`}, "windows"},
+		{"gradle", env(), []string{`C:\Users\u\.gradle`}, "windows"},
+		{"cache", env(), []string{`C:\Users\u\.cache`}, "windows"},
+		{"appdata", env(), []string{`C:\Users\u\AppData\Roaming`, `C:\Users\u\AppData\Local`}, "windows"},
+		{"appdata", env(`APPDATA=D:\R`, `LOCALAPPDATA=D:\L`), []string{`D:\R`, `D:\L`}, "windows"},
+		{"appdata", env(), []string{"", ""}, ""},
 	}
 	for _, tc := range tests {
 		tool, ok := Lookup(tc.tool)
@@ -45,11 +69,34 @@ func TestHost(t *testing.T) {
 		}
 		var got []string
 		for _, d := range tool.Dirs {
-			got = append(got, d.Host("/h", tc.env))
+			if tc.goos == "windows" {
+				got = append(got, d.Host("windows", `C:\Users\u`, tc.env))
+			} else {
+				got = append(got, d.Host("linux", "/h", tc.env))
+			}
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%s: host folders (-want +got):\n%s", tc.tool, diff)
+			t.Errorf("%s %s: host folders (-want +got):\n%s", tc.goos, tc.tool, diff)
 		}
+	}
+}
+
+// TestToolsFor: the Windows-only folders (%APPDATA%, %LOCALAPPDATA%) are
+// moved on Windows alone; their key is known everywhere.
+func TestToolsFor(t *testing.T) {
+	names := func(list []Tool) []string {
+		var out []string
+		for _, t := range list {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	all := Names()
+	if diff := cmp.Diff(all, names(ToolsFor("windows"))); diff != "" {
+		t.Errorf("windows (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(all[:len(all)-1], names(ToolsFor("linux"))); diff != "" || all[len(all)-1] != "appdata" {
+		t.Errorf("linux (-want +got):\n%s", diff)
 	}
 }
 
@@ -84,7 +131,7 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("folder %s of %s is also %s's", d.Name, tool.Name, other)
 			}
 			seen[d.Name] = tool.Name
-			if d.Var == "" || d.host == nil {
+			if d.Var == "" || d.win == nil || (d.host == nil && tool.OS == "") {
 				t.Errorf("%s/%s: no variable or host folder", tool.Name, d.Name)
 			}
 		}

@@ -51,19 +51,24 @@ func (r *resolver) cacheStage() error {
 // caches fills the plan's caches, calling add for each folder to make
 // writable.
 func (r *resolver) caches(add func(p string, o plan.Origin, note string)) error {
-	if r.env.GOOS == "windows" {
-		// The tools keep their caches elsewhere there (%LOCALAPPDATA%),
-		// and the Windows backend grants folders by ACL; not done yet.
-		return nil
-	}
+	// On Windows the tools keep their caches in %LOCALAPPDATA% and the
+	// profile (cache.Dir.Host says where), the sandbox users cannot read
+	// the user's profile, and the backend grants the folders below by
+	// ACL; %APPDATA% and %LOCALAPPDATA% get folders of their own too
+	// (the "appdata" tool).
 	key := r.workspaceKey()
 	folder := r.realMaybe(cache.Folder(StateDir(r.env), key))
 	private := false
-	for _, t := range cache.Tools() {
+	for _, t := range cache.ToolsFor(r.env.GOOS) {
 		mode, origin := r.cacheMode(t.Name)
+		if t.Name == "appdata" && mode == cache.HostWritable {
+			// The Startup folder and every program's settings are there:
+			// what the box left would run as the user at the next sign-in.
+			return originError(origin, "cannot be host-writable: %APPDATA% holds the Startup folder and the settings programs run from outside the box; use private (the default), host-read-only or off")
+		}
 		c := plan.Cache{Tool: t.Name, Mode: mode, Origin: origin}
 		for _, d := range t.Dirs {
-			host := d.Host(r.env.Home, r.toolGetenv)
+			host := d.Host(r.env.GOOS, r.env.Home, r.toolGetenv)
 			path := host
 			switch mode {
 			case cache.Off:
@@ -122,7 +127,7 @@ func (r *resolver) maskCaches() {
 		return
 	}
 	private := false
-	for _, t := range cache.Tools() {
+	for _, t := range cache.ToolsFor(r.env.GOOS) {
 		if mode, _ := r.cacheMode(t.Name); mode == cache.Private {
 			private = true
 		}
@@ -243,6 +248,12 @@ func readGoEnv(env Env) map[string]string {
 	}
 	if !filepath.IsAbs(file) {
 		dir := env.Getenv("XDG_CONFIG_HOME")
+		if env.GOOS == "windows" {
+			// go's os.UserConfigDir there: %APPDATA%.
+			if dir = env.Getenv("APPDATA"); !filepath.IsAbs(dir) {
+				dir = filepath.Join(env.Home, "AppData", "Roaming")
+			}
+		}
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(env.Home, ".config")
 		}
@@ -276,12 +287,15 @@ func readGoEnv(env Env) map[string]string {
 // GOCACHEPROG is set empty: a program set for the host's builds would
 // take the box's builds out of the private cache.
 func (r *resolver) cacheReads() error {
-	if r.env.GOOS == "windows" {
-		return nil
-	}
 	for i := range r.p.Caches {
 		c := &r.p.Caches[i]
 		if c.Tool != "go" || c.Mode != cache.Private || len(c.Dirs) == 0 {
+			continue
+		}
+		if r.env.GOOS == "windows" {
+			// A program set for the host's builds would take the box's
+			// builds out of the private cache.
+			c.Reads = append(c.Reads, plan.CacheRead{Var: "GOCACHEPROG=", How: "the host's build cache is not read on Windows: the sandbox users cannot read the profile it lies in"})
 			continue
 		}
 		build, mod := cacheDirOf(c, "GOCACHE"), cacheDirOf(c, "GOMODCACHE")

@@ -137,7 +137,8 @@ type Env struct {
 // Getenv returns the value of name in e.Environ.
 func (e Env) Getenv(name string) string {
 	for i := len(e.Environ) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == name {
+		// Windows variable names are case-insensitive (AppData is APPDATA).
+		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && (k == name || e.GOOS == "windows" && strings.EqualFold(k, name)) {
 			return v
 		}
 	}

