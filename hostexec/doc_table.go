@@ -88,4 +88,5 @@ var refsText = map[Refs]string{
 	RefsMise:    "what [env] _.source and _.file load and [hooks] run is kept; _.path folders are watched",
 	RefsToolVer: "a path: version's folder is kept",
 	RefsEntries: "the scripts entry: and run: name are kept",
+	RefsHgrc:    "the files it %includes, the extensions it loads by path and the scripts its hooks name are kept",
 }

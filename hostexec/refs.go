@@ -74,6 +74,10 @@ func (r *resolver) follow(s Spec, f string) {
 		}
 	case RefsMise:
 		r.mise(data, dir, keep, pathDir)
+	case RefsHgrc:
+		for _, v := range HgrcRefs(data) {
+			keep(v)
+		}
 	case RefsToolVer:
 		for _, w := range strings.Fields(string(data)) {
 			if p, ok := strings.CutPrefix(w, "path:"); ok {
