@@ -75,8 +75,8 @@ func WriteRegistry(w io.Writer, providers []provider.Provider) error {
 
 var harmlessText = map[Harmless]string{
 	HarmlessVersion: "names versions only (no path)",
-	HarmlessRustup:  "names no path",
-	HarmlessYarnrc:  "names no yarnPath, yarn-path or plugins",
+	HarmlessRustup:  "names a toolchain and nothing else (read as rustup reads it: a channel name, or TOML with only channel, components, targets and profile)",
+	HarmlessYarnrc:  "holds only settings that run and loosen nothing (read as YAML for .yarnrc.yml; nodeLinker, enableTelemetry and the like)",
 }
 
 var refsText = map[Refs]string{
