@@ -36,6 +36,9 @@ var GitWrites = map[string]bool{
 	// A linked worktree's own folder: gitdir names the work tree, locked
 	// says why it is locked.
 	"gitdir": true, "locked": true,
+	// What git's companions keep as data in ordinary work: git-annex's
+	// content and git-svn's metadata (their settings are in the config).
+	"annex": true, "svn": true,
 }
 
 // GitChecked are the entries of a git folder that other checks look at.

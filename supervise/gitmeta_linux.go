@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -36,11 +37,20 @@ func (c *checker) gitMeta(gfd int, p string) {
 		if err != nil {
 			continue
 		}
-		budget := 4096
-		if !c.changedAt(gfd, n, st, 0, &budget) {
+		budget := metaBudget
+		changed := c.changedAt(gfd, n, st, 0, &budget)
+		state := slices.Contains(hostexec.GitStates, n)
+		if budget < 0 && !state {
+			// Too large to tell whether the run changed it: it is kept,
+			// since moving the user's own data away on a guess loses it,
+			// and named. git reads no name it does not know.
+			c.warn(filepath.Join(p, n), "git folder", "not something git writes in ordinary work, and too large ("+strconv.Itoa(metaBudget)+" entries or more) for the check to tell whether the run changed it; kept")
 			continue
 		}
-		if slices.Contains(hostexec.GitStates, n) && isDir(st) {
+		if !changed {
+			continue
+		}
+		if state && isDir(st) {
 			files, why := c.stateFiles(gfd, n)
 			if why == "" {
 				ok, w := hostexec.GitStateSafe(n, files)
@@ -56,6 +66,10 @@ func (c *checker) gitMeta(gfd int, p string) {
 	}
 }
 
+// metaBudget is how many entries of one unknown entry of a git folder the
+// check looks at to tell whether the run changed it.
+const metaBudget = 100000
+
 // continueCmd is the command that carries on the operation kept in state.
 func continueCmd(state string) string {
 	switch state {
@@ -69,11 +83,14 @@ func continueCmd(state string) string {
 
 // changedAt reports whether entry name of dfd (with stat st) or anything
 // in it changed since the run began (its change time, which no process
-// can set back). Past budget entries, or where it cannot look, it says
-// yes: a folder it cannot see through counts as changed.
+// can set back). Where it cannot look it says yes: a folder it cannot see
+// through counts as changed. Past budget entries it stops (budget < 0).
 func (c *checker) changedAt(dfd int, name string, st unix.Stat_t, depth int, budget *int) bool {
 	*budget--
-	if st.Ctim.Nano() >= c.started || *budget < 0 || depth > 32 {
+	if *budget < 0 {
+		return true
+	}
+	if st.Ctim.Nano() >= c.started || depth > 32 {
 		return true
 	}
 	if !isDir(st) {
