@@ -225,3 +225,32 @@ func TestLater4OtherVCSConfig(t *testing.T) {
 		})
 	}
 }
+
+// Committing in a Breezy (Bazaar) branch inside the box works: the
+// branch.conf kept read-only is not written by a commit.
+func TestLater4BzrWorkInside(t *testing.T) {
+	_, err := exec.LookPath("brz")
+	need(t, err == nil, "Breezy (brz) is not installed")
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		brz := func(args ...string) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c := exec.CommandContext(ctx, "brz", args...)
+			c.Dir = w.project
+			c.Env = append(append([]string(nil), w.env...), "BRZ_EMAIL=t <t@example.invalid>")
+			out, err := c.CombinedOutput()
+			return string(out), err
+		}
+		for _, args := range [][]string{{"init", "-q", "."}, {"add", "-q", "."}, {"commit", "-q", "--unchanged", "-m", "first"}} {
+			if out, err := brz(args...); err != nil {
+				t.Fatalf("brz %v: %v\n%s", args, err, out)
+			}
+		}
+		r := w.boxed(be, nil, `set -e; echo y > f; brz add -q f; BRZ_EMAIL='t <t@example.invalid>' brz commit -q -m inside; echo done`)
+		expectCode(t, r, 0)
+		if out, err := brz("log", "--line", "-r", "-1"); err != nil || !strings.Contains(out, "inside") {
+			t.Errorf("the commit made in the box is not there: %v %s", err, out)
+		}
+	})
+}
