@@ -75,8 +75,8 @@ func WriteRegistry(w io.Writer, providers []provider.Provider) error {
 
 var harmlessText = map[Harmless]string{
 	HarmlessVersion: "names versions only (no path)",
-	HarmlessRustup:  "names no path",
-	HarmlessYarnrc:  "names no yarnPath, yarn-path or plugins",
+	HarmlessRustup:  "names a toolchain and nothing else (read as rustup reads it: a channel name, or TOML with only channel, components, targets and profile)",
+	HarmlessYarnrc:  "holds only settings that run and loosen nothing (read as YAML for .yarnrc.yml; nodeLinker, enableTelemetry and the like)",
 }
 
 var refsText = map[Refs]string{
@@ -88,4 +88,5 @@ var refsText = map[Refs]string{
 	RefsMise:    "what [env] _.source and _.file load and [hooks] run is kept; _.path folders are watched",
 	RefsToolVer: "a path: version's folder is kept",
 	RefsEntries: "the scripts entry: and run: name are kept",
+	RefsHgrc:    "the files it %includes, the extensions it loads by path and the scripts its hooks name are kept",
 }

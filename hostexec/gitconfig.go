@@ -178,6 +178,11 @@ func (p *cfgParser) header() bool {
 		}
 		p.i++
 		p.section, p.sub, p.inSec = name, sub.String(), true
+		if p.sub == "" {
+			// git names it section..key; Vars cannot tell it from
+			// [section], so it is rewritten as that.
+			p.plain = false
+		}
 		return true
 	}
 	return false
@@ -197,15 +202,17 @@ func (p *cfgParser) variable() bool {
 		return false
 	}
 	v := ConfigVar{Section: p.section, Sub: p.sub, Key: key}
-	switch p.peek() {
-	case 0, '\n', '#', ';':
+	switch {
+	case p.eof() || p.peek() == '\n':
+		// git's get_value: the end of the line (or file) right after
+		// the name and blanks is a boolean; a comment there ("bare #
+		// c") is a bad config line that makes git refuse the file.
 		v.Bool = true
-		p.skipLine()
-	case '\r':
+	case p.peek() == '\r' && strings.HasPrefix(p.s[p.i:], "\r\n"):
 		v.Bool = true
 		p.plain = false
-		p.skipLine()
-	case '=':
+		p.i++
+	case p.peek() == '=':
 		p.i++
 		val, ok := p.value()
 		if !ok {
@@ -229,6 +236,10 @@ func (p *cfgParser) value() (string, bool) {
 	comment := false
 	for {
 		if p.eof() {
+			// git reads the end of the file as the end of a line.
+			if quoted {
+				return "", false
+			}
 			break
 		}
 		c := p.s[p.i]

@@ -46,7 +46,11 @@ func (r *resolver) follow(s Spec, f string) {
 		// bare names included, may be run or read.
 		r.named(data, dir, true, keep)
 	case RefsYarnrc:
-		for _, v := range yamlValues(data, "yarnPath", "yarn-path", "path") {
+		vals := yamlValues(data, "yarnPath", "yarn-path", "path")
+		if strings.HasSuffix(f, ".yml") {
+			vals = append(vals, yarnValues(data)...)
+		}
+		for _, v := range vals {
 			keep(v)
 		}
 	case RefsRustup:
@@ -59,6 +63,15 @@ func (r *resolver) follow(s Spec, f string) {
 			}
 		} else if line := strings.TrimSpace(string(data)); strings.ContainsAny(line, "/\\") {
 			keep(line)
+		} else {
+			// rustup reads a legacy file of more than a channel name as
+			// TOML.
+			var doc struct {
+				Toolchain struct{ Path string } `toml:"toolchain"`
+			}
+			if _, err := toml.Decode(string(data), &doc); err == nil && doc.Toolchain.Path != "" {
+				keep(doc.Toolchain.Path)
+			}
 		}
 	case RefsBunfig:
 		var doc map[string]any
@@ -74,6 +87,10 @@ func (r *resolver) follow(s Spec, f string) {
 		}
 	case RefsMise:
 		r.mise(data, dir, keep, pathDir)
+	case RefsHgrc:
+		for _, v := range HgrcRefs(data) {
+			keep(v)
+		}
 	case RefsToolVer:
 		for _, w := range strings.Fields(string(data)) {
 			if p, ok := strings.CutPrefix(w, "path:"); ok {
@@ -450,27 +467,12 @@ func IsHarmless(rel string, data []byte) bool {
 		}
 		return true
 	case HarmlessRustup:
-		if !strings.HasSuffix(rel, ".toml") {
-			line := strings.TrimSpace(text)
-			return !strings.ContainsAny(line, "/\\") && !strings.Contains(line, "..")
-		}
-		var doc map[string]any
-		if _, err := toml.Decode(text, &doc); err != nil {
-			return false
-		}
-		for k, v := range doc {
-			t, ok := v.(map[string]any)
-			if k != "toolchain" || !ok {
-				return false
-			}
-			if _, has := t["path"]; has {
-				return false
-			}
-		}
-		return true
+		return RustToolchainHarmless(data, strings.HasSuffix(rel, ".toml"))
 	case HarmlessYarnrc:
-		return len(yamlValues(data, "yarnPath", "yarn-path", "plugins", "injectEnvironmentFiles")) == 0 &&
-			!strings.Contains(text, "plugins")
+		if strings.HasSuffix(rel, ".yml") {
+			return YarnrcYMLHarmless(data)
+		}
+		return YarnrcHarmless(data)
 	}
 	return false
 }

@@ -49,6 +49,7 @@ const (
 	RefsMise         // [env] _.source, _.file, _.path; [hooks]
 	RefsToolVer      // path: versions (.tool-versions)
 	RefsEntries      // entry: and run: commands (pre-commit, lefthook)
+	RefsHgrc         // %include files, [extensions] paths, [hooks] commands (hg, sl)
 )
 
 // Harmless says when a control file that a run created may stay: its
@@ -147,6 +148,22 @@ var projectRegistry = []Spec{
 	{Program: "goenv", Trigger: OnCd, Path: ".go-version", Harmless: HarmlessVersion, Why: "the go goenv uses"},
 	{Program: "jenv", Trigger: OnCd, Path: ".java-version", Harmless: HarmlessVersion, Why: "the java jenv uses"},
 	{Program: "sdkman", Trigger: OnCd, Path: ".sdkmanrc", Harmless: HarmlessVersion, Why: "the SDKs sdk env uses"},
+	// Version-control systems other than git (whose repositories have
+	// rules of their own): what their next command, a prompt's status
+	// included, obeys in a checkout, wherever the checkout lies.
+	{Program: "hg", Trigger: OnCd, Path: ".hg/hgrc", Refs: RefsHgrc, Why: "[hooks] and [extensions] every hg command runs (hg status in a prompt); %include reads more files"},
+	{Program: "hg", Trigger: OnCd, Path: ".hg/hgrc-not-shared", Refs: RefsHgrc, Why: "read like .hg/hgrc in a repository that shares its store"},
+	{Program: "hg", Trigger: OnCd, Path: ".hg/sharedpath", Why: "points hg at another repository's store and, with share-safe, at its hgrc"},
+	{Program: "sapling", Trigger: OnCd, Path: ".sl/config", Refs: RefsHgrc, Why: "[hooks] and [extensions] every sl command runs; %include reads more files"},
+	{Program: "sapling", Trigger: OnCd, Path: ".sl/hgrc", Refs: RefsHgrc, Why: "the same as .sl/config"},
+	{Program: "sapling", Trigger: OnCd, Path: ".sl/sharedpath", Why: "points sl at another repository's store and config"},
+	{Program: "jj", Trigger: OnCd, Path: ".jj/repo/config.toml", Why: "aliases, ui.pager, ui.editor, ui.diff.tool, merge tools and fix tools: programs jj runs"},
+	{Program: "jj", Trigger: OnCd, Path: ".jj/repo/store/git_target", Why: "the git repository jj reads, whose config git obeys when jj runs it"},
+	{Program: "bazaar", Trigger: OnCd, Path: ".bzr/branch/branch.conf", Why: "the branch's configuration: hooks, push and bound locations"},
+	{Program: "bazaar", Trigger: OnCd, Path: ".bzr/branch/location", Why: "a lightweight checkout's branch: where bzr and brz read the branch.conf they obey"},
+	{Program: "fossil", Trigger: OnCd, Path: ".fslckout", Why: "the checkout database names the repository whose settings (ssh-command, diff-command, editor, th1-setup) fossil obeys; kept read-only, so fossil commands that write it fail in the box"},
+	{Program: "fossil", Trigger: OnCd, Path: "_FOSSIL_", Why: "the same as .fslckout (its older name)"},
+	{Program: "fossil", Trigger: OnCd, Path: ".fossil-settings", Dir: true, Why: "versioned settings fossil obeys in this checkout"},
 	// Hook managers, on commit, checkout and merge (the files a manager
 	// reads when the installed hooks call it are also blocked at the top
 	// of a project: hookManagers).

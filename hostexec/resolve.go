@@ -85,6 +85,9 @@ type Result struct {
 	// GitDirs are the git folders found (repositories, worktrees' and
 	// submodules' folders).
 	GitDirs []string
+	// Metadata is the rule for each repository's metadata folder found
+	// (plan.HostExec.Metadata).
+	Metadata []plan.Metadata
 	// Visited is how many files and folders the writable roots hold.
 	Visited int64
 	// Folders is how many folders they hold, Listed how many of those the
@@ -114,6 +117,9 @@ type resolver struct {
 	gitSeen map[string]bool        // git folders looked at
 	// nodeSeen are the node packages kept (real paths).
 	nodeSeen map[string]bool
+	// vcs are the metadata folders of version-control systems other
+	// than git found by the search: path, tool.
+	vcs [][2]string
 	// pyTops are the work tree tops whose modules are kept for
 	// pre-commit's hook.
 	pyTops map[string]bool
@@ -441,6 +447,11 @@ func (r *resolver) controls(dir string, specs []Spec, names []string) {
 		}
 	}
 	r.commandFiles(dir, false, "")
+	for _, n := range names {
+		if tool, ok := vcsFolders[n]; ok && r.region(filepath.Join(dir, n)) != "" {
+			r.vcs = append(r.vcs, [2]string{filepath.Join(dir, n), tool})
+		}
+	}
 }
 
 // inTheWay returns the first part of rel below dir, short of its last,
@@ -820,6 +831,7 @@ func (r *resolver) finish() {
 		r.res.Placeholders = nil
 	}
 	sort.Strings(r.res.GitDirs)
+	r.metadata()
 }
 
 // String is a guard as a line of plan output.

@@ -140,6 +140,10 @@ type HostExec struct {
 	// worktrees' folders, submodules). One found after the run that is
 	// not here is new, and is neutralised.
 	GitDirs []string `json:"git_dirs,omitempty"`
+	// Metadata says, for each repository's metadata folder found before
+	// the run (git's, Mercurial's, Jujutsu's, Sapling's, Bazaar's,
+	// Fossil's), what the box may write there and what is kept.
+	Metadata []Metadata `json:"metadata,omitempty"`
 	// State is agentbox's own state folder: the after-run check's
 	// pending records and its quarantine live there, out of the box's
 	// reach.
@@ -169,6 +173,19 @@ type HostExec struct {
 type Stamp struct {
 	Dev, Ino uint64
 	Ctime    int64
+}
+
+// Metadata is the rule for one repository's metadata folder.
+type Metadata struct {
+	// Path is the folder (a .git folder, a worktree's or submodule's git
+	// folder, .hg, .jj, .sl, .bzr, or the checkout's top for Fossil).
+	Path string `json:"path"`
+	// Tool is the version-control system: git, hg, jj, sl, bzr, fossil.
+	Tool string `json:"tool"`
+	// May is what the box may write there; Kept what is kept from it or
+	// cleaned after the run.
+	May  string `json:"may"`
+	Kept string `json:"kept"`
 }
 
 // GuardAt returns the guard for path, if any.
@@ -205,6 +222,9 @@ func (h *HostExec) writeText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s\t%s\v%s\t%s\t%s\n", g.Keep, Escape(where), Escape(g.Rule), kind, Escape(g.Note))
 		i = j
+	}
+	for _, m := range h.Metadata {
+		fmt.Fprintf(w, "  metadata\t%s\v%s repository\tmay write: %s\tkept: %s\n", Escape(m.Path), m.Tool, m.May, m.Kept)
 	}
 	roots := make([]string, len(h.Roots))
 	for i, r := range h.Roots {

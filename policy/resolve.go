@@ -1061,7 +1061,7 @@ func (r *resolver) hostExec(userRO []string, own []hostexec.Own, made []string) 
 	}
 	r.p.HostExec = plan.HostExec{Guards: res.Guards, Roots: regions, ReadOnly: userRO, Outside: outside, Controls: res.Controls, Limit: limit, Visited: res.Visited,
 		Folders: res.Folders, Listed: res.Listed, Noted: res.Noted, Shared: res.Shared,
-		GitDirs: res.GitDirs, State: r.realMaybe(StateDir(r.env)), Trees: res.Trees}
+		GitDirs: res.GitDirs, Metadata: res.Metadata, State: r.realMaybe(StateDir(r.env)), Trees: res.Trees}
 	for _, d := range res.Create {
 		r.p.Prepare = append(r.p.Prepare, plan.Prepare{Path: d, Mode: 0o755, Origin: plan.Origin{Key: "always: git hooks"}})
 	}

@@ -12,7 +12,7 @@ set -euo pipefail
 missing=()
 for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshare:util-linux prlimit:util-linux \
 	script:bsdutils python3:python3 curl:curl make:make zsh:zsh fish:fish man:man-db dpkg-deb:dpkg \
-	direnv:direnv pre-commit:pre-commit strace:strace \
+	direnv:direnv pre-commit:pre-commit strace:strace hg:mercurial brz:brz \
 	aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static; do
 	command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done

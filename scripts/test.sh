@@ -73,13 +73,13 @@ if [ "$(id -u)" = 0 ]; then
 	scripts/fresh-root-check.sh || fresh_status="FAILED (above)"
 fi
 
-# The host programs the registry's tests run after a box (Yarn 1 and
-# lefthook from npm), installed from an empty folder: lefthook's install
+# The host programs the registry's tests run after a box (Yarn 1,
+# lefthook and pnpm from npm), installed from an empty folder: lefthook's install
 # script sets up hooks in the git repository it is run from.
-if ! command -v yarn >/dev/null 2>&1 || ! command -v lefthook >/dev/null 2>&1; then
+if ! command -v yarn >/dev/null 2>&1 || ! command -v lefthook >/dev/null 2>&1 || ! command -v pnpm >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ]; then
-		say "installing yarn and lefthook from npm"
-		(cd "$(mktemp -d)" && npm install -g --no-fund --no-audit yarn@1.22.22 lefthook@1.11.3 >/dev/null)
+		say "installing yarn, lefthook and pnpm from npm"
+		(cd "$(mktemp -d)" && npm install -g --no-fund --no-audit yarn@1.22.22 lefthook@1.11.3 pnpm@12.26.0 >/dev/null)
 	fi
 fi
 

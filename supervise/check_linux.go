@@ -779,6 +779,7 @@ func (c *checker) gitDir(gfd int, p, top string, depth int) {
 	if isNew {
 		c.newHooks(gfd, p)
 	}
+	c.gitMeta(gfd, p)
 	if admin {
 		return
 	}
