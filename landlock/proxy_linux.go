@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -17,94 +16,15 @@ import (
 	"github.com/agentbox/agentbox/plan"
 )
 
-// proxyRun is the host side of network mode allowlist under Landlock: the
-// box has no network of its own, so agentbox's proxy listens on the host's
-// loopback and the box may connect by TCP only to its port (Apply). Only
-// connections of the box's user are served (netproxy.SameUser).
-type proxyRun struct {
-	proxy *netproxy.Proxy
-	ca    *netproxy.Authority // the run's own, when the proxy terminates TLS
-	ln    net.Listener
-	log   *os.File
-	port  int
-	env   []string // the proxy variables CMD gets
-	done  chan struct{}
-}
-
-// startProxy starts the proxy for p's rules on 127.0.0.1, on a port the
-// kernel chooses, and opens the network log.
-func startProxy(p *plan.Plan, c *backend.Context) (*proxyRun, error) {
-	rules, err := netproxy.Compile(p.Network.Allow, p.Network.Deny)
-	if err != nil {
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	px := &proxyRun{done: make(chan struct{})}
-	opts, err := netproxy.OptionsFor(p.Network)
-	if err != nil {
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	px.ca = opts.Authority
-	opts.Decided = func(d netproxy.Decided) {
+// startProxy starts the host side of network mode allowlist under
+// Landlock: the box has no network of its own, so agentbox's proxy listens
+// on the host's loopback and the box may connect by TCP only to its port
+// (Apply). Only connections of the box's user are served
+// (netproxy.SameUser).
+func startProxy(p *plan.Plan, c *backend.Context) (*netproxy.Loopback, error) {
+	return netproxy.StartLoopback(p.Network, c.NetLog, func(d netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason})
-	}
-	if c.NetLog != "" {
-		if px.log, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-			return nil, fmt.Errorf("opening the network log %s: %w", c.NetLog, err)
-		}
-		opts.Log = px.log
-	}
-	if px.proxy, err = netproxy.New(rules, opts); err != nil {
-		px.stop()
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	if px.ln, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
-		px.stop()
-		return nil, fmt.Errorf("network: starting the proxy: %w", err)
-	}
-	px.port = px.ln.Addr().(*net.TCPAddr).Port
-	go func() {
-		defer close(px.done)
-		px.proxy.ServeListener(px.ln, netproxy.SameUser(os.Getuid()))
-	}()
-	proxy := "http://127.0.0.1:" + strconv.Itoa(px.port)
-	// socks5h: the proxy resolves names.
-	socks := "socks5h://127.0.0.1:" + strconv.Itoa(px.port)
-	// The host's own services that an allow entry names are reached
-	// directly (their ports are allowed); any other is refused.
-	noProxy := "localhost,127.0.0.1,::1"
-	px.env = []string{"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
-		"ALL_PROXY=" + socks, "all_proxy=" + socks, "NO_PROXY=" + noProxy, "no_proxy=" + noProxy}
-	px.env = append(px.env, p.Network.ProxyVarsEnv("127.0.0.1:"+strconv.Itoa(px.port))...)
-	return px, nil
-}
-
-// stop ends the proxy and every connection through it, and closes the log.
-func (px *proxyRun) stop() {
-	if px.proxy != nil {
-		px.proxy.Close() // closes the listener too, and waits for its goroutines
-	} else if px.ln != nil {
-		px.ln.Close()
-	}
-	if px.log != nil {
-		px.log.Close()
-	}
-}
-
-// withVars returns env with vars set, replacing inherited copies: programs
-// read the first copy of a name.
-func withVars(env, vars []string) []string {
-	set := map[string]bool{}
-	for _, kv := range vars {
-		name, _, _ := strings.Cut(kv, "=")
-		set[name] = true
-	}
-	var out []string
-	for _, kv := range env {
-		if name, _, _ := strings.Cut(kv, "="); !set[name] {
-			out = append(out, kv)
-		}
-	}
-	return append(out, vars...)
+	}, netproxy.SameUser(os.Getuid()))
 }
 
 // startRelays listens on the host's end of each published port that is

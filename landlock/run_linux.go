@@ -19,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/backend"
 	"github.com/agentbox/agentbox/cinit"
 	"github.com/agentbox/agentbox/fslog"
+	"github.com/agentbox/agentbox/netproxy"
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
@@ -124,17 +125,17 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		defer px.stop()
+		defer px.Stop()
 		if a.CABundle != "" {
-			remove, err := writeBundle(a.CABundle, p.Network.CABase, px.ca)
+			remove, err := writeBundle(a.CABundle, p.Network.CABase, px.CA)
 			if err != nil {
 				return 0, err
 			}
 			defer remove()
 		}
-		env = withVars(env, px.env)
-		args = append(args, strconv.Itoa(px.port))
-		proxyPort = px.port
+		env = netproxy.WithVars(env, px.Env)
+		args = append(args, strconv.Itoa(px.Port))
+		proxyPort = px.Port
 	}
 	// The child: agentbox's C helper when it can do the job (all but
 	// announcing a domain for Landlock's audit records), with the rule set

@@ -41,9 +41,9 @@ func (s *Seatbelt) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		if err != nil {
 			return supervise.ExitFailure, err
 		}
-		defer px.stop()
-		args = append(args, "-D", ProxyPortParam+"="+strconv.Itoa(px.port))
-		env = withVars(env, px.env)
+		defer px.Stop()
+		args = append(args, "-D", ProxyPortParam+"="+strconv.Itoa(px.Port))
+		env = netproxy.WithVars(env, px.Env)
 	}
 	if p.Tmp.HostDir != "" {
 		if err := os.MkdirAll(p.Tmp.HostDir, 0o700); err != nil {
@@ -137,78 +137,12 @@ func lookPath(name string, env []string) (string, error) {
 	return "", fmt.Errorf("%s: command not found", name)
 }
 
-// proxyRun is the allowlist proxy of a run on the host's loopback: the
-// profile lets the box reach its port and nothing else.
-type proxyRun struct {
-	proxy *netproxy.Proxy
-	ln    net.Listener
-	log   *os.File
-	port  int
-	env   []string
-}
-
-func startProxy(p *plan.Plan, c *backend.Context) (*proxyRun, error) {
-	rules, err := netproxy.Compile(p.Network.Allow, p.Network.Deny)
-	if err != nil {
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	opts, err := netproxy.OptionsFor(p.Network)
-	if err != nil {
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	opts.Decided = func(d netproxy.Decided) {
+// startProxy starts the allowlist proxy of a run on the host's loopback:
+// the profile lets the box reach its port and nothing else. macOS cannot
+// tell the proxy which user connects: any local process may use it while
+// the run lasts (plan says so).
+func startProxy(p *plan.Plan, c *backend.Context) (*netproxy.Loopback, error) {
+	return netproxy.StartLoopback(p.Network, c.NetLog, func(d netproxy.Decided) {
 		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason})
-	}
-	px := &proxyRun{}
-	if c.NetLog != "" {
-		if px.log, err = os.OpenFile(c.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-			return nil, fmt.Errorf("opening the network log %s: %w", c.NetLog, err)
-		}
-		opts.Log = px.log
-	}
-	if px.proxy, err = netproxy.New(rules, opts); err != nil {
-		px.stop()
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	if px.ln, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
-		px.stop()
-		return nil, fmt.Errorf("network: starting the proxy: %w", err)
-	}
-	px.port = px.ln.Addr().(*net.TCPAddr).Port
-	// macOS cannot tell the proxy which user connects: any local process
-	// may use it while the run lasts (plan says so).
-	go px.proxy.ServeListener(px.ln, func(net.Conn) error { return nil })
-	proxy := "http://127.0.0.1:" + strconv.Itoa(px.port)
-	socks := "socks5h://127.0.0.1:" + strconv.Itoa(px.port)
-	noProxy := "localhost,127.0.0.1,::1"
-	px.env = []string{"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
-		"ALL_PROXY=" + socks, "all_proxy=" + socks, "NO_PROXY=" + noProxy, "no_proxy=" + noProxy}
-	return px, nil
-}
-
-func (px *proxyRun) stop() {
-	if px.proxy != nil {
-		px.proxy.Close()
-	} else if px.ln != nil {
-		px.ln.Close()
-	}
-	if px.log != nil {
-		px.log.Close()
-	}
-}
-
-// withVars returns env with vars set, replacing inherited copies.
-func withVars(env, vars []string) []string {
-	set := map[string]bool{}
-	for _, kv := range vars {
-		name, _, _ := strings.Cut(kv, "=")
-		set[name] = true
-	}
-	var out []string
-	for _, kv := range env {
-		if name, _, _ := strings.Cut(kv, "="); !set[name] {
-			out = append(out, kv)
-		}
-	}
-	return append(out, vars...)
+	}, func(net.Conn) error { return nil })
 }
