@@ -68,15 +68,15 @@ func newApp() *cli.App {
 				Action: func(c *cli.Context) error {
 					f := box.PlanText
 					width := box.Width(c.App.Writer, c.Bool("wide"))
-					n := 0
+					var given []string
 					for _, name := range []string{"json", "argv", "profile"} {
 						if c.Bool(name) {
-							n++
+							given = append(given, "--"+name)
 						}
 					}
 					switch {
-					case n > 1:
-						return conflict("plan", "--json", "--argv or --profile", "they are different outputs: pass one of them")
+					case len(given) > 1:
+						return conflict("plan", given[0], given[1], "they are two different outputs: pass one of them")
 					case c.Bool("json"):
 						f = box.PlanJSON
 					case c.Bool("argv"):

@@ -118,7 +118,11 @@ agentbox: hint: use bash, zsh or fish, e.g. source <(agentbox completion bash)
 		{[]string{"shell-init"}, `agentbox: error: shell-init: which shell? bash, zsh or fish
 agentbox: hint: e.g. eval "$(agentbox shell-init bash)" in ~/.bashrc
 `},
-		{[]string{"run", "--backend", "seatbelt", "--", "true"}, `agentbox: error: flag --backend: "seatbelt" is not one of auto, bwrap, landlock, windows
+		{[]string{"run", "--backend", "docker", "--", "true"}, `agentbox: error: flag --backend: "docker" is not one of auto, bwrap, landlock, windows, seatbelt
+`},
+		{[]string{"run", "--backend", "seatbelt", "--", "true"}, `agentbox: error: seatbelt is macOS's sandbox; this is linux
+agentbox: hint: agentbox plan --target darwin --profile shows the profile a Mac would get
+agentbox: hint: run `+"`agentbox doctor`"+` to see what this machine can enforce
 `},
 	}
 	for _, tc := range tests {

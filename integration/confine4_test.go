@@ -85,21 +85,28 @@ func TestSetidBitsClearedAfterRun(t *testing.T) {
 		pol := policyFile(t, w, "[seccomp]\nallow = [\"setuid\"]\n")
 		mkdir(t, filepath.Join(w.project, "deep", "er"))
 		write(t, filepath.Join(w.project, "deep", "old"), "#!/bin/sh\n")
+		// Under Landlock the metadata broker refuses a setuid or setgid
+		// mode whatever the filter lets through: the chmods may fail there.
 		r := w.run(args([]string{"run", "--policy", pol}, be, []string{"--", "sh", "-c",
-			probe + " deep/er && chmod 4755 deep/old && chmod 2755 deep/er/o2-suid && echo x > deep/linked && chmod 4755 deep/linked && ln deep/linked deep/er/linked2 && ls -l deep/old deep/er"})...)
+			probe + " deep/er; chmod 4755 deep/old; chmod 2755 deep/er/o2-suid; echo x > deep/linked; chmod 4755 deep/linked; ln deep/linked deep/er/linked2; ls -l deep/old deep/er"})...)
 		expectCode(t, r, 0)
-		expectContains(t, "the box's view", r.stdout, "rws")
+		if be[1] == "bwrap" {
+			expectContains(t, "the box's view", r.stdout, "rws")
+		}
 		if files := setidFiles(t, w.project); len(files) > 0 {
 			t.Errorf("setuid or setgid files outlast the run: %v\n%s", files, r)
 		}
 		var st unix.Stat_t
-		if err := unix.Stat(filepath.Join(w.project, "deep", "old"), &st); err != nil || st.Mode&0o777 != 0o755 {
+		if err := unix.Stat(filepath.Join(w.project, "deep", "old"), &st); err != nil || be[1] == "bwrap" && st.Mode&0o777 != 0o755 {
 			t.Errorf("deep/old: mode %o (%v), want 755 kept without the setuid bit", st.Mode, err)
 		}
-		// A file with two names is moved away, not changed: another of
-		// its names could be a host program's.
-		if exists(filepath.Join(w.project, "deep", "linked")) || exists(filepath.Join(w.project, "deep", "er", "linked2")) {
-			t.Errorf("a setuid file with two names was left in the project")
+		// A file with two names never keeps a bit through another name
+		// (a host program's): after the run each name is a file of its own
+		// (agentbox gives linked files copies of their own), or is gone.
+		var a, b unix.Stat_t
+		if unix.Stat(filepath.Join(w.project, "deep", "linked"), &a) == nil && unix.Stat(filepath.Join(w.project, "deep", "er", "linked2"), &b) == nil &&
+			a.Ino == b.Ino && a.Dev == b.Dev {
+			t.Errorf("the two names of the setuid file are still one file after the run")
 		}
 	})
 }
