@@ -297,7 +297,14 @@ func recoverPending(state, self string, ev event.Emitter) error {
 		if !ok || run == self || strings.HasPrefix(n, ".") {
 			continue
 		}
-		fd, err := unix.Openat(dfd, run+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		// A lock is taken on a read-only descriptor (flock needs no
+		// more): inside another box, whose state folder is read-only, the
+		// outer run's lock is found held. Only a record without its lock
+		// gets one made.
+		fd, err := unix.Openat(dfd, run+".lock", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			fd, err = unix.Openat(dfd, run+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		}
 		if err != nil {
 			if failed == nil {
 				failed = fmt.Errorf("%s: the lock of an earlier run's record cannot be taken (%v): its after-run check cannot be done; make %s writable, then run again", filepath.Join(state, "pending", run+".lock"), err, filepath.Join(state, "pending"))
