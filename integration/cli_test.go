@@ -122,7 +122,7 @@ agentbox: hint: e.g. eval "$(agentbox shell-init bash)" in ~/.bashrc
 `},
 		{[]string{"run", "--backend", "seatbelt", "--", "true"}, `agentbox: error: seatbelt is macOS's sandbox; this is linux
 agentbox: hint: agentbox plan --target darwin --profile shows the profile a Mac would get
-agentbox: hint: run `+"`agentbox doctor`"+` to see what this machine can enforce
+agentbox: hint: run ` + "`agentbox doctor`" + ` to see what this machine can enforce
 `},
 	}
 	for _, tc := range tests {
