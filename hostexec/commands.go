@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 )
 
 // CommandStrings returns every string under the top-level keys of a JSON
@@ -22,7 +20,7 @@ func CommandStrings(data []byte, format string, keys []string) []string {
 			return nil
 		}
 	case "toml":
-		if _, err := toml.Decode(string(data), &doc); err != nil {
+		if err := decodeTOML(string(data), &doc); err != nil {
 			return nil
 		}
 	default:

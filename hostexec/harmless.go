@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -139,9 +138,15 @@ func RustToolchainHarmless(data []byte, isTOML bool) bool {
 		if line := strings.TrimSpace(text); !strings.Contains(line, "\n") && toolchainName.MatchString(line) && !strings.Contains(line, "..") {
 			return true
 		}
+		// Anything else in a legacy file that names a path, even in what
+		// TOML reads as a comment, is not judged: rustup's reading of a
+		// legacy file is not TOML's alone.
+		if strings.ContainsAny(text, "/\\") {
+			return false
+		}
 	}
 	var doc map[string]any
-	if _, err := toml.Decode(text, &doc); err != nil {
+	if err := decodeTOML(text, &doc); err != nil {
 		return false
 	}
 	for k, v := range doc {

@@ -269,3 +269,20 @@ func FuzzHgrcRefs(f *testing.F) {
 		}
 	})
 }
+
+// TestTOMLTooComplex: a box-written TOML file shaped to make the reader
+// slow (long dotted keys, nested inline tables) is not read, and so never
+// judged harmless; a real one is.
+func TestTOMLTooComplex(t *testing.T) {
+	for _, s := range []string{
+		"[toolchain]\nchannel = \"stable\"\n" + strings.Repeat("a.", 20000) + "a=1\n",
+		"x=" + strings.Repeat("{a=", 3000) + "1" + strings.Repeat("}", 3000),
+	} {
+		if RustToolchainHarmless([]byte(s), true) {
+			t.Errorf("a file agentbox refuses to read was judged harmless")
+		}
+	}
+	if !RustToolchainHarmless([]byte("[toolchain]\nchannel = \"1.80.0\"\ncomponents = [\"rustfmt\"]\n"), true) {
+		t.Error("a real rust-toolchain.toml is not harmless")
+	}
+}

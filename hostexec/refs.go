@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -58,7 +56,7 @@ func (r *resolver) follow(s Spec, f string) {
 			var doc struct {
 				Toolchain struct{ Path string } `toml:"toolchain"`
 			}
-			if _, err := toml.Decode(string(data), &doc); err == nil && doc.Toolchain.Path != "" {
+			if err := decodeTOML(string(data), &doc); err == nil && doc.Toolchain.Path != "" {
 				keep(doc.Toolchain.Path)
 			}
 		} else if line := strings.TrimSpace(string(data)); strings.ContainsAny(line, "/\\") {
@@ -69,13 +67,13 @@ func (r *resolver) follow(s Spec, f string) {
 			var doc struct {
 				Toolchain struct{ Path string } `toml:"toolchain"`
 			}
-			if _, err := toml.Decode(string(data), &doc); err == nil && doc.Toolchain.Path != "" {
+			if err := decodeTOML(string(data), &doc); err == nil && doc.Toolchain.Path != "" {
 				keep(doc.Toolchain.Path)
 			}
 		}
 	case RefsBunfig:
 		var doc map[string]any
-		if _, err := toml.Decode(string(data), &doc); err == nil {
+		if err := decodeTOML(string(data), &doc); err == nil {
 			for _, v := range tomlStrings(doc, "preload") {
 				keep(v)
 			}
@@ -284,7 +282,7 @@ func (r *resolver) direnv(data []byte, dir string, keep, pathDir func(string)) {
 // _.file), the scripts its [hooks] name, and watches [env] _.path.
 func (r *resolver) mise(data []byte, dir string, keep, pathDir func(string)) {
 	var doc map[string]any
-	if _, err := toml.Decode(string(data), &doc); err != nil {
+	if err := decodeTOML(string(data), &doc); err != nil {
 		return
 	}
 	if env, ok := doc["env"].(map[string]any); ok {
