@@ -61,6 +61,16 @@ one() {
 	execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	interesting=$(grep -o 'new interesting: [0-9]*' "$log" | tail -1 | cut -d' ' -f3)
 	local outcome="ok"
+	# Go's fuzzing engine can miss its own end by a moment while a worker
+	# is busy (minimising a new input): it then fails with "context
+	# deadline exceeded" and no input. That is no finding of the target's
+	# (a failing input is written to testdata/fuzz; a target that hangs
+	# ends in the test binary's own time-out, "test timed out").
+	if [ $status -ne 0 ] && grep -q 'context deadline exceeded' "$log" &&
+		! grep -q 'testdata/fuzz/\|Failing input\|failure while testing\|test timed out\|panic:' "$log"; then
+		status=0
+		outcome="ok (the engine stopped late)"
+	fi
 	if [ $status -ne 0 ]; then
 		outcome="FINDING"
 		local input
