@@ -79,3 +79,20 @@ func TestForgedEntryInSplitIndex(t *testing.T) {
 		expectContains(t, "host git status", st, "Makefile")
 	})
 }
+
+// A part of a flag's path that cannot be followed (a link loop the box
+// made in the project) is refused, never taken for a path through no link.
+func TestFlagPathUnfollowable(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be []string) {
+		w := newWorld(t)
+		gitInit(t, w, w.project)
+		r := w.sh(be, "ln -s loop2 loop1 && ln -s loop1 loop2")
+		expectCode(t, r, 0)
+		p := filepath.Join(w.project, "loop1", "out")
+		r = w.sh(append(append([]string{}, be...), "--writable", p), "echo ran")
+		if r.code != 125 || strings.Contains(r.stdout, "ran") {
+			t.Fatalf("--writable through a link loop ran: %s", r)
+		}
+		expectContains(t, "the refusal", r.stderr, "flag --writable")
+	})
+}

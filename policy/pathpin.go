@@ -183,6 +183,10 @@ type linkedEntry struct {
 	e     Entry
 	path  string
 	links [][2]string
+	// err is why the path could not be followed part by part: inside a
+	// writable folder (a box may have made a part of it unreadable) the
+	// path is refused, never taken as leading through no link.
+	err error
 }
 
 // noteLinks records the links path p of entry e leads through, for
@@ -194,10 +198,9 @@ func (r *resolver) noteLinks(e Entry, p string) {
 		return
 	}
 	on, err := linksOn(r.env.FS, p)
-	if err != nil || len(on) == 0 {
-		return
+	if err != nil || len(on) > 0 {
+		r.linked = append(r.linked, linkedEntry{e: e, path: p, links: on, err: err})
 	}
-	r.linked = append(r.linked, linkedEntry{e: e, path: p, links: on})
 }
 
 // checkLinked refuses a path of any layer that leads through a symbolic
@@ -208,6 +211,15 @@ func (r *resolver) noteLinks(e Entry, p string) {
 func (r *resolver) checkLinked() error {
 	writable := r.p.Writable()
 	for _, le := range r.linked {
+		if le.err != nil {
+			for _, w := range writable {
+				if plan.Within(le.path, w) && le.path != w {
+					return originError(le.e.Origin, fmt.Sprintf("%s cannot be followed part by part inside the writable folder %s (%v), so agentbox cannot tell whether a box made a link on its way: make it readable, or give the path it leads to",
+						Escape(le.e.Value), Escape(w), le.err))
+				}
+			}
+			continue
+		}
 		for _, link := range le.links {
 			for _, w := range writable {
 				if !plan.Within(link[0], w) || link[0] == w {
