@@ -249,17 +249,8 @@ func TestLaterForgedIndexEntry(t *testing.T) {
 	needTool(t, "python3", "apt-get install python3")
 	backends(t, func(t *testing.T, be string) {
 		w := newWorld(t)
-		w.repo(w.project)
-		write(t, filepath.Join(w.project, "Makefile"), "all:\n\t@echo ok\n")
-		w.mustGit(w.project, "add", "Makefile")
-		w.mustGit(w.project, "commit", "-q", "-m", "makefile")
-		w.mustGit(w.project, "update-index", "--index-version", "2")
-		write(t, filepath.Join(w.project, "forge.py"), forgeIndex)
-		r := w.boxed(be, nil, `printf '\t@`+w.payload("make")+`\n' >> Makefile && sleep 1.1 && python3 forge.py Makefile && git status --porcelain --untracked-files=no && echo done`)
+		r := forgeMakefileEntry(t, w, be, "")
 		expectCode(t, r, 0)
-		if strings.Contains(r.stdout, "Makefile") || !strings.Contains(r.stdout, "done") {
-			t.Fatalf("the forged entry did not hide the edit inside the box (the test's premise):\n%s", r)
-		}
 		expectContains(t, "stderr (the end-of-run report)", r.stderr, filepath.Join(w.project, "Makefile"))
 		st := w.mustGit(w.project, "status", "--porcelain", "--untracked-files=no")
 		expectContains(t, "host git status", st, "Makefile")
@@ -307,4 +298,23 @@ func TestLaterCraftedIndex(t *testing.T) {
 		r = w.run("run", "--backend", be, "--", "sh", "-c", "echo the box ran")
 		expectCode(t, r, 0)
 	})
+}
+
+// forgeMakefileEntry commits a Makefile in a new repository of w's project,
+// then has the box append to it, rewrite its index entry to match the new
+// file (forgeIndex) and run after; it checks that git in the box no longer
+// shows the edit (the premise of the tests that use it).
+func forgeMakefileEntry(t *testing.T, w *world, be, after string) result {
+	t.Helper()
+	w.repo(w.project)
+	write(t, filepath.Join(w.project, "Makefile"), "all:\n\t@echo ok\n")
+	w.mustGit(w.project, "add", "Makefile")
+	w.mustGit(w.project, "commit", "-q", "-m", "makefile")
+	w.mustGit(w.project, "update-index", "--index-version", "2")
+	write(t, filepath.Join(w.project, "forge.py"), forgeIndex)
+	r := w.boxed(be, nil, `printf '\t@`+w.payload("make")+`\n' >> Makefile && sleep 1.1 && python3 forge.py Makefile`+after+` && git status --porcelain --untracked-files=no && echo done`)
+	if strings.Contains(r.stdout, "Makefile") || !strings.Contains(r.stdout, "done") {
+		t.Fatalf("the forged entry did not hide the edit inside the box (the test's premise):\n%s", r)
+	}
+	return r
 }

@@ -313,24 +313,28 @@ var machServices = []string{
 
 // region is the filter for reg: its subtree less its exceptions.
 func region(reg Region) string {
-	if len(reg.Except) == 0 {
-		return "(subpath " + Quote(reg.Path) + ")"
+	parts := regionParts(reg)
+	if len(parts) == 1 {
+		return parts[0]
 	}
+	return "(require-all " + strings.Join(parts, " ") + ")"
+}
+
+// regionParts are the filters of reg: its subtree, then one require-not a
+// later rule inside it.
+func regionParts(reg Region) []string {
 	parts := []string{"(subpath " + Quote(reg.Path) + ")"}
 	for _, e := range reg.Except {
 		parts = append(parts, "(require-not (subpath "+Quote(e)+"))")
 	}
-	return "(require-all " + strings.Join(parts, " ") + ")"
+	return parts
 }
 
 // writable is the filter of the writable region reg: its subtree less its
 // exceptions, the pinned folders themselves (not what is in them), the
 // guards and, at any depth, the control files.
 func writable(reg Region, r Rules) string {
-	parts := []string{"(subpath " + Quote(reg.Path) + ")"}
-	for _, e := range reg.Except {
-		parts = append(parts, "(require-not (subpath "+Quote(e)+"))")
-	}
+	parts := regionParts(reg)
 	for _, p := range r.Pinned {
 		if plan.Within(p, reg.Path) {
 			parts = append(parts, "(require-not (literal "+Quote(p)+"))")
