@@ -32,7 +32,7 @@ type checker struct {
 	specs    []string // project control paths, relative
 	failures []string // what stopped the check from finishing
 	current  string   // the path the check is reading, for a panic's report
-	started  int64    // when the run began (Unix ns): what changed since is the box's
+	started  int64    // when the run began (Unix ns) less ctimeSlack: what changed since is the box's
 	shadow   map[string]bool
 	before   map[string]indexState // the git indexes' marks before the run
 	readOnly map[string]fileID     // the read-only paths in the roots before the run
@@ -67,13 +67,24 @@ func readOnlyIDs(h *plan.HostExec) map[string]fileID {
 	return out
 }
 
+// ctimeSlack is how much older than the run's start a change time may be
+// and still count as the run's. A file's change time is not the clock the
+// run's start was read from: the kernel stamps files with a clock that
+// lags the precise one by up to a tick (4 ms at 250 Hz), and some file
+// systems keep whole seconds (ext3, ext4 made with 128-byte inodes) or two
+// (FAT). A file the box writes in the run's first moments would otherwise
+// look older than the run and never be looked at. The cost is the other
+// way round, and safe: what the user changed in the two seconds before the
+// run is looked at as if the box had.
+const ctimeSlack = 2_000_000_000
+
 // check runs the after-run check of a run whose plan's registry part is h,
 // with recs the guards recorded before it. It reports each item it moves,
 // rewrites or puts back once, as a quarantine event. An error is a check
 // that could not finish (*CheckError): what the box planted may still be
 // where a host program finds it.
 func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *beforeRun, ev event.Emitter) (err error) {
-	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started,
+	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started - ctimeSlack,
 		guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[[2]uint64]bool{}, reported: map[string]bool{}}
 	if b != nil {
 		c.before, c.readOnly = b.Index, b.ReadOnly

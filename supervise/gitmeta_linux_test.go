@@ -16,7 +16,9 @@ func TestCheckGitMetadata(t *testing.T) {
 	g := b.gitRepo("", "")
 	b.write(filepath.Join(g, "old-tool-state", "x"), "the user's\n")
 	b.write(filepath.Join(g, "sequencer", "todo"), "exec the user's own\n")
-	time.Sleep(20 * time.Millisecond)
+	// Older than the run by more than the check's slack, whatever the file
+	// system's stamps are.
+	time.Sleep(time.Duration(ctimeSlack) + 100*time.Millisecond)
 	started := time.Now().UnixNano()
 	h := b.host()
 	h.GitDirs = []string{g}
@@ -47,5 +49,26 @@ func TestCheckGitMetadata(t *testing.T) {
 	}
 	if got := strings.Join(moved, " "); got != "rebase-merge remotes" {
 		t.Errorf("reports: %s", got)
+	}
+}
+
+// TestCheckCoarseStamps: a file the box wrote whose change time reads
+// older than the run's start (a coarse clock tick, a file system keeping
+// whole seconds) is still the run's. Before, a rebase the box left in the
+// run's first moments stayed when the kernel's stamp lagged the clock the
+// start was read from (seen in CI).
+func TestCheckCoarseStamps(t *testing.T) {
+	b := newBox(t)
+	g := b.gitRepo("", "")
+	h := b.host()
+	h.GitDirs = []string{g}
+	b.write(filepath.Join(g, "rebase-merge", "git-rebase-todo"), "break\nexec touch /tmp/x\n")
+	// The stamp is older than the start by less than a whole second.
+	started := time.Now().Add(900 * time.Millisecond).UnixNano()
+	if err := check(h, "r", started, nil, nil, &events{}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(filepath.Join(g, "rebase-merge")) {
+		t.Error("a rebase the box left stayed: its stamp read older than the run's start")
 	}
 }
