@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,7 +33,7 @@ type checker struct {
 	specs    []string // project control paths, relative
 	failures []string // what stopped the check from finishing
 	current  string   // the path the check is reading, for a panic's report
-	started  int64    // when the run began (Unix ns) less ctimeSlack: what changed since is the box's
+	started  int64    // when the run began (Unix ns, runStart): what changed since is the box's
 	shadow   map[string]bool
 	before   map[string]indexState // the git indexes' marks before the run
 	readOnly map[string]fileID     // the read-only paths in the roots before the run
@@ -67,16 +68,40 @@ func readOnlyIDs(h *plan.HostExec) map[string]fileID {
 	return out
 }
 
-// ctimeSlack is how much older than the run's start a change time may be
-// and still count as the run's. A file's change time is not the clock the
-// run's start was read from: the kernel stamps files with a clock that
-// lags the precise one by up to a tick (4 ms at 250 Hz), and some file
-// systems keep whole seconds (ext3, ext4 made with 128-byte inodes) or two
-// (FAT). A file the box writes in the run's first moments would otherwise
-// look older than the run and never be looked at. The cost is the other
-// way round, and safe: what the user changed in the two seconds before the
-// run is looked at as if the box had.
-const ctimeSlack = 2_000_000_000
+// runStart is when a run begins, in the clock the kernel stamps files
+// with: the coarse one, which lags the precise clock by up to a tick (4 ms
+// at 250 Hz). A file the box writes in the run's first moments gets a
+// change time older than a precise reading of the start, and would look
+// older than the run (seen in CI). Every stamp made after this reading is
+// at least this reading, down to the file system's granularity (since).
+func runStart() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Now().UnixNano() - 2_000_000_000 // a tick is far less
+	}
+	return ts.Nano()
+}
+
+// since reports whether change time ts may be from the run that began at
+// started, whatever the file system's granularity. File systems truncate
+// stamps: some keep whole seconds (ext3, ext4 made with 128-byte inodes)
+// or two (FAT), some hundredths (exFAT). A stamp whose nanoseconds are a
+// multiple of such a step is compared with the start truncated the same
+// way, so a file written in the same second as the start counts as the
+// run's. A precise stamp that happens to look round only widens what is
+// looked at.
+func since(ts unix.Timespec, started int64) bool {
+	step := int64(1)
+	switch {
+	case ts.Nsec == 0:
+		step = 2_000_000_000
+	case ts.Nsec%10_000_000 == 0:
+		step = 10_000_000
+	case ts.Nsec%1_000 == 0:
+		step = 1_000
+	}
+	return ts.Nano() >= started-started%step
+}
 
 // check runs the after-run check of a run whose plan's registry part is h,
 // with recs the guards recorded before it. It reports each item it moves,
@@ -84,7 +109,7 @@ const ctimeSlack = 2_000_000_000
 // that could not finish (*CheckError): what the box planted may still be
 // where a host program finds it.
 func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *beforeRun, ev event.Emitter) (err error) {
-	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started - ctimeSlack,
+	c := &checker{h: h, q: newQuarantine(h.State, run), ev: ev, started: started,
 		guards: map[string]plan.Guard{}, known: map[string]bool{}, seen: map[[2]uint64]bool{}, reported: map[string]bool{}}
 	if b != nil {
 		c.before, c.readOnly = b.Index, b.ReadOnly
@@ -229,7 +254,7 @@ func (c *checker) watched() {
 		same := c.sameFolder(g.Path, dfd)
 		for _, n := range names {
 			st, err := lstatAt(dfd, n)
-			if err != nil || same && st.Ctim.Nano() < c.started {
+			if err != nil || same && !since(st.Ctim, c.started) {
 				continue // not changed during the run
 			}
 			switch g.Keep {

@@ -90,7 +90,7 @@ func (c *checker) changedAt(dfd int, name string, st unix.Stat_t, depth int, bud
 	if *budget < 0 {
 		return true
 	}
-	if st.Ctim.Nano() >= c.started || depth > 32 {
+	if since(st.Ctim, c.started) || depth > 32 {
 		return true
 	}
 	if !isDir(st) {

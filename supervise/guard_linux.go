@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -53,7 +52,7 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 			gd, err = nil, fmt.Errorf("what agentbox records before the run stopped on what it read (%v); the run cannot start: look at the git indexes and control files in the writable roots (agentbox plan lists them)", v)
 		}
 	}()
-	g := &runGuard{p: p, ev: ev, started0: time.Now().UnixNano()}
+	g := &runGuard{p: p, ev: ev, started0: runStart()}
 	h := &p.HostExec
 	if err := recoverPending(h.State, p.RunID, ev); err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ func (c *checker) clearSetid(root string, t *plan.Tree) {
 		}
 		for _, n := range names {
 			st, err := lstatAt(dfd, n)
-			if err != nil || !isReg(st) || st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 || st.Ctim.Nano() < c.started {
+			if err != nil || !isReg(st) || st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 || !since(st.Ctim, c.started) {
 				continue
 			}
 			c.dropSetid(dfd, dir, n, st)

@@ -214,7 +214,7 @@ func (c *checker) staleEntries(g string) {
 		return
 	}
 	size := hashSize(g)
-	entries, err := hostexec.IndexEntriesSince(data, size, c.started/1e9)
+	entries, err := hostexec.IndexEntriesSince(data, size, (c.started-c.started%2_000_000_000)/1e9)
 	if err != nil {
 		c.fail(filepath.Join(g, "index"), "git index", "a git index agentbox cannot read ("+err.Error()+"): rebuild it (git read-tree HEAD) before you run git there")
 		return
@@ -559,7 +559,7 @@ func (c *checker) newPrograms(dir string) []string {
 	var out []string
 	for _, n := range names {
 		st, err := lstatAt(dfd, n)
-		if err == nil && isReg(st) && st.Mode&0o111 != 0 && st.Ctim.Nano() >= c.started {
+		if err == nil && isReg(st) && st.Mode&0o111 != 0 && since(st.Ctim, c.started) {
 			out = append(out, n)
 		}
 	}
