@@ -3,6 +3,7 @@ package hostexec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 )
@@ -10,21 +11,25 @@ import (
 // CommandStrings returns every string under the top-level keys of a JSON
 // or TOML document, at any depth: the command lines and program paths a
 // control file names (hooks, MCP servers, a notify program). A document
-// that does not parse names nothing.
-func CommandStrings(data []byte, format string, keys []string) []string {
+// that does not parse names nothing; one too complex for agentbox to
+// parse is an error (errTOMLTooComplex), never "nothing".
+func CommandStrings(data []byte, format string, keys []string) ([]string, error) {
 	var doc map[string]any
 	switch format {
 	case "json":
 		d := json.NewDecoder(bytes.NewReader(data))
 		if d.Decode(&doc) != nil {
-			return nil
+			return nil, nil
 		}
 	case "toml":
 		if err := decodeTOML(string(data), &doc); err != nil {
-			return nil
+			if errors.Is(err, errTOMLTooComplex) {
+				return nil, err
+			}
+			return nil, nil
 		}
 	default:
-		return nil
+		return nil, nil
 	}
 	var out []string
 	var walk func(v any)
@@ -51,7 +56,7 @@ func CommandStrings(data []byte, format string, keys []string) []string {
 			walk(v)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Words splits a command line into the words a shell would see, roughly:

@@ -19,12 +19,17 @@ func (r *resolver) follow(s Spec, f string) {
 	if s.Refs == RefsNone {
 		return
 	}
-	data, err := r.in.FS.ReadFile(f)
-	if err != nil || len(data) > 1<<20 {
+	data, ok := r.readControl(f, s.Program)
+	if !ok {
 		return
 	}
 	dir := filepath.Dir(f)
 	rule := s.Program + " (named by " + f + ")"
+	tooComplex := func(err error) {
+		if errors.Is(err, errTOMLTooComplex) {
+			r.unreadable(f, s.Program, err)
+		}
+	}
 	keep := func(p string) {
 		if p = r.path(p, dir); p != "" && p != f && !r.isDir(p) {
 			r.reach(p, rule, "")
@@ -58,6 +63,8 @@ func (r *resolver) follow(s Spec, f string) {
 			}
 			if err := decodeTOML(string(data), &doc); err == nil && doc.Toolchain.Path != "" {
 				keep(doc.Toolchain.Path)
+			} else {
+				tooComplex(err)
 			}
 		} else if line := strings.TrimSpace(string(data)); strings.ContainsAny(line, "/\\") {
 			keep(line)
@@ -69,11 +76,15 @@ func (r *resolver) follow(s Spec, f string) {
 			}
 			if err := decodeTOML(string(data), &doc); err == nil && doc.Toolchain.Path != "" {
 				keep(doc.Toolchain.Path)
+			} else {
+				tooComplex(err)
 			}
 		}
 	case RefsBunfig:
 		var doc map[string]any
-		if err := decodeTOML(string(data), &doc); err == nil {
+		err := decodeTOML(string(data), &doc)
+		tooComplex(err)
+		if err == nil {
 			for _, v := range tomlStrings(doc, "preload") {
 				keep(v)
 			}
@@ -84,7 +95,7 @@ func (r *resolver) follow(s Spec, f string) {
 			}
 		}
 	case RefsMise:
-		r.mise(data, dir, keep, pathDir)
+		tooComplex(r.mise(data, dir, keep, pathDir))
 	case RefsHgrc:
 		for _, v := range HgrcRefs(data) {
 			keep(v)
@@ -280,10 +291,10 @@ func (r *resolver) direnv(data []byte, dir string, keep, pathDir func(string)) {
 
 // mise keeps what a mise configuration loads on cd ([env] _.source and
 // _.file), the scripts its [hooks] name, and watches [env] _.path.
-func (r *resolver) mise(data []byte, dir string, keep, pathDir func(string)) {
+func (r *resolver) mise(data []byte, dir string, keep, pathDir func(string)) error {
 	var doc map[string]any
 	if err := decodeTOML(string(data), &doc); err != nil {
-		return
+		return err
 	}
 	if env, ok := doc["env"].(map[string]any); ok {
 		if under, ok := env["_"].(map[string]any); ok {
@@ -310,6 +321,7 @@ func (r *resolver) mise(data []byte, dir string, keep, pathDir func(string)) {
 			}
 		}
 	}
+	return nil
 }
 
 // tomlStrings returns the strings of doc[key], a string or a list of

@@ -1,12 +1,14 @@
 package hostexec
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/provider"
@@ -123,6 +125,9 @@ type resolver struct {
 	// pyTops are the work tree tops whose modules are kept for
 	// pre-commit's hook.
 	pyTops map[string]bool
+	// unread is the first control file that could not be read through
+	// (readControl): the run does not start.
+	unread *ControlError
 }
 
 // Resolve finds every registry path within in.Regions and decides how each
@@ -153,7 +158,62 @@ func Resolve(in Input) (res Result, err error) {
 	}
 	r.finish()
 	ph.End()
+	if r.unread != nil {
+		return Result{}, r.unread
+	}
 	return r.res, nil
+}
+
+// ControlError is a control file a host program reads that agentbox could
+// not read through, so what it names (a script it runs, a file it loads)
+// could not be kept from the box: the run does not start.
+type ControlError struct {
+	Path, Program string
+	Err           error
+}
+
+func (e *ControlError) Error() string {
+	return fmt.Sprintf("%s, which %s reads, cannot be read through by agentbox (%v): what it names could not be kept from the box, so the run does not start", e.Path, e.Program, e.Err)
+}
+
+// Hints says what to do.
+func (e *ControlError) Hints() []string {
+	return []string{"make the file smaller or simpler, or move it out of the writable roots (agentbox plan lists them)"}
+}
+
+func (e *ControlError) Unwrap() error { return e.Err }
+
+// errControlTooLarge is a control file over what agentbox reads.
+var errControlTooLarge = errors.New("larger than the 1 MiB agentbox reads")
+
+// readControl reads control file f, which program reads, to follow what it
+// names. A file that is not there, or that the user cannot read either,
+// names nothing a host program of the user's would follow; one too large
+// or that fails otherwise stops the run (unreadable).
+func (r *resolver) readControl(f, program string) ([]byte, bool) {
+	data, err := r.in.FS.ReadFile(f)
+	switch {
+	case err == nil && len(data) > maxControl:
+		r.unreadable(f, program, errControlTooLarge)
+		return nil, false
+	case err == nil:
+		return data, true
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
+		errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR):
+		return nil, false
+	}
+	r.unreadable(f, program, err)
+	return nil, false
+}
+
+// maxControl is the largest control file agentbox reads through.
+const maxControl = 1 << 20
+
+// unreadable records the first control file the run cannot start with.
+func (r *resolver) unreadable(f, program string, err error) {
+	if r.unread == nil {
+		r.unread = &ControlError{Path: f, Program: program, Err: err}
+	}
 }
 
 // region returns the writable region holding p, or "".
@@ -519,8 +579,13 @@ func (r *resolver) commandFiles(dir string, user bool, name string) {
 				continue
 			}
 			file := filepath.Join(dir, filepath.FromSlash(cf.Path))
-			data, err := r.in.FS.ReadFile(file)
-			if err != nil || len(data) > 1<<20 {
+			data, ok := r.readControl(file, p.Name)
+			if !ok {
+				continue
+			}
+			strs, err := CommandStrings(data, cf.Format, cf.Keys)
+			if err != nil {
+				r.unreadable(file, p.Name, err)
 				continue
 			}
 			e := Expander{Home: r.in.Home, Vars: map[string]string{}}
@@ -528,7 +593,7 @@ func (r *resolver) commandFiles(dir string, user bool, name string) {
 				e.Dir = dir
 				e.Vars["CLAUDE_PROJECT_DIR"] = dir
 			}
-			for _, s := range CommandStrings(data, cf.Format, cf.Keys) {
+			for _, s := range strs {
 				if !user {
 					r.npx(s, dir, p.Name+" command (named by "+file+")")
 				}

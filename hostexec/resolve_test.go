@@ -382,18 +382,73 @@ func TestExpander(t *testing.T) {
 }
 
 func TestCommandStrings(t *testing.T) {
-	got := CommandStrings([]byte(`{"hooks":{"A":[{"hooks":[{"command":"a"}]}]},"env":{"X":"not a command"},"mcpServers":{"s":{"command":"b","args":["c"]}}}`), "json", []string{"hooks", "mcpServers"})
-	sort.Strings(got)
+	strs := func(data, format string, keys ...string) []string {
+		t.Helper()
+		got, err := CommandStrings([]byte(data), format, keys)
+		if err != nil {
+			t.Fatalf("%.40q: %v", data, err)
+		}
+		sort.Strings(got)
+		return got
+	}
+	got := strs(`{"hooks":{"A":[{"hooks":[{"command":"a"}]}]},"env":{"X":"not a command"},"mcpServers":{"s":{"command":"b","args":["c"]}}}`, "json", "hooks", "mcpServers")
 	if diff := cmp.Diff([]string{"a", "b", "c"}, got); diff != "" {
 		t.Errorf("json (-want +got):\n%s", diff)
 	}
-	got = CommandStrings([]byte("notify = [\"n\"]\n[mcp_servers.x]\ncommand = \"m\"\nenv = { A = \"e\" }\n[other]\nx = \"no\"\n"), "toml", []string{"notify", "mcp_servers"})
-	sort.Strings(got)
+	got = strs("notify = [\"n\"]\n[mcp_servers.x]\ncommand = \"m\"\nenv = { A = \"e\" }\n[other]\nx = \"no\"\n", "toml", "notify", "mcp_servers")
 	if diff := cmp.Diff([]string{"e", "m", "n"}, got); diff != "" {
 		t.Errorf("toml (-want +got):\n%s", diff)
 	}
-	if got := CommandStrings([]byte("{not json"), "json", []string{"hooks"}); got != nil {
+	if got := strs("{not json", "json", "hooks"); got != nil {
 		t.Errorf("bad json: %q", got)
+	}
+	// Valid TOML too complex for agentbox to read is an error, never
+	// "names nothing": codex would still run what it says.
+	deep := "notify = [\"n\"]\n" + strings.Repeat("a.", 3000) + "a = 1\n"
+	if got, err := CommandStrings([]byte(deep), "toml", []string{"notify"}); !errors.Is(err, errTOMLTooComplex) {
+		t.Errorf("too complex: %q, %v", got, err)
+	}
+}
+
+// TestResolveUnreadableControl: a control file whose references agentbox
+// cannot read through (too large, TOML too complex to parse) stops the run
+// naming it; one the user cannot read either names nothing a host program
+// of theirs would follow. Before, each was taken for a file naming
+// nothing, and what it names was left writable.
+func TestResolveUnreadableControl(t *testing.T) {
+	complexTOML := strings.Repeat("a.", 3000) + "a = 1\n"
+	for _, tc := range []struct {
+		name, rel, data string
+	}{
+		{"mise, too complex", "proj/.mise.toml", "[env]\n_.source = \"./env.sh\"\n" + complexTOML},
+		{"bunfig, too complex", "proj/bunfig.toml", "preload = [\"./p.ts\"]\n" + complexTOML},
+		{"rust-toolchain, too complex", "proj/rust-toolchain.toml", "[toolchain]\npath = \"./tc\"\n" + complexTOML},
+		{"codex config, too complex", "proj/.codex/config.toml", "notify = [\"./n.sh\"]\n" + complexTOML},
+		{"direnv, too large", "proj/.envrc", "source_env ./env.sh\n" + strings.Repeat("# pad\n", 200_000)},
+		{"claude settings, too large", "proj/.claude/settings.json", `{"hooks":{}, "x":"` + strings.Repeat("a", 1<<20) + `"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTree(t)
+			tr.repo("proj")
+			tr.write(tc.rel, tc.data)
+			_, err := Resolve(tr.input("proj"))
+			var ce *ControlError
+			if !errors.As(err, &ce) || ce.Path != tr.p(tc.rel) {
+				t.Fatalf("Resolve: %v; want the run refused naming %s", err, tc.rel)
+			}
+			if len(ce.Error()) == 0 || len(ce.Hints()) == 0 {
+				t.Error("no message or hint")
+			}
+		})
+	}
+	if os.Geteuid() != 0 {
+		tr := newTree(t)
+		tr.repo("proj")
+		tr.write("proj/.envrc", "source_env ./env.sh\n")
+		os.Chmod(tr.p("proj/.envrc"), 0)
+		if _, err := Resolve(tr.input("proj")); err != nil {
+			t.Errorf("a control file the user cannot read either: %v", err)
+		}
 	}
 }
 

@@ -82,3 +82,22 @@ echo done`)
 		w.expectNoMarks("host cargo --version with a legacy rust-toolchain", "toolchain")
 	})
 }
+
+// A control file agentbox cannot read through (valid TOML with more dotted
+// keys than it parses, a file over 1 MiB) stops the run naming it, before
+// the box can write what the file names. Before, it was taken for a file
+// naming nothing: the script .mise.toml sources on cd stayed writable.
+func TestLater4ControlTooComplex(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		w.repo(w.project)
+		write(t, filepath.Join(w.project, "env.sh"), "export A=1\n")
+		write(t, filepath.Join(w.project, ".mise.toml"), "[env]\n_.source = \"./env.sh\"\n"+strings.Repeat("a.", 3000)+"a = 1\n")
+		r := w.boxed(be, nil, `echo 'touch /tmp/evil' >> env.sh; echo done`)
+		expectCode(t, r, 125)
+		expectContains(t, "stderr", r.stderr, filepath.Join(w.project, ".mise.toml"))
+		if data, _ := os.ReadFile(filepath.Join(w.project, "env.sh")); string(data) != "export A=1\n" {
+			t.Errorf("env.sh, which .mise.toml sources, was changed: %q", data)
+		}
+	})
+}
