@@ -54,8 +54,8 @@ func (r *resolver) repo(top string) {
 		// A .git file names the repository's folder: kept, so the box
 		// cannot point it at a folder of its own.
 		r.add(entry, "git file", "gitdir: names the folder git uses for this work tree")
-		data, err := r.in.FS.ReadFile(entry)
-		if err != nil || len(data) > 64<<10 {
+		data, ok := r.readControl(entry, "git")
+		if !ok {
 			return
 		}
 		t := ReadGitFile(data)
@@ -86,7 +86,7 @@ func (r *resolver) gitDir(g, top, file string) {
 		r.res.GitDirs = append(r.res.GitDirs, g)
 	}
 	common := g
-	if data, err := r.in.FS.ReadFile(filepath.Join(g, "commondir")); err == nil && len(data) < 4096 {
+	if data, ok := r.readControl(filepath.Join(g, "commondir"), "git"); ok {
 		r.add(filepath.Join(g, "commondir"), "git commondir", "points git at another folder's config and hooks")
 		c := strings.TrimSpace(string(data))
 		if !filepath.IsAbs(c) {
@@ -183,8 +183,8 @@ func (r *resolver) config(file string) ([]ConfigVar, error) {
 		return vars, nil
 	}
 	r.cfgs[file] = nil // includes that loop stop here
-	data, err := r.in.FS.ReadFile(file)
-	if err != nil || len(data) > 1<<20 {
+	data, ok := r.readControl(file, "git")
+	if !ok {
 		return nil, fs.ErrNotExist
 	}
 	vars := ParseConfig(data).Vars
@@ -326,8 +326,8 @@ func (r *resolver) hookScripts(d, top string) {
 		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() {
 			continue
 		}
-		data, err := r.in.FS.ReadFile(filepath.Join(d, e.Name()))
-		if err != nil || len(data) > 64<<10 {
+		data, ok := r.readControl(filepath.Join(d, e.Name()), "git")
+		if !ok {
 			continue
 		}
 		for i, m := range hookManagers {

@@ -785,8 +785,8 @@ func (r *resolver) configRefs(f string, depth int) {
 	if depth > 8 {
 		return
 	}
-	data, err := r.in.FS.ReadFile(f)
-	if err != nil || len(data) > 1<<20 {
+	data, ok := r.readControl(f, "git")
+	if !ok {
 		return
 	}
 	bases := []string{filepath.Dir(f)}
@@ -812,8 +812,8 @@ func (r *resolver) configRefs(f string, depth int) {
 // sshIncludes keeps what an ssh config includes (Include, with ~ and
 // paths relative to ~/.ssh; a pattern keeps the folder it matches in).
 func (r *resolver) sshIncludes(p string) {
-	data, err := r.in.FS.ReadFile(p)
-	if err != nil || len(data) > 1<<20 {
+	data, ok := r.readControl(p, "ssh")
+	if !ok {
 		return
 	}
 	for _, line := range strings.Split(string(data), "\n") {
@@ -841,8 +841,8 @@ func (r *resolver) sourced(f string, depth int) {
 	if depth > 4 {
 		return
 	}
-	data, err := r.in.FS.ReadFile(f)
-	if err != nil || len(data) > 1<<20 {
+	data, ok := r.readControl(f, "the shell")
+	if !ok {
 		return
 	}
 	e := Expander{Home: r.in.Home, Dir: filepath.Dir(f)}

@@ -426,6 +426,9 @@ func TestResolveUnreadableControl(t *testing.T) {
 		{"codex config, too complex", "proj/.codex/config.toml", "notify = [\"./n.sh\"]\n" + complexTOML},
 		{"direnv, too large", "proj/.envrc", "source_env ./env.sh\n" + strings.Repeat("# pad\n", 200_000)},
 		{"claude settings, too large", "proj/.claude/settings.json", `{"hooks":{}, "x":"` + strings.Repeat("a", 1<<20) + `"}`},
+		{"git config, too large", "proj/.git/config", "[include]\n\tpath = ../inc\n" + strings.Repeat("# pad\n", 200_000)},
+		{"git hook, too large", "proj/.git/hooks/pre-commit", "#!/bin/sh\n" + strings.Repeat("# pad\n", 200_000)},
+		{"worktree's commondir, too large", "proj/.git/worktrees/w/commondir", "../..\n" + strings.Repeat("\n", 1<<20)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTree(t)
