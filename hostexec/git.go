@@ -326,7 +326,11 @@ func (r *resolver) hookScripts(d, top string) {
 		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() {
 			continue
 		}
-		data, ok := r.readControl(filepath.Join(d, e.Name()), "git")
+		hook := filepath.Join(d, e.Name())
+		if fi, err := r.in.FS.Stat(hook); err == nil && fi.Size() > maxControl && r.compiled(hook) {
+			continue // a compiled hook names no script of a manager's
+		}
+		data, ok := r.readControl(hook, "git")
 		if !ok {
 			continue
 		}

@@ -1,6 +1,7 @@
 package hostexec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -204,6 +205,13 @@ func (r *resolver) readControl(f, program string) ([]byte, bool) {
 	}
 	r.unreadable(f, program, err)
 	return nil, false
+}
+
+// compiled reports whether f is a compiled program (ELF), which names no
+// file the way a script does.
+func (r *resolver) compiled(f string) bool {
+	data, err := r.in.FS.ReadFile(f)
+	return err == nil && bytes.HasPrefix(data, []byte("\x7fELF"))
 }
 
 // maxControl is the largest control file agentbox reads through.

@@ -444,6 +444,13 @@ func TestResolveUnreadableControl(t *testing.T) {
 			}
 		})
 	}
+	// A compiled hook past the limit names no script: it runs.
+	tr := newTree(t)
+	tr.repo("proj")
+	tr.write("proj/.git/hooks/pre-push", "\x7fELF"+strings.Repeat("\x00", 2<<20))
+	if _, err := Resolve(tr.input("proj")); err != nil {
+		t.Errorf("a large compiled hook: %v", err)
+	}
 	if os.Geteuid() != 0 {
 		tr := newTree(t)
 		tr.repo("proj")
