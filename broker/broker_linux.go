@@ -194,6 +194,9 @@ func (b *Broker) answer(req fslog.Request, valid func() bool) (int64, int) {
 		return b.onPath(c, int32(a[0]), a[1], a[2]&unix.AT_SYMLINK_NOFOLLOW == 0, a[2]&unix.AT_EMPTY_PATH != 0, valid,
 			func(t *target) error { return t.removexattr(name) })
 	case unix.SYS_IOCTL:
+		if uint32(a[1]) == unix.TIOCGPTPEER {
+			return ptyPeer(c, req, a)
+		}
 		return b.ioctl(c, a)
 	}
 	return legacy(b, c, req, valid)
@@ -220,6 +223,50 @@ func (b *Broker) ioctl(c *caller, a [6]uint64) (int64, int) {
 		}
 		return nil
 	})
+}
+
+// ptyPeer answers TIOCGPTPEER: it opens the terminal of a pseudo-terminal
+// the caller holds the master of, and hands it to the caller. Under
+// Landlock the box may not open what lies in /dev/pts (the host's devpts,
+// with every other session's terminal in it), and the kernel checks the
+// peer's open against that path too, so without the broker a box could
+// not use a terminal it made (script, tmux, a pty in Python or node).
+// The broker opens only the peer of a master the caller holds, by its
+// descriptor copied with pidfd_getfd (never reopened by path, which
+// would make a new terminal): what it hands over is the caller's own.
+func ptyPeer(c *caller, req fslog.Request, a [6]uint64) (int64, int) {
+	const allowed = unix.O_ACCMODE | unix.O_NOCTTY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	flags := int(int32(a[2]))
+	if flags&^allowed != 0 {
+		return 0, int(unix.EINVAL)
+	}
+	if req.AddFD == nil || a[0] > 1<<31-1 {
+		return 0, int(unix.EACCES)
+	}
+	n, _, errno := unix.Syscall(unix.SYS_PIDFD_GETFD, uintptr(c.pidfd), uintptr(a[0]), 0)
+	if errno != 0 {
+		if errno == unix.EBADF {
+			return 0, int(unix.EBADF)
+		}
+		return 0, int(unix.EACCES)
+	}
+	master := int(n)
+	defer unix.Close(master)
+	var st unix.Stat_t
+	if err := unix.Fstat(master, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR ||
+		unix.Major(st.Rdev) != 5 || unix.Minor(st.Rdev) != 2 {
+		return 0, int(unix.ENOTTY) // not a master, as the kernel says
+	}
+	peer, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCGPTPEER, uintptr(flags|unix.O_CLOEXEC))
+	if errno != 0 {
+		return 0, int(errno)
+	}
+	defer unix.Close(int(peer))
+	got, err := req.AddFD(int(peer), flags&unix.O_CLOEXEC != 0)
+	if err != nil {
+		return 0, errnoOf(err)
+	}
+	return int64(got), 0
 }
 
 // open finds the process of thread tid and opens a pidfd for it.

@@ -36,6 +36,13 @@
 // every chmod (seccomp group setuid). file_setattr (Linux 6.17) and the
 // rarer attribute ioctls are refused by the filter outright.
 //
+// One more call comes here that is no metadata: TIOCGPTPEER, the ioctl
+// that opens the terminal of a pseudo-terminal master. The box may not
+// open the host's /dev/pts (every session's terminal is there), and the
+// kernel checks the peer's open against that path, so the broker opens
+// the peer of a master the caller holds (copied with pidfd_getfd, never
+// reopened by path) and installs it in the caller (ptyPeer).
+//
 // What does not belong here: carrying the notifications (package fslog),
 // the write grant (package landlock works it out from its rule set).
 package broker

@@ -25,4 +25,9 @@ type Request struct {
 	Pid  int
 	Nr   uint32
 	Args [6]uint64
+	// AddFD installs a copy of the supervisor's descriptor fd in the
+	// calling process (close-on-exec when cloexec) and returns its number
+	// there, for a call whose result is a new descriptor. Nil where the
+	// call cannot be given one.
+	AddFD func(fd int, cloexec bool) (int, error)
 }

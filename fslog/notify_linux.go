@@ -27,6 +27,15 @@ type seccompNotif struct {
 	Args  [6]uint64
 }
 
+// seccompAddFD is struct seccomp_notif_addfd (linux/seccomp.h).
+type seccompAddFD struct {
+	ID         uint64
+	Flags      uint32
+	SrcFD      uint32
+	NewFD      uint32
+	NewFDFlags uint32
+}
+
 type seccompResp struct {
 	ID    uint64
 	Val   int64
@@ -152,6 +161,17 @@ func (n *notifier) one() {
 		valid := func() bool {
 			_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id)))
 			return errno == 0
+		}
+		r.AddFD = func(fd int, cloexec bool) (int, error) {
+			add := seccompAddFD{ID: id, SrcFD: uint32(fd)}
+			if cloexec {
+				add.NewFDFlags = unix.O_CLOEXEC
+			}
+			got, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.lfd), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+			if errno != 0 {
+				return -1, errno
+			}
+			return int(got), nil
 		}
 		val, errno := int64(0), int(unix.EPERM)
 		if n.prepared == nil {

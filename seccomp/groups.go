@@ -237,6 +237,7 @@ const (
 	fsIoc32Setvers  = 0x40047602 // FS_IOC32_SETVERSION
 	fsIocSetEncrypt = 0x800c6613 // FS_IOC_SET_ENCRYPTION_POLICY (an empty folder's)
 	fsIocEnVerity   = 0x40806685 // FS_IOC_ENABLE_VERITY (a file read-only for good)
+	tiocgptpeer     = 0x5441     // TIOCGPTPEER (asm-generic/ioctls.h): a pty master's terminal
 )
 
 // Metadata is an extra group for a Landlock box. Landlock has no right for
@@ -250,7 +251,7 @@ const (
 // rarer attribute ioctls are refused outright.
 var Metadata = Group{
 	Name: "metadata",
-	Why:  "Landlock has no right for a file's mode, owner, times, extended attributes or attribute flags: the supervisor decides each such call",
+	Why:  "Landlock has no right for a file's mode, owner, times, extended attributes or attribute flags: the supervisor decides each such call (and opens a pty's terminal for the box, which may not open /dev/pts)",
 	Rules: []Rule{
 		{Syscall: "chmod", Errno: "NOTIFY"},
 		{Syscall: "fchmod", Errno: "NOTIFY"},
@@ -276,6 +277,10 @@ var Metadata = Group{
 		{Syscall: "file_setattr", Errno: "EPERM"},
 		{Syscall: "ioctl", When: "request is FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR (low 32 bits)", Arg: 1,
 			Equal: []uint32{fsIocSetflags, fsIoc32Setflags, fsIocFssetxattr}, Errno: "NOTIFY"},
+		// Under Landlock the box may not open /dev/pts (the host's, with
+		// every session's terminal): the supervisor opens the terminal of
+		// a master the caller holds and hands it over.
+		{Syscall: "ioctl", When: "request is TIOCGPTPEER (low 32 bits)", Arg: 1, Equal: []uint32{tiocgptpeer}, Errno: "NOTIFY"},
 		{Syscall: "ioctl", When: "request is FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FS_IOC_SET_ENCRYPTION_POLICY or FS_IOC_ENABLE_VERITY (low 32 bits)", Arg: 1,
 			Equal: []uint32{fsIocSetversion, fsIoc32Setvers, fsIocSetEncrypt, fsIocEnVerity}, Errno: "EPERM"},
 	},
