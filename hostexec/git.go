@@ -82,6 +82,11 @@ func (r *resolver) gitDir(g, top, file string) {
 		return
 	}
 	r.gitSeen[g] = true
+	if r.tooLong(g) {
+		// Out of reach of every path-based step: the after-run check
+		// finds it again and judges it as a repository the run made.
+		return
+	}
 	if r.region(g) != "" {
 		r.res.GitDirs = append(r.res.GitDirs, g)
 	}
@@ -255,6 +260,9 @@ func (r *resolver) hooks(g, common, top string) {
 			continue
 		}
 		seen[d] = true
+		if r.tooLong(d) {
+			continue
+		}
 		if _, err := r.in.FS.Lstat(d); err != nil {
 			if d == def && !r.canCreate(filepath.Dir(d)) {
 				// Not the user's to create, so not the box's either

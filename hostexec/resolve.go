@@ -190,7 +190,10 @@ var errControlTooLarge = errors.New("larger than the 1 MiB agentbox reads")
 // readControl reads control file f, which program reads, to follow what it
 // names. A file that is not there, or that the user cannot read either,
 // names nothing a host program of the user's would follow; one too large
-// or that fails otherwise stops the run (unreadable).
+// or that fails otherwise stops the run (unreadable). A path longer than
+// the kernel takes at once (PATH_MAX, a tree the box made) can be neither
+// read nor bound here: the after-run check reaches it one folder at a
+// time and judges what is there.
 func (r *resolver) readControl(f, program string) ([]byte, bool) {
 	data, err := r.in.FS.ReadFile(f)
 	switch {
@@ -200,7 +203,8 @@ func (r *resolver) readControl(f, program string) ([]byte, bool) {
 	case err == nil:
 		return data, true
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
-		errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR):
+		errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR),
+		errors.Is(err, syscall.ENAMETOOLONG):
 		return nil, false
 	}
 	r.unreadable(f, program, err)
@@ -222,6 +226,22 @@ func (r *resolver) unreadable(f, program string, err error) {
 	if r.unread == nil {
 		r.unread = &ControlError{Path: f, Program: program, Err: err}
 	}
+}
+
+// tooLong reports whether p is longer than the kernel takes in one path
+// (PATH_MAX: 4096 bytes on Linux, 1024 on macOS), with room for a name
+// below it. Such a path, in a tree the box made one folder at a time, can
+// be neither read, bound nor given a placeholder before the run: the
+// after-run check reaches it one folder at a time and judges what is
+// there as the box's.
+func (r *resolver) tooLong(p string) bool {
+	switch r.in.GOOS {
+	case "linux":
+		return len(p) > 4096-256
+	case "darwin":
+		return len(p) > 1024-256
+	}
+	return false
 }
 
 // region returns the writable region holding p, or "".
@@ -250,7 +270,7 @@ func (r *resolver) skipped(p string) bool {
 func (r *resolver) add(p, rule, note string) {
 	p = filepath.Clean(p)
 	w := r.region(p)
-	if w == "" || r.skipped(p) {
+	if w == "" || r.skipped(p) || r.tooLong(p) {
 		return
 	}
 	if g, ok := r.guards[p]; ok {

@@ -249,17 +249,31 @@ func TestSearchDeepTree(t *testing.T) {
 		expectContains(t, "stdout", r.stdout, "done")
 		w.hostGit(filepath.Join(w.project, deep), "status")
 		w.expectNoMark("fsmonitor", "host git status at the bottom of a 700-folder-deep tree")
-		// Deeper than PATH_MAX: built step by step, by relative names.
+		// Deeper than PATH_MAX: built step by step, by relative names. The
+		// check reaches it one folder at a time: the fsmonitor the box
+		// set there is taken out (before, the check stopped on "file name
+		// too long" and the config stayed).
 		name := strings.Repeat("e", 200)
 		r = w.boxed(be, nil, fmt.Sprintf(`python3 -c '
 import os
 for i in range(30):
     os.mkdir("%s"); os.chdir("%s")
-os.mkdir(".git")
-open(".git/config", "w").write("[core]\\n")
-' && echo made`, name, name))
+for d in (".git", ".git/hooks", ".git/objects", ".git/refs"):
+    os.mkdir(d)
+open(".git/HEAD", "w").write("ref: refs/heads/main\\n")
+open(".git/config", "w").write("[core]\\n\\tfsmonitor = %s\\n")
+' && echo made`, name, name, w.payload("deep-fsmonitor")))
 		expectCode(t, r, 0)
 		expectContains(t, "stdout", r.stdout, "made")
+		cfg, err := exec.Command("python3", "-c", fmt.Sprintf(`
+import os
+os.chdir(%q)
+for i in range(30):
+    os.chdir(%q)
+print(open(".git/config").read() if os.path.exists(".git/config") else "")`, w.project, name)).CombinedOutput()
+		if err != nil || strings.Contains(string(cfg), "fsmonitor") {
+			t.Errorf("the config deeper than PATH_MAX after the run (%v): %s", err, cfg)
+		}
 		r = w.boxed(be, nil, `echo again`)
 		expectCode(t, r, 0)
 		expectContains(t, "stdout", r.stdout, "again")

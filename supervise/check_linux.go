@@ -706,12 +706,18 @@ func (c *checker) inRoots(p string) bool {
 func (c *checker) gitEntry(top string) {
 	tfd, err := openDir(top)
 	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.fail(top, "git folder", "could not be checked after the run: "+err.Error())
+		}
 		return
 	}
 	defer unix.Close(tfd)
 	entry := filepath.Join(top, ".git")
 	st, err := lstatAt(tfd, ".git")
 	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.fail(entry, "git folder", "could not be checked after the run: "+err.Error())
+		}
 		return
 	}
 	_, isGuard := c.guards[entry]

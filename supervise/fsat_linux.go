@@ -29,10 +29,12 @@ const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLO
 func openDir(p string) (int, error) {
 	how := unix.OpenHow{Flags: uint64(dirFlags), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, p, &how)
-	if err == nil || !errors.Is(err, unix.ENOSYS) {
+	if err == nil || !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.ENAMETOOLONG) {
 		return fd, err
 	}
-	// Before Linux 5.6: one component at a time.
+	// Before Linux 5.6, or a path longer than the kernel takes at once
+	// (PATH_MAX, which a box can make inside a writable root): one
+	// component at a time.
 	fd, err = unix.Open("/", dirFlags, 0)
 	if err != nil {
 		return -1, err
