@@ -194,6 +194,11 @@ func probeCgroup() Cgroup {
 		}
 	}
 	dir := filepath.Join("/sys/fs/cgroup", c.Path)
+	// Every cgroup but the host's root has cgroup.type: "/" with it is the
+	// top of a cgroup namespace.
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.type"); err == nil && c.Path == "/" {
+		c.Top = true
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); err == nil {
 		c.Controllers = strings.Fields(string(b))
 	}
