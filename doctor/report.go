@@ -246,10 +246,14 @@ func (r Report) Text(w io.Writer) {
 		cont("for [limits] processes: %s", r.Cgroup.Pids)
 		cont("for [limits] memory: %s", r.Cgroup.Memory)
 	}
+	chroot := ""
+	if r.Container.Chroot {
+		chroot = "; agentbox runs in a chroot"
+	}
 	if r.Container.Detected {
-		p("container", "%s (%s)", r.Container.Kind, strings.Join(r.Container.Evidence, "; "))
+		p("container", "%s (%s)%s", r.Container.Kind, strings.Join(r.Container.Evidence, "; "), chroot)
 	} else {
-		p("container", "none detected")
+		p("container", "none detected%s", chroot)
 	}
 	if len(r.Proc.Masked) > 0 {
 		p("proc", "masked: %s", listShort(r.Proc.Masked))
