@@ -5,7 +5,10 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +85,75 @@ func TestDoctorInChroot(t *testing.T) {
 		for _, p := range r.Problems {
 			if strings.Contains(p.Problem, "max_user_namespaces is 0") || strings.Contains(p.Problem, "AppArmor") {
 				t.Errorf("doctor blames another cause: %q", p.Problem)
+			}
+		}
+	}
+}
+
+// cgroupNamespaceDoctor moves itself into the cgroup $1/inner of the
+// cgroup2 hierarchy (whose parent $1 enables no controller for it), makes
+// that the top of a new cgroup namespace with cgroup2 mounted at
+// /sys/fs/cgroup (a private mount namespace), and runs agentbox there: a
+// container without cgroup delegation, as a runtime makes one.
+const cgroupNamespaceDoctor = `set -e
+G=$1; shift
+mkdir "$G" "$G/inner"
+echo $$ > "$G/inner/cgroup.procs"
+exec unshare --cgroup --mount --propagation private sh -c '
+umount -R /sys/fs/cgroup 2>/dev/null || umount -l /sys/fs/cgroup
+mount -t cgroup2 none /sys/fs/cgroup
+exec "$@"' sh "$@"
+`
+
+// In the top cgroup of a cgroup namespace with no pids controller (a root
+// container without cgroup delegation, where examples/ci.toml's process
+// limit once failed the run), doctor says that [limits] processes cannot
+// be enforced, why, and what to do; plan says the same of a policy's
+// processes limit. Before, the reason blamed a parent it cannot see ("its
+// parent does not delegate it") and doctor listed no problem.
+func TestDoctorContainerWithoutCgroupDelegation(t *testing.T) {
+	rootOnly(t, "making a cgroup and a cgroup namespace with cgroup2 mounted in it")
+	v2 := ""
+	for _, m := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		if _, err := os.Stat(filepath.Join(m, "cgroup.subtree_control")); err == nil {
+			v2 = m
+			break
+		}
+	}
+	need(t, v2 != "", "no cgroup2 hierarchy mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified")
+	w := newWorld(t)
+	write(t, filepath.Join(w.home, "limits.toml"), "version = 1\n[limits]\nprocesses = 100\n")
+	for i, args := range [][]string{{"doctor"}, {"doctor", "--json"}, {"plan", "--policy", filepath.Join(w.home, "limits.toml"), "--", "true"}} {
+		g := filepath.Join(v2, fmt.Sprintf("agentbox-test-%d-%d", os.Getpid(), i))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", cgroupNamespaceDoctor, "sh", g, bin}, args...)...)
+		cmd.Dir, cmd.Env = w.cwd, w.env
+		out, err := cmd.CombinedOutput()
+		cancel()
+		os.Remove(filepath.Join(g, "inner"))
+		os.Remove(g)
+		if err != nil && args[0] != "doctor" {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		flat := strings.Join(strings.Fields(string(out)), " ")
+		switch {
+		case args[0] == "plan":
+			expectContains(t, "plan", flat, "the top of this cgroup namespace")
+			expectNotContains(t, "plan", flat, "its parent does not delegate it")
+		case len(args) == 1:
+			for _, want := range []string{"the top of its cgroup namespace",
+				"a policy's [limits] processes cannot be enforced here: agentbox runs in the top cgroup of its cgroup namespace",
+				"as root there is no fallback", "fix: limit the whole container instead: docker run --pids-limit N"} {
+				expectContains(t, "doctor", flat, want)
+			}
+		default:
+			var r struct {
+				Cgroup struct {
+					Top bool `json:"namespace_top"`
+				} `json:"cgroup"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || !r.Cgroup.Top {
+				t.Errorf("doctor --json: namespace_top not true (%v):\n%s", err, out)
 			}
 		}
 	}
