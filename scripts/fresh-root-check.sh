@@ -27,8 +27,12 @@
 # Every step has a time limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "$(id -u)" = 0 ] || { echo "fresh-root-check: needs root (debootstrap and chroot)" >&2; exit 2; }
-command -v debootstrap >/dev/null 2>&1 || { echo "fresh-root-check: needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
+# say and warn print a message folded to 100 columns (continuations
+# indented), on stdout and stderr.
+say() { printf '%s\n' "$*" | fold -s -w 98 | sed -e 's/ *$//' -e '2,$s/^/  /'; }
+warn() { say "$@" >&2; }
+[ "$(id -u)" = 0 ] || { warn "fresh-root-check: needs root (debootstrap and chroot)"; exit 2; }
+command -v debootstrap >/dev/null 2>&1 || { warn "fresh-root-check: needs debootstrap (apt-get install debootstrap)"; exit 2; }
 
 cache=/var/cache/agentbox-fresh-root
 # The README's install command's packages (README.md, "Install").
@@ -50,7 +54,7 @@ ubuntu_mirror=${ubuntu_mirror%/}
 
 install -d -m 755 "$cache"
 exec 9>"$cache/lock"
-flock -w 900 9 || { echo "fresh-root-check: another check holds $cache/lock" >&2; exit 1; }
+flock -w 900 9 || { warn "fresh-root-check: another check holds $cache/lock"; exit 1; }
 
 # reachable URL: whether URL answers within 20 seconds (curl, else wget,
 # else bash's /dev/tcp to its host's port 80); sets why when not.
@@ -92,7 +96,7 @@ ubuntu_keyring() {
 		-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root)
 	if ! (timeout 300 apt-get "${opts[@]}" update && cd "$d/get" && timeout 300 apt-get "${opts[@]}" download ubuntu-keyring) >"$d.log" 2>&1; then
 		tail -n 5 "$d.log" >&2
-		echo "fresh-root-check: cannot fetch Debian 13's ubuntu-keyring (apt's output: $d.log); install ubuntu-keyring" >&2
+		warn "fresh-root-check: cannot fetch Debian 13's ubuntu-keyring (apt's output: $d.log); install ubuntu-keyring"
 		return 1
 	fi
 	dpkg-deb -x "$d"/get/ubuntu-keyring_*.deb "$cache/ubuntu-keyring"
@@ -108,7 +112,7 @@ check() {
 	local root=$cache/$name log=$cache/$name
 	local started=$SECONDS
 	if ! reachable "$mirror/dists/$suite/Release"; then
-		echo "fresh-root-check: $label: NOT CHECKED: its mirror $mirror cannot be reached ($why)" >&2
+		warn "fresh-root-check: $label: NOT CHECKED: its mirror $mirror cannot be reached ($why)"
 		return 3
 	fi
 	if [ -n "${FRESH_ROOT_REBUILD:-}" ] || [ ! -f "$root/.agentbox-complete" ]; then
@@ -132,10 +136,10 @@ check() {
 			[ -e "/usr/share/debootstrap/scripts/$suite" ] || args+=(/usr/share/debootstrap/scripts/gutsy)
 			;;
 		esac
-		echo "fresh-root-check: making a minimal $label root in $root from $mirror (a minute or a few, once)"
+		say "fresh-root-check: making a minimal $label root in $root from $mirror (a minute or a few, once)"
 		if ! timeout 900 debootstrap "${args[@]}" >"$log.debootstrap.log" 2>&1; then
 			tail -n 20 "$log.debootstrap.log" >&2
-			echo "fresh-root-check: $label: debootstrap failed (its output: $log.debootstrap.log)" >&2
+			warn "fresh-root-check: $label: debootstrap failed (its output: $log.debootstrap.log)"
 			rm -rf "$root"
 			return 1
 		fi
@@ -151,12 +155,12 @@ check() {
 	in_root() { timeout 600 chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@"; }
 	if ! in_root apt-get update >"$log.update.log" 2>&1; then
 		tail -n 20 "$log.update.log" >&2
-		echo "fresh-root-check: $label: apt-get update failed in the root (its output: $log.update.log)" >&2
+		warn "fresh-root-check: $label: apt-get update failed in the root (its output: $log.update.log)"
 		return 1
 	fi
 	local list
 	list=$(in_root bash -s <scripts/test-packages.sh) || {
-		echo "fresh-root-check: $label: scripts/test-packages.sh failed in the root" >&2
+		warn "fresh-root-check: $label: scripts/test-packages.sh failed in the root"
 		return 1
 	}
 	local test_pkgs=()
@@ -166,19 +170,19 @@ check() {
 	local extra=()
 	read -r -a extra <<<"${FRESH_ROOT_EXTRA:-}"
 	local all=("${readme_pkgs[@]}" "${test_pkgs[@]}" "${windows_pkgs[@]}" "${extra[@]}")
-	echo "fresh-root-check: $label: apt-get install --simulate ${all[*]}"
+	say "fresh-root-check: $label: apt-get install --simulate ${all[*]}"
 	local status=0
 	in_root apt-get install --simulate "${all[@]}" >"$log.simulate.log" 2>&1 || status=$?
 	if [ $status -ne 0 ]; then
 		grep -E '^(E:| |The following)' "$log.simulate.log" | head -n 30 >&2 || true
-		echo "fresh-root-check: $label: apt-get cannot install them together (its output: $log.simulate.log)" >&2
+		warn "fresh-root-check: $label: apt-get cannot install them together (its output: $log.simulate.log)"
 		return 1
 	fi
 	if grep '^Remv ' "$log.simulate.log" >&2; then
-		echo "fresh-root-check: $label: installing them together removes the packages above: two of them conflict (apt-get's output: $log.simulate.log)" >&2
+		warn "fresh-root-check: $label: installing them together removes the packages above: two of them conflict (apt-get's output: $log.simulate.log)"
 		return 1
 	fi
-	echo "fresh-root-check: $label: they install together ($(grep -c '^Inst ' "$log.simulate.log") packages, none removed; $((SECONDS - started)) s)"
+	say "fresh-root-check: $label: they install together ($(grep -c '^Inst ' "$log.simulate.log") packages, none removed; $((SECONDS - started)) s)"
 }
 
 want=("$@")
@@ -190,7 +194,7 @@ for name in "${want[@]}"; do
 	debian-12) check debian-12 "Debian 12" bookworm "$debian_mirror" || status=$? ;;
 	ubuntu-24.04) check ubuntu-24.04 "Ubuntu 24.04" noble "$ubuntu_mirror" || status=$? ;;
 	*)
-		echo "fresh-root-check: $name: not a root this script makes (debian-12, ubuntu-24.04)" >&2
+		warn "fresh-root-check: $name: not a root this script makes (debian-12, ubuntu-24.04)"
 		exit 2
 		;;
 	esac
@@ -201,14 +205,14 @@ for name in "${want[@]}"; do
 	esac
 done
 if [ ${#failed[@]} -gt 0 ]; then
-	echo "fresh-root-check: FAILED on ${failed[*]}" >&2
+	warn "fresh-root-check: FAILED on ${failed[*]}"
 	exit 1
 fi
 if [ ${#unchecked[@]} -gt 0 ]; then
 	if [ "${AGENTBOX_MUST_WORK:-}" = 1 ]; then
-		echo "fresh-root-check: FAILED: ${unchecked[*]} not checked (its mirror cannot be reached) and AGENTBOX_MUST_WORK=1" >&2
+		warn "fresh-root-check: FAILED: ${unchecked[*]} not checked (its mirror cannot be reached) and AGENTBOX_MUST_WORK=1"
 		exit 1
 	fi
-	echo "fresh-root-check: warning: ${unchecked[*]} not checked (its mirror cannot be reached)" >&2
+	warn "fresh-root-check: warning: ${unchecked[*]} not checked (its mirror cannot be reached)"
 	exit 3
 fi
