@@ -320,7 +320,12 @@ func diagnose(r Report) []Problem {
 			"sudo apt install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch); until then auto uses Landlock",
 			"")
 	case CauseAppArmor:
-		add(bwrapProblem(r)+" (AppArmor restricts unprivileged user namespaces)", appArmorFix, appArmorTradeOff)
+		profile := "no loaded profile names bwrap"
+		if r.AppArmor.BwrapProfile != "" {
+			profile = "the loaded profile " + r.AppArmor.BwrapProfile + " names bwrap but does not let it make them (that needs the rule userns,)"
+		}
+		add(bwrapProblem(r)+" (AppArmor restricts unprivileged user namespaces: kernel.apparmor_restrict_unprivileged_userns = 1, "+
+			"Ubuntu 24.04's default, and "+profile+")", appArmorFix, appArmorTradeOff)
 	case CauseMaxUserns:
 		add(bwrapProblem(r)+" (user.max_user_namespaces is 0)",
 			"sudo sysctl -w user.max_user_namespaces=15000, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",

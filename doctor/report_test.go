@@ -39,10 +39,16 @@ func TestDiagnose(t *testing.T) {
 			r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1"}
 			r.UserNS.Sysctls[sysctlAppArmorUsern] = "1"
 			r.Auto.Backend = "landlock"
-		}, []string{"AppArmor restricts unprivileged user namespaces"}, []string{
+		}, []string{"AppArmor restricts unprivileged user namespaces: kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu 24.04's default"}, []string{
 			"profile bwrap /usr/bin/bwrap flags=(unconfined) {", "  userns,", "abi <abi/4.0>,", "include <tunables/global>",
 			"apparmor_parser -r /etc/apparmor.d/bwrap", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
 		}},
+		{"apparmor restricts, a bwrap profile without userns", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: setting up uid map: Permission denied"
+			r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1", BwrapProfile: "bwrap (enforce)"}
+			r.Auto.Backend = "landlock"
+		}, []string{"the loaded profile bwrap (enforce) names bwrap but does not let it make them (that needs the rule userns,)"},
+			[]string{"apparmor_parser -r /etc/apparmor.d/bwrap"}},
 		{"no bwrap", func(r *Report) {
 			r.Bwrap = Bwrap{}
 			r.Auto.Backend = "landlock"
