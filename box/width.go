@@ -2,25 +2,12 @@ package box
 
 import (
 	"io"
-	"os"
-	"strconv"
+
+	"github.com/agentbox/agentbox/wrap"
 )
 
 // Width is how many columns the readable outputs (plan, verify) may use on
-// w: none (0: no limit) with wide (--wide); the terminal's width when w is
-// one; else $COLUMNS when it is a number; else no limit, since a file or a
-// pipe has no width to fit (and --json holds every detail anyway).
-func Width(w io.Writer, wide bool) int {
-	if wide {
-		return 0
-	}
-	if f, ok := w.(*os.File); ok {
-		if n := terminalWidth(f); n > 0 {
-			return n
-		}
-	}
-	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
-		return n
-	}
-	return 0
-}
+// w: none (0: no limit) with wide (--wide); else wrap.Width's: the
+// terminal's width, $COLUMNS, or 100 columns for a file or a pipe, as every
+// other output of agentbox (--json holds every detail).
+func Width(w io.Writer, wide bool) int { return wrap.Width(w, wide) }

@@ -83,12 +83,23 @@ func pick(h hierarchy, c string) (string, error) {
 		return "", err
 	}
 	if !contains(ctrls, c) {
+		if root, err := trueRoot(own); err == nil && !root && h.IsRoot() {
+			// The top of a cgroup namespace (a container's): its parent
+			// is outside, out of reach.
+			return "", fmt.Errorf("the %s controller is not enabled for %s, the top of this cgroup namespace (cgroup.controllers: %q): "+
+				"whoever made the namespace (a container runtime) delegates no %s to it", c, own, strings.Join(ctrls, " "), c)
+		}
 		return "", fmt.Errorf("the %s controller is not enabled for %s (cgroup.controllers: %q): its parent does not delegate it",
 			c, own, strings.Join(ctrls, " "))
 	}
 	errOwn := usable(own, own)
 	if errOwn == nil {
 		errOwn = canEnable(own, c)
+	}
+	if errOwn != nil && h.IsRoot() {
+		if root, err := trueRoot(own); err == nil && !root {
+			errOwn = fmt.Errorf("%v; it is the top of this cgroup namespace (a container's), with no parent in reach to make the box's cgroup beside it", errOwn)
+		}
 	}
 	if errOwn == nil || h.IsRoot() {
 		return own, errOwn

@@ -194,6 +194,11 @@ func probeCgroup() Cgroup {
 		}
 	}
 	dir := filepath.Join("/sys/fs/cgroup", c.Path)
+	// Every cgroup but the host's root has cgroup.type: "/" with it is the
+	// top of a cgroup namespace.
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.type"); err == nil && c.Path == "/" {
+		c.Top = true
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); err == nil {
 		c.Controllers = strings.Fields(string(b))
 	}
@@ -275,15 +280,39 @@ func procMounts(mountinfo string) []string {
 	return out
 }
 
-// chrooted reports whether this process's root is another folder than PID
-// 1's root (of this PID namespace): a chroot. It needs to read
-// /proc/1/root (root may; an ordinary user is told nothing: false).
+// chrooted reports whether this process runs in a chroot: its root is
+// another folder than PID 1's root (of this PID namespace), which needs
+// /proc/1/root (root without CAP_SYS_PTRACE, as in most containers, and an
+// ordinary user may not read it); or its root is no mount point at all,
+// which only a chroot makes (pivot_root, a container's root and the host's
+// are mount points), read from /proc/self/mountinfo. A chroot into a mount
+// point is found only the first way. False when neither can be read.
 func chrooted() bool {
 	var self, init unix.Stat_t
-	if unix.Stat("/", &self) != nil || unix.Stat("/proc/1/root/", &init) != nil {
-		return false
+	if unix.Stat("/", &self) == nil && unix.Stat("/proc/1/root/", &init) == nil &&
+		(self.Dev != init.Dev || self.Ino != init.Ino) {
+		return true
 	}
-	return self.Dev != init.Dev || self.Ino != init.Ino
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	return err == nil && !rootIsMount(string(b))
+}
+
+// rootIsMount reports whether mountinfo (the text of /proc/self/mountinfo)
+// has a mount at "/". The kernel lists only the mounts this process's root
+// can reach, with their mount points relative to it; an empty text (no
+// mounts: not a mountinfo) counts as one, so that nothing unread is taken
+// for a chroot.
+func rootIsMount(mountinfo string) bool {
+	if strings.TrimSpace(mountinfo) == "" {
+		return true
+	}
+	for _, line := range strings.Split(mountinfo, "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...
+		if f := strings.Fields(line); len(f) >= 5 && f[4] == "/" {
+			return true
+		}
+	}
+	return false
 }
 
 // FallbackCause decides why bwrap cannot start a sandbox here as Probe's

@@ -68,3 +68,23 @@ func TestDiagnoseMaskedProc(t *testing.T) {
 		t.Error("unmasking /proc has a trade-off to state")
 	}
 }
+
+// A chroot into a folder that is no mount point leaves no mount at "/" in
+// the process's mountinfo; the host, a container and a box have one.
+func TestRootIsMount(t *testing.T) {
+	tests := []struct {
+		name      string
+		mountinfo string
+		want      bool
+	}{
+		{"host", "22 1 0:21 / /proc rw - proc proc rw\n1 0 8:1 / / rw - ext4 /dev/sda1 rw\n", true},
+		{"container", "600 550 0:52 / / rw,relatime - overlay overlay rw,lowerdir=/l\n601 600 0:55 / /proc rw - proc proc rw\n", true},
+		{"chroot into a folder", "640 600 0:26 /usr /usr rw - ext4 /dev/sda1 rw\n641 600 0:21 / /proc rw - proc proc rw\n", false},
+		{"nothing read", "", true},
+	}
+	for _, tc := range tests {
+		if got := rootIsMount(tc.mountinfo); got != tc.want {
+			t.Errorf("%s: rootIsMount = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -94,6 +94,10 @@ type Cgroup struct {
 	Path        string   `json:"path,omitempty"`
 	Controllers []string `json:"controllers,omitempty"` // available in our cgroup
 	Delegated   bool     `json:"delegated"`             // our cgroup is writable by us
+	// Top: our cgroup is the top of a cgroup namespace and not the
+	// host's root cgroup (a container's own): its parent is outside it,
+	// out of reach, so a run's cgroup can only be made inside it.
+	Top bool `json:"namespace_top,omitempty"`
 	// Pids and Memory say where a run's cgroup for the processes and
 	// memory limits would be made, or why it cannot be (then those limits
 	// are per-process rlimits). Nothing needs them without [limits].
@@ -231,6 +235,9 @@ func (r Report) Text(w io.Writer) {
 	if r.Cgroup.Path != "" {
 		cg += ", in " + r.Cgroup.Path
 	}
+	if r.Cgroup.Top {
+		cg += ", the top of its cgroup namespace"
+	}
 	if r.Cgroup.Delegated {
 		cg += ", delegated to us"
 	}
@@ -239,10 +246,14 @@ func (r Report) Text(w io.Writer) {
 		cont("for [limits] processes: %s", r.Cgroup.Pids)
 		cont("for [limits] memory: %s", r.Cgroup.Memory)
 	}
+	chroot := ""
+	if r.Container.Chroot {
+		chroot = "; agentbox runs in a chroot"
+	}
 	if r.Container.Detected {
-		p("container", "%s (%s)", r.Container.Kind, strings.Join(r.Container.Evidence, "; "))
+		p("container", "%s (%s)%s", r.Container.Kind, strings.Join(r.Container.Evidence, "; "), chroot)
 	} else {
-		p("container", "none detected")
+		p("container", "none detected%s", chroot)
 	}
 	if len(r.Proc.Masked) > 0 {
 		p("proc", "masked: %s", listShort(r.Proc.Masked))
@@ -309,7 +320,12 @@ func diagnose(r Report) []Problem {
 			"sudo apt install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch); until then auto uses Landlock",
 			"")
 	case CauseAppArmor:
-		add(bwrapProblem(r)+" (AppArmor restricts unprivileged user namespaces)", appArmorFix, appArmorTradeOff)
+		profile := "no loaded profile names bwrap"
+		if r.AppArmor.BwrapProfile != "" {
+			profile = "the loaded profile " + r.AppArmor.BwrapProfile + " names bwrap but does not let it make them (that needs the rule userns,)"
+		}
+		add(bwrapProblem(r)+" (AppArmor restricts unprivileged user namespaces: kernel.apparmor_restrict_unprivileged_userns = 1, "+
+			"Ubuntu 24.04's default, and "+profile+")", appArmorFix, appArmorTradeOff)
 	case CauseMaxUserns:
 		add(bwrapProblem(r)+" (user.max_user_namespaces is 0)",
 			"sudo sysctl -w user.max_user_namespaces=15000, and persist it in /etc/sysctl.d/60-agentbox-userns.conf",
@@ -356,14 +372,47 @@ func diagnose(r Report) []Problem {
 	if !r.Seccomp.Available {
 		add("seccomp is not available: "+r.Seccomp.Error, "use a kernel built with CONFIG_SECCOMP_FILTER", "")
 	}
-	// No cgroup for limits is not a problem of the machine: only a policy
-	// with [limits] needs one, and plan and run say what that policy gets
-	// (the cgroup line above shows it for every policy).
+	// No cgroup for limits is a problem of the machine only where it
+	// cannot be had at all without changing how the container is made:
+	// elsewhere only a policy with [limits] needs one, and plan and run
+	// say what that policy gets (the cgroup line shows it for every
+	// policy).
+	if pr, ok := limitsProblem(r); ok {
+		out = append(out, pr)
+	}
 	if r.Auto.Backend == NoBackend {
 		add("no backend can confine commands here",
 			"fix one of the problems above; until then `agentbox run --best-effort` runs commands unconfined and says so", "")
 	}
 	return out
+}
+
+// limitsProblem is what a policy's [limits] processes meets in a cgroup
+// namespace's top cgroup that offers no pids controller to use (a container
+// without cgroup delegation, most CI containers): it cannot be enforced
+// there, as root not at all, and the fix lies in how the container is
+// made.
+func limitsProblem(r Report) (Problem, bool) {
+	if !r.Cgroup.Top || r.Cgroup.Pids == "" || strings.HasPrefix(r.Cgroup.Pids, "cgroup ") {
+		return Problem{}, false
+	}
+	where := "a container"
+	if r.Container.Kind != "" {
+		where = "a " + r.Container.Kind + " container"
+	}
+	what := "a policy's [limits] processes cannot be enforced here: agentbox runs in the top cgroup of its cgroup namespace " +
+		"(" + where + " without cgroup delegation), whose parent is out of reach, and the box's own cgroup cannot be made in it (" +
+		strings.TrimPrefix(r.Cgroup.Pids, "unavailable: ") + ")"
+	if r.UID == 0 {
+		what += "; as root there is no fallback: the kernel never applies RLIMIT_NPROC to root"
+	} else {
+		what += fmt.Sprintf("; the fallback, RLIMIT_NPROC, counts every process of uid %d, not only the box's", r.UID)
+	}
+	fix := "limit the whole container instead: docker run --pids-limit N, podman run --pids-limit N (Kubernetes: the kubelet's podPidsLimit); " +
+		"or give the container a cgroup it may divide (a writable cgroup2 mount, and an entrypoint that moves its own processes into a child " +
+		"cgroup and enables +pids in the top's cgroup.subtree_control); " +
+		"or take [limits] processes out of the policy (examples/ci.toml leaves it out); [limits] memory falls back to RLIMIT_AS"
+	return Problem{Problem: what, Fix: fix}, true
 }
 
 func bwrapProblem(r Report) string { return "bwrap cannot start a sandbox: " + r.Bwrap.Error }

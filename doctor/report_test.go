@@ -39,10 +39,16 @@ func TestDiagnose(t *testing.T) {
 			r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1"}
 			r.UserNS.Sysctls[sysctlAppArmorUsern] = "1"
 			r.Auto.Backend = "landlock"
-		}, []string{"AppArmor restricts unprivileged user namespaces"}, []string{
+		}, []string{"AppArmor restricts unprivileged user namespaces: kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu 24.04's default"}, []string{
 			"profile bwrap /usr/bin/bwrap flags=(unconfined) {", "  userns,", "abi <abi/4.0>,", "include <tunables/global>",
 			"apparmor_parser -r /etc/apparmor.d/bwrap", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
 		}},
+		{"apparmor restricts, a bwrap profile without userns", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: setting up uid map: Permission denied"
+			r.AppArmor = AppArmor{Enabled: true, RestrictUserns: "1", BwrapProfile: "bwrap (enforce)"}
+			r.Auto.Backend = "landlock"
+		}, []string{"the loaded profile bwrap (enforce) names bwrap but does not let it make them (that needs the rule userns,)"},
+			[]string{"apparmor_parser -r /etc/apparmor.d/bwrap"}},
 		{"no bwrap", func(r *Report) {
 			r.Bwrap = Bwrap{}
 			r.Auto.Backend = "landlock"
@@ -79,6 +85,23 @@ func TestDiagnose(t *testing.T) {
 		// as well as any other: no problem to fix.
 		{"cgroup v1 only", func(r *Report) { r.Cgroup = Cgroup{Layout: "legacy"} }, nil, nil},
 		{"landlock without TCP", func(r *Report) { r.Landlock.ABI = 3 }, []string{"cannot restrict TCP"}, []string{"6.7"}},
+		// A root container without cgroup delegation (most CI
+		// containers): the examples' process limit cannot hold there.
+		{"container without cgroup delegation", func(r *Report) {
+			r.UID = 0
+			r.Container = Container{Detected: true, Kind: "docker"}
+			r.Cgroup = Cgroup{V2: true, Layout: "unified", Path: "/", Top: true,
+				Pids: "unavailable: the pids controller is not enabled for /sys/fs/cgroup, the top of this cgroup namespace"}
+		}, []string{"[limits] processes cannot be enforced here"}, []string{"--pids-limit"}},
+		// Its own cgroup, delegated: nothing to say.
+		{"namespace top with pids", func(r *Report) {
+			r.Cgroup = Cgroup{V2: true, Layout: "unified", Path: "/", Top: true, Pids: "cgroup v2 under /sys/fs/cgroup"}
+		}, nil, nil},
+		// Not the top of a namespace: only a policy with [limits] needs a
+		// cgroup, and plan says what it gets.
+		{"parent does not delegate", func(r *Report) {
+			r.Cgroup = Cgroup{V2: true, Layout: "unified", Path: "/user.slice", Pids: "unavailable: its parent does not delegate it"}
+		}, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -222,5 +245,56 @@ func TestBwrapCause(t *testing.T) {
 	}
 	if CauseProcMasked.Short() == CauseMaxUserns.Short() || strings.Contains(CauseProcMasked.Short(), "namespaces") {
 		t.Errorf("a masked /proc is told as %q", CauseProcMasked.Short())
+	}
+}
+
+// TestLimitsProblem: what doctor says of a cgroup namespace's top cgroup
+// with no pids controller to use, from the facts alone: the container
+// without delegation, that [limits] processes cannot be enforced (as root
+// not at all), and what to do.
+func TestLimitsProblem(t *testing.T) {
+	const reason = "the pids controller is not enabled for /sys/fs/cgroup, the top of this cgroup namespace (cgroup.controllers: \"memory\"): " +
+		"whoever made the namespace (a container runtime) delegates no pids to it"
+	const fix = "limit the whole container instead: docker run --pids-limit N, podman run --pids-limit N (Kubernetes: the kubelet's podPidsLimit); " +
+		"or give the container a cgroup it may divide (a writable cgroup2 mount, and an entrypoint that moves its own processes into a child " +
+		"cgroup and enables +pids in the top's cgroup.subtree_control); " +
+		"or take [limits] processes out of the policy (examples/ci.toml leaves it out); [limits] memory falls back to RLIMIT_AS"
+	tests := []struct {
+		name string
+		uid  int
+		kind string
+		top  bool
+		pids string
+		want string // the problem; "" for none
+	}{
+		{"root in docker", 0, "docker", true, "unavailable: " + reason,
+			"a policy's [limits] processes cannot be enforced here: agentbox runs in the top cgroup of its cgroup namespace " +
+				"(a docker container without cgroup delegation), whose parent is out of reach, and the box's own cgroup cannot be made in it (" +
+				reason + "); as root there is no fallback: the kernel never applies RLIMIT_NPROC to root"},
+		{"a user, container kind unknown", 1000, "", true, "unavailable: " + reason,
+			"a policy's [limits] processes cannot be enforced here: agentbox runs in the top cgroup of its cgroup namespace " +
+				"(a container without cgroup delegation), whose parent is out of reach, and the box's own cgroup cannot be made in it (" +
+				reason + "); the fallback, RLIMIT_NPROC, counts every process of uid 1000, not only the box's"},
+		{"delegated", 0, "docker", true, "cgroup v2 under /sys/fs/cgroup", ""},
+		{"not a namespace top", 0, "", false, "unavailable: its parent does not delegate it", ""},
+		{"not probed", 0, "docker", true, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base()
+			r.UID = tc.uid
+			r.Container = Container{Detected: tc.kind != "", Kind: tc.kind}
+			r.Cgroup = Cgroup{V2: true, Layout: "unified", Path: "/", Top: tc.top, Pids: tc.pids}
+			got, ok := limitsProblem(r)
+			if tc.want == "" {
+				if ok {
+					t.Errorf("a problem where none is: %+v", got)
+				}
+				return
+			}
+			if diff := cmp.Diff(Problem{Problem: tc.want, Fix: fix}, got); diff != "" {
+				t.Errorf("limitsProblem (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

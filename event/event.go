@@ -28,7 +28,7 @@ const (
 	// RunEnd: the run is over (Status, DurationMS).
 	RunEnd Kind = "run-end"
 	// Net: the proxy allowed or denied a connection (Allowed, Proto,
-	// Target, Reason).
+	// Target, Reason; Unreachable when an allowed host was not reached).
 	Net Kind = "net"
 	// Quarantine: an after-run check neutralised something the box left
 	// that a host program would run (Path, Action, Detail, Rule).
@@ -74,6 +74,9 @@ type Event struct {
 	Allowed *bool  `json:"allowed,omitempty"`
 	Proto   string `json:"proto,omitempty"`
 	Target  string `json:"target,omitempty"`
+	// Unreachable: why an allowed host could not be reached (the box got
+	// a 502).
+	Unreachable string `json:"unreachable,omitempty"`
 
 	// Quarantine, Denied, Limit, Warning
 	Path    string `json:"path,omitempty"`

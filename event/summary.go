@@ -11,7 +11,8 @@ import (
 
 // Summary is the sink that tells the user, on stderr, what they must know
 // about a run as it happens: each item an after-run check neutralised,
-// each limit hit, each warning. Text that came from the box is escaped, so
+// each limit hit, each warning, each allowed host that could not be
+// reached (once). Text that came from the box is escaped, so
 // nothing it chose can act on the terminal. What the box was refused is
 // summed up at the end by another sink (package refusal), which knows the
 // policy.
@@ -23,6 +24,8 @@ type Summary struct {
 	// the end (Close); the audit log has each item.
 	run    string
 	unseen []Event
+	// The allowed hosts that could not be reached, said once each.
+	unreachable map[string]bool
 }
 
 // Emit writes the lines e calls for.
@@ -38,6 +41,20 @@ func (s *Summary) Emit(e Event) {
 		fmt.Fprintf(s.W, "agentbox: the box hit its %s limit: %s\n", e.Limit, Escape(e.Detail))
 	case Warning:
 		fmt.Fprintf(s.W, "agentbox: warning: %s\n", Escape(e.Detail))
+	case Net:
+		if e.Unreachable == "" || s.unreachable[e.Target] {
+			return
+		}
+		if s.unreachable == nil {
+			s.unreachable = map[string]bool{}
+		}
+		s.unreachable[e.Target] = true
+		got := "the box got 502 Bad Gateway"
+		if e.Proto == "socks5" {
+			got = "the box's SOCKS5 connect failed"
+		}
+		fmt.Fprintf(s.W, "agentbox: %s is allowed, but it cannot be reached: %s (%s)\n",
+			Escape(e.Target), Escape(e.Unreachable), got)
 	case Unseen:
 		s.run = e.Run
 		s.unseen = append(s.unseen, e)

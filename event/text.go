@@ -132,6 +132,9 @@ func Describe(e Event) string {
 		if e.Reason != "" {
 			s += " (" + e.Reason + ")"
 		}
+		if e.Unreachable != "" {
+			s += ", but it cannot be reached: " + e.Unreachable
+		}
 		return s
 	case Quarantine:
 		return join(e.Action+" "+e.Path, e.Detail, opt("rule ", e.Rule))

@@ -306,11 +306,7 @@ func (run *auditRun) denial(acc, sc map[string]string) {
 		if e, err := strconv.Atoi(sc["exit"]); err == nil && e < 0 {
 			a.Errno = unix.ErrnoName(unix.Errno(-e))
 		}
-		process = sc["comm"] + " (pid " + sc["pid"]
-		if sc["exe"] != "" {
-			process += ", " + sc["exe"]
-		}
-		process += ")"
+		process = processLabel(sc["comm"], a.Pid, sc["exe"])
 	}
 	e, refused := run.judge(a)
 	if !refused || !run.seen.first(e) {

@@ -421,20 +421,13 @@ func (n *notifier) mem(tid int, addr uint64, b []byte) bool {
 func (n *notifier) process(tid int) string { return processName(tid) }
 
 // processName names process (or thread) tid: its name (which it chose)
-// and the executable (which it did not), and its pid on the host.
+// and the executable (which it did not), and its pid on the host, in the
+// one shape of processLabel.
 func processName(tid int) string {
 	dir := "/proc/" + strconv.Itoa(tid)
 	comm, _ := readFile(dir + "/comm")
 	exe, _ := readlink(dir + "/exe")
-	s := strings.TrimSpace(comm)
-	if s == "" {
-		s = "?"
-	}
-	s += " (pid " + strconv.Itoa(tid)
-	if exe != "" {
-		s += ", " + exe
-	}
-	return s + ")"
+	return processLabel(strings.TrimSpace(comm), tid, exe)
 }
 
 func readlink(p string) (string, error) {

@@ -330,7 +330,7 @@ func (s *preloadServer) record(b []byte, pid int) {
 			e.Process = processName(pid)
 			if strings.HasPrefix(e.Process, "? ") && r.prog != "" {
 				// Gone already: the name it gave itself.
-				e.Process = r.prog + strings.TrimPrefix(e.Process, "?")
+				e.Process = processLabel(r.prog, pid, "")
 			}
 		}
 		s.ev.Emit(e)
@@ -338,12 +338,7 @@ func (s *preloadServer) record(b []byte, pid int) {
 }
 
 // claimedName names the sender of a frame of the pipe as it named itself.
-func claimedName(prog string, pid int) string {
-	if prog == "" {
-		prog = "?"
-	}
-	return prog + " (pid " + strconv.Itoa(pid) + ", as it says)"
-}
+func claimedName(prog string, pid int) string { return processLabel(prog, pid, "") }
 
 // boxRoot opens the box's root folder: the host's under Landlock (the
 // box cannot chroot: that needs a capability no boxed process has); under

@@ -73,6 +73,17 @@ func TestOutputFits(t *testing.T) {
 		t.Errorf("no warning for the missing writable folder:\n%s", outputs["run --best-effort -- true"].stderr)
 	}
 	os.Remove(filepath.Join(w.project, ".agentbox.toml"))
+	// Without $COLUMNS, a pipe gets 100 columns too: plan and verify
+	// printed whole lines of about 300 columns to a pipe before.
+	w.env = env
+	for _, args := range [][]string{{"plan", "--", "true"}, {"verify"}} {
+		r := w.run(args...)
+		expectCode(t, r, 0)
+		if multi, line, _ := widest(r.stdout); multi > 100 {
+			t.Errorf("%s without $COLUMNS: a line of %d columns: %q", strings.Join(args, " "), multi, line)
+		}
+	}
+	w.env = append(env, "COLUMNS=100")
 	// --wide: whole lines.
 	r := w.run("plan", "--argv", "--wide", "--", "true")
 	expectCode(t, r, 0)

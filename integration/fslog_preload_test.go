@@ -95,7 +95,7 @@ exit 0`)
 				{"create", "by-sh", "sh (pid "}, {"create", "by-python", "python"}, {"create", "by-node", "node (pid "}, {"mkdir", "by-git", "git (pid "},
 			} {
 				e := find(t, evs, c.op, filepath.Join(locked, c.name))
-				if e.Rule != rule || !strings.Contains(e.Process, c.process) || e.Errno == "" {
+				if e.Rule != rule || !strings.Contains(e.Process, c.process) || !processShape.MatchString(e.Process) || e.Errno == "" {
 					t.Errorf("%s %s: rule %q, process %q, errno %q; want rule %q, process %q", c.op, c.name, e.Rule, e.Process, e.Errno, rule, c.process)
 				}
 				expectContains(t, "summary", r.stderr, "locked/"+c.name)
@@ -143,7 +143,7 @@ func TestFSLogPreloadStaticOnlyComplete(t *testing.T) {
 			r = w.run("run", "--backend", backend, "--policy", complete, "--", prog, target)
 			expectCode(t, r, 0)
 			expectContains(t, "stderr", r.stderr, "the box was refused 1 filesystem operation")
-			if e := find(t, w.denials(), "create", target); !strings.Contains(e.Process, "static-writer") {
+			if e := find(t, w.denials(), "create", target); !strings.Contains(e.Process, "static-writer") || !processShape.MatchString(e.Process) {
 				t.Errorf("process %q", e.Process)
 			}
 		})

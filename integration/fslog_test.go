@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -56,6 +57,11 @@ func find(t *testing.T, evs []event.Event, op, path string) event.Event {
 	t.Fatalf("no refusal %s %s in the log; it holds:\n%s", op, path, strings.Join(got, "\n"))
 	return event.Event{}
 }
+
+// processShape is the one shape of a refusal's process field, whichever
+// source saw the refusal: "NAME (pid N, EXE)", EXE "as it says" where
+// agentbox read no executable.
+var processShape = regexp.MustCompile(`^.+ \(pid ([0-9]+|\?), (/.*|as it says)\)$`)
 
 // mechanism is how the plan records filesystem refusals for the backend.
 func (w *world) mechanism(backend string) string {
@@ -129,7 +135,7 @@ exit 0`)
 				if e.Errno != c.errno || e.Rule != c.rule {
 					t.Errorf("%s %s: errno %q rule %q, want %q %q", c.op, c.path, e.Errno, e.Rule, c.errno, c.rule)
 				}
-				if !strings.Contains(e.Process, "(pid ") || e.Detail == "" {
+				if !processShape.MatchString(e.Process) || e.Detail == "" {
 					t.Errorf("%s %s: process %q, advice %q: want both", c.op, c.path, e.Process, e.Detail)
 				}
 			}

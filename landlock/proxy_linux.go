@@ -23,7 +23,8 @@ import (
 // (netproxy.SameUser).
 func startProxy(p *plan.Plan, c *backend.Context) (*netproxy.Loopback, error) {
 	return netproxy.StartLoopback(p.Network, c.NetLog, func(d netproxy.Decided) {
-		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason})
+		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason,
+			Unreachable: d.Unreachable})
 	}, netproxy.SameUser(os.Getuid()))
 }
 

@@ -563,7 +563,8 @@ func startNet(d Detail, p *plan.Plan, c *backend.Context) (*netRun, error) {
 	popts.Forward = d.Forward
 	nw.ca, nw.caBase = popts.Authority, p.Network.CABase
 	popts.Decided = func(dec netproxy.Decided) {
-		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason})
+		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(dec.Allowed), Proto: dec.Proto, Target: dec.Target, Reason: dec.Reason,
+			Unreachable: dec.Unreachable})
 	}
 	if c.NetLog != "" {
 		// A file agentbox writes on the host: never one the box can

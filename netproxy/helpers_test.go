@@ -87,6 +87,7 @@ type boxOptions struct {
 	secrets  []Secret
 	ca       *Authority
 	roots    *x509.CertPool
+	decided  func(Decided)
 }
 
 // startBox starts a proxy and its relays; Cleanup closes them.
@@ -98,7 +99,7 @@ func startBox(tb testing.TB, allow, deny []string, o boxOptions) *box {
 	}
 	log := &syncBuffer{}
 	p, err := New(rules, Options{Log: log, Resolver: testResolver, Forward: o.forward, Upstream: o.upstream,
-		Secrets: o.secrets, Authority: o.ca, RootCAs: o.roots})
+		Secrets: o.secrets, Authority: o.ca, RootCAs: o.roots, Decided: o.decided})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,10 @@ type Decided struct {
 	// Request is "METHOD /path" (no query) of a request the proxy read
 	// one by one; "" for a connection.
 	Request string
+	// Unreachable says why an allowed host could not be reached
+	// ("connection refused", "its name does not resolve"): the box got a
+	// 502 (a SOCKS failure). "" when it was reached, or not allowed.
+	Unreachable string
 }
 
 // Proxy is the allowlist proxy: HTTP (absolute-URI requests and CONNECT) and
@@ -368,7 +373,11 @@ func (p *Proxy) recordFull(proto, target, request string, d Decision, err error)
 		p.logMu.Unlock()
 	}
 	if p.opts.Decided != nil {
-		p.opts.Decided(Decided{Allowed: d.Allowed, Proto: proto, Target: target, Rule: d.Rule, Reason: d.Reason, Request: request})
+		dec := Decided{Allowed: d.Allowed, Proto: proto, Target: target, Rule: d.Rule, Reason: d.Reason, Request: request}
+		if d.Allowed && err != nil {
+			dec.Unreachable = p.redact(unreachable(err))
+		}
+		p.opts.Decided(dec)
 	}
 	if p.opts.Log == nil {
 		return
@@ -384,6 +393,27 @@ func (p *Proxy) recordFull(proto, target, request string, d Decision, err error)
 	p.logMu.Lock()
 	defer p.logMu.Unlock()
 	fmt.Fprintln(p.opts.Log, line)
+}
+
+// unreachable says in a few words why an allowed host could not be
+// reached, from the error of resolving or connecting to it.
+func unreachable(err error) string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "its name does not resolve (" + dns.Err + ")"
+	case errors.As(err, &dns):
+		return "resolving its name failed: " + dns.Err
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused (nothing listens there)"
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return "no route to the host"
+	case errors.Is(err, syscall.ENETUNREACH):
+		return "the network is unreachable"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return "no answer within " + dialTimeout.String()
+	}
+	return err.Error()
 }
 
 // denial is the one-line explanation a denied client gets.

@@ -2,9 +2,11 @@ package netproxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,6 +20,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -744,5 +748,80 @@ func TestHTTPAnswerFraming(t *testing.T) {
 	want := "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
 	if out != want {
 		t.Errorf("answer %q, want %q", out, want)
+	}
+}
+
+// An allowed host that cannot be reached gets the client a 502, and the
+// decision says why in a few words, for the one line the run prints: a
+// port where nothing listens, a name that does not resolve, by CONNECT,
+// plain HTTP and SOCKS5 alike.
+func TestUnreachableAllowedHost(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	var mu sync.Mutex
+	var got []string
+	b := startBox(t, []string{"example.test", "nx.test"}, nil, boxOptions{decided: func(d Decided) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%s %s allowed=%v unreachable=%q", d.Proto, d.Target, d.Allowed, d.Unreachable))
+	}})
+	for _, target := range []string{"example.test:" + closed, "nx.test:80"} {
+		c, _, resp := connectVia(t, b.addr, target)
+		c.Close()
+		if resp.StatusCode != 502 {
+			t.Errorf("CONNECT %s: status %d, want 502", target, resp.StatusCode)
+		}
+	}
+	proxy, _ := url.Parse("http://" + b.addr)
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get("http://example.test:" + closed + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 502 {
+		t.Errorf("GET: status %d, want 502", resp.StatusCode)
+	}
+	c, _, code := socksVia(t, b.addr, socksName("nx.test"), 80)
+	c.Close()
+	if code == 0 {
+		t.Errorf("SOCKS5 connect to nx.test:80 succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{
+		`connect example.test:` + closed + ` allowed=true unreachable="connection refused (nothing listens there)"`,
+		`connect nx.test:80 allowed=true unreachable="its name does not resolve (no such host)"`,
+		`http example.test:` + closed + ` allowed=true unreachable="connection refused (nothing listens there)"`,
+		`socks5 nx.test:80 allowed=true unreachable="its name does not resolve (no such host)"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+// unreachable's words for each way a dial fails.
+func TestUnreachableWords(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused (nothing listens there)"},
+		{&net.DNSError{Err: "no such host", Name: "x.test", IsNotFound: true}, "its name does not resolve (no such host)"},
+		{&net.DNSError{Err: "server misbehaving", Name: "x.test"}, "resolving its name failed: server misbehaving"},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, "no route to the host"},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}, "the network is unreachable"},
+		{fmt.Errorf("dial: %w", context.DeadlineExceeded), "no answer within 15s"},
+		{errors.New("proxy closed"), "proxy closed"},
+	}
+	for _, tc := range tests {
+		if got := unreachable(tc.err); got != tc.want {
+			t.Errorf("unreachable(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

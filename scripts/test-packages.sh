@@ -18,6 +18,22 @@ for tool in bwrap:bubblewrap tmux:tmux gcc:gcc git:git setpriv:util-linux unshar
 done
 # scripts/fresh-root-check.sh's (in /usr/sbin, not on an ordinary user's PATH).
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+# scripts/fresh-root-check.sh makes a Debian and an Ubuntu root: each needs
+# the other distribution's archive keys. Debian 12 has no package of
+# Ubuntu's (fresh-root-check.sh fetches Debian 13's ubuntu-keyring itself).
+os_id= os_version=
+if [ -r /etc/os-release ]; then
+	os_id=$(. /etc/os-release && echo "${ID:-}")
+	os_version=$(. /etc/os-release && echo "${VERSION_ID:-}")
+fi
+case $os_id in
+ubuntu) [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring) ;;
+debian)
+	if [ ! -f /usr/share/keyrings/ubuntu-archive-keyring.gpg ] && { [ -z "$os_version" ] || [ "${os_version%%.*}" -ge 13 ]; }; then
+		missing+=(ubuntu-keyring)
+	fi
+	;;
+esac
 # npm (the registry's tests, and the agent CLIs' install): Debian's npm
 # brings Debian's nodejs, and conflicts with a nodejs from elsewhere
 # (NodeSource's includes npm), so it is asked for only when there is no

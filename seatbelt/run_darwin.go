@@ -143,6 +143,7 @@ func lookPath(name string, env []string) (string, error) {
 // the run lasts (plan says so).
 func startProxy(p *plan.Plan, c *backend.Context) (*netproxy.Loopback, error) {
 	return netproxy.StartLoopback(p.Network, c.NetLog, func(d netproxy.Decided) {
-		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason})
+		c.Emit(event.Event{Kind: event.Net, Allowed: event.Bool(d.Allowed), Proto: d.Proto, Target: d.Target, Reason: d.Reason,
+			Unreachable: d.Unreachable})
 	}, func(net.Conn) error { return nil })
 }
