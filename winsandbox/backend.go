@@ -108,7 +108,7 @@ func keepAfterRun(p *plan.Plan, s *Spec) {
 			guards[i].Note = "the box may change it: recorded before the run, and put back after it"
 		}
 	}
-	p.HostExec.Guards = guards
+	p.HostExec.Guards = gitPlaceholderGuards(guards, s.GitPlaceholders)
 }
 
 func appendPrepare(list []plan.Prepare, d plan.Prepare) []plan.Prepare {

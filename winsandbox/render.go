@@ -76,6 +76,9 @@ func (s *Spec) Render() string {
 	for _, ph := range s.Placeholders {
 		p("placeholder %s (an empty folder, read-only for the box, during the run)", ph)
 	}
+	for _, g := range s.GitPlaceholders {
+		p("placeholder %s %q (a file of agentbox's, read-only for the box, during the run)", g.Path, g.Content)
+	}
 	for _, f := range s.Git {
 		p("git-file %s %q", f.Path, f.Content)
 	}

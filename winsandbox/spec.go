@@ -258,6 +258,11 @@ type Spec struct {
 	// read-only for the box, before the command starts, and removes after
 	// it when still empty (controlfolder.go).
 	Placeholders []string `json:"placeholders,omitempty"`
+	// GitPlaceholders are the missing commondir and config.worktree files
+	// of the git folders in the writable roots, which Run makes before the
+	// command starts, read-only for the box, and removes after it
+	// (gitfiles.go).
+	GitPlaceholders []GitPlaceholder `json:"git_placeholders,omitempty"`
 	// Refuse, when set, says why the command cannot run at all.
 	Refuse *Refusal          `json:"refuse,omitempty"`
 	Spawn  SpawnRequest      `json:"spawn"`
@@ -442,6 +447,13 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	placeholders, controlACEs := controlKeep(p.HostExec.Guards, opts.IsDir)
 	s.Placeholders = placeholders
 	s.ACEs = append(s.ACEs, controlACEs...)
+	// Missing commondir and config.worktree files of the git folders,
+	// kept during the run too (gitfiles.go).
+	gitFiles, gitACEs := gitKeep(p.HostExec.GitDirs, p.HostExec.Guards, func(x string) bool {
+		return innermost(writable, x) != "" && innermost(readOnly, x) == "" && innermost(hidden, x) == ""
+	})
+	s.GitPlaceholders = gitFiles
+	s.ACEs = append(s.ACEs, gitACEs...)
 	// What the sandbox users must read besides the plan's paths: the
 	// runner, the command's program, a working directory outside the
 	// writable roots, each no broader than it must be (readgrant.go).
