@@ -263,6 +263,9 @@ type Spec struct {
 	// command starts, read-only for the box, and removes after it
 	// (gitfiles.go).
 	GitPlaceholders []GitPlaceholder `json:"git_placeholders,omitempty"`
+	// Home is the box's own home folder (boxhome.go); nil when the box
+	// keeps the user's USERPROFILE and HOME.
+	Home *BoxHome `json:"home,omitempty"`
 	// Refuse, when set, says why the command cannot run at all.
 	Refuse *Refusal          `json:"refuse,omitempty"`
 	Spawn  SpawnRequest      `json:"spawn"`
@@ -496,6 +499,12 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		s.Spawn.RestrictingSIDs = append(s.Spawn.RestrictingSIDs, CapabilitySID(w.path))
 	}
 	s.Added = addedEnv(p, s, writable)
+	if h := boxHome(p); h != nil {
+		s.Home = h
+		s.Added = append(s.Added, h.Env...)
+		s.Rules = append(s.Rules, plan.RuleStatus{Rule: "home", Path: h.Path, Origin: "caches.appdata", Level: plan.Enforced,
+			How: "USERPROFILE, HOME, HOMEDRIVE and HOMEPATH name the workspace's own home folder (the sandbox users cannot read yours): empty at first, kept between the workspace's runs, read by no host program"})
+	}
 	if s.Tmp != "" {
 		id := "agentbox-git"
 		if p.RunID != "" {
