@@ -1,6 +1,7 @@
 package winsandbox
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/cache"
@@ -102,6 +103,16 @@ func TestCompleteBoxHome(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no rule names the box's home: %+v", p.Box.Rules)
+	}
+	// What the grant on the caches does not keep out is said, not hidden.
+	said := false
+	for _, r := range p.Box.Rules {
+		if r.Rule == "windows" && r.Level == plan.Weaker && strings.Contains(r.How, "the box of another workspace can read them") && strings.Contains(r.How, testCaches) {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("plan does not say another workspace's box can read the caches: %+v", p.Box.Rules)
 	}
 	made := map[string]bool{}
 	for _, d := range p.Prepare {

@@ -406,6 +406,12 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	pins = dedupe(pins, covered)
 	hidden = dedupe(hidden, func(pathRule) bool { return false })
 
+	// Reads are checked against the sandbox users' own SIDs, which every
+	// workspace's box shares (the capability SIDs restrict writes only),
+	// and a writable root keeps its ACEs between runs.
+	if p.CacheDir != "" && innermost(writable, p.CacheDir) != "" {
+		note("the workspace's private caches (%s) keep their grant between runs, as every writable root does, and reads are checked against the sandbox users every workspace's box runs as: the box of another workspace can read them (not write them); Linux hides other workspaces' caches", p.CacheDir)
+	}
 	// Hidden paths first: the order of ACEs on one path does not matter
 	// (SetEntriesInAcl puts explicit denies first), but the golden files
 	// read best in plan order, stage by stage.
