@@ -409,8 +409,14 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	// Reads are checked against the sandbox users' own SIDs, which every
 	// workspace's box shares (the capability SIDs restrict writes only),
 	// and a writable root keeps its ACEs between runs.
-	if p.CacheDir != "" && innermost(writable, p.CacheDir) != "" {
-		note("the workspace's private caches (%s) keep their grant between runs, as every writable root does, and reads are checked against the sandbox users every workspace's box runs as: the box of another workspace can read them (not write them); Linux hides other workspaces' caches", p.CacheDir)
+	var kept []string
+	for _, w := range writable {
+		if s.Tmp == "" || winKey(w.path) != winKey(s.Tmp) {
+			kept = append(kept, w.path)
+		}
+	}
+	if len(kept) > 0 {
+		note("the writable roots (%s) keep their grant for the sandbox group between runs, and reads are checked against the sandbox users every workspace's box runs as (the capability SIDs restrict writes only): the box of another workspace can read them (not write them) by their paths; Linux hides other workspaces and their caches", strings.Join(kept, ", "))
 	}
 	// Hidden paths first: the order of ACEs on one path does not matter
 	// (SetEntriesInAcl puts explicit denies first), but the golden files
