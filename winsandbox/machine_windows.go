@@ -18,13 +18,13 @@ var (
 )
 
 // ReadMachine reads what MachineProblems decides from (machine.go): the
-// setup record, each sandbox account (looked up, its flags, whether it
-// is hidden from the sign-in screen), the Secondary Logon service's start
-// type, and the logon rights of the local security policy (which a
-// standard user may not read: then they are not judged). It logs on as
-// no one and changes nothing.
+// Secondary Logon service's start type and the logon rights of the local
+// security policy (which a standard user may not read: then they are not
+// judged), with or without a setup; then the setup record and each
+// sandbox account (looked up, its flags, whether it is hidden from the
+// sign-in screen). It logs on as no one and changes nothing.
 func ReadMachine() MachineFacts {
-	var f MachineFacts
+	f := MachineFacts{Seclogon: seclogonStart(), Rights: logonRights()}
 	rec, err := loadRecord()
 	if err != nil {
 		return f
@@ -61,8 +61,6 @@ func ReadMachine() MachineFacts {
 		}
 		f.Accounts = append(f.Accounts, a)
 	}
-	f.Seclogon = seclogonStart()
-	f.Rights = logonRights()
 	return f
 }
 
