@@ -73,19 +73,8 @@ func accountDisabled(u string) (known, disabled bool) {
 		return false, false
 	}
 	defer windows.NetApiBufferFree(buf)
-	// USER_INFO_1: name, password, password_age, priv, home_dir, comment,
-	// flags, script_path; flags is the same field as in USER_INFO_2.
-	info := (*struct {
-		name        *uint16
-		password    *uint16
-		passwordAge uint32
-		priv        uint32
-		homeDir     *uint16
-		comment     *uint16
-		flags       uint32
-		scriptPath  *uint16
-	})(unsafe.Pointer(buf))
-	return true, info.flags&ufAccountDisable != 0
+	info := (*userInfo1)(unsafe.Pointer(buf))
+	return true, info.Flags&ufAccountDisable != 0
 }
 
 // seclogonStart reads the Secondary Logon service's start type.
