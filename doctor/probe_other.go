@@ -20,6 +20,7 @@ func Probe(all []backend.Backend) Report {
 	r.Seccomp.Error = notLinux
 	r.Cgroup.Layout = "none"
 	r.Auto = auto(all)
+	r.Problems = append(r.Problems, platformProblems()...)
 	return r
 }
 

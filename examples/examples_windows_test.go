@@ -104,6 +104,15 @@ func moved(p *plan.Plan, root string) *plan.Plan {
 		q.Mounts[i].Path, q.Mounts[i].Source = m(q.Mounts[i].Path), m(q.Mounts[i].Source)
 	}
 	q.Tmp.HostDir = m(q.Tmp.HostDir)
+	q.CacheDir = m(q.CacheDir)
+	q.Caches = slices.Clone(q.Caches)
+	for i := range q.Caches {
+		q.Caches[i].Dirs = slices.Clone(q.Caches[i].Dirs)
+		for j := range q.Caches[i].Dirs {
+			d := &q.Caches[i].Dirs[j]
+			d.Path, d.Host, d.Var = m(d.Path), m(d.Host), m(d.Var)
+		}
+	}
 	for _, s := range []*string{&q.Workspace.Root, &q.Workspace.Dir, &q.Workspace.RepoDir, &q.Workspace.TaskDir} {
 		*s = m(*s)
 	}

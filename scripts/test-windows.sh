@@ -40,8 +40,13 @@
 #     record, runner, pipes, spawn, output, status 127, the box's own
 #     global git configuration, an allowlist run answered by the proxy, two
 #     allowlist runs at once on two proxy ports, offline mode refused when
-#     the firewall cannot be read), with the runner started as the caller
-#     because Wine's CreateProcessWithLogonW is a stub;
+#     the firewall cannot be read, a git folder's placeholder commondir and
+#     config.worktree there during the run and gone after it, the box's own
+#     home folder made and named by USERPROFILE and HOME), with the runner
+#     started as the caller because Wine's CreateProcessWithLogonW is a stub;
+#   - the machine facts `agentbox doctor` reads on Windows are read to the
+#     end (Wine's service manager and security policy answer little, so
+#     what doctor would say here shows nothing about Windows);
 #   - the after-run check on Windows, through the real run path with a plan
 #     from real Windows resolution: a planted .git\commondir, a new
 #     .claude\settings.json and .vscode\tasks.json, a new repository's
@@ -55,7 +60,9 @@
 #
 # What this does NOT prove (Wine accepts these calls and enforces nothing):
 #   - that the restricted token stops writes outside the writable roots
-#     (TestWindowsRestrictedTokenWrites skips here and runs on real Windows);
+#     (TestWindowsRestrictedTokenWrites skips here and runs on real Windows),
+#     or that the box cannot change a git placeholder
+#     (TestWindowsGitPlaceholderHolds, the same);
 #   - that ACEs grant or deny anything, or that deny-write on .git/hooks and
 #     deny-delete on .git hold;
 #   - that the job object kills the tree when agentbox dies, or that

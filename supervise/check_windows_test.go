@@ -69,6 +69,10 @@ func TestWindowsAfterRunCheck(t *testing.T) {
 	proj := filepath.Join(home, "proj")
 	write(t, filepath.Join(proj, ".git", "HEAD"), "ref: refs/heads/main\n")
 	write(t, filepath.Join(proj, ".git", "config"), "[core]\n\trepositoryformatversion = 0\n")
+	// A linked worktree's folder, as git worktree add leaves it.
+	write(t, filepath.Join(proj, ".git", "worktrees", "wt", "HEAD"), "ref: refs/heads/wt\n")
+	write(t, filepath.Join(proj, ".git", "worktrees", "wt", "commondir"), "../..\n")
+	write(t, filepath.Join(proj, ".git", "worktrees", "wt", "gitdir"), filepath.Join(home, "wt", ".git")+"\n")
 	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`, `tmp`} {
 		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -109,6 +113,13 @@ func TestWindowsAfterRunCheck(t *testing.T) {
 	if g, ok := p.HostExec.GuardAt(filepath.Join(proj, ".claude")); !ok || g.Keep != plan.KeepChecked {
 		t.Errorf("the missing .claude is %+v, want a guard kept by the after-run check", g)
 	}
+	// The git folders' missing commondir and config.worktree stand in
+	// during the run (winsandbox/gitfiles.go) and are checked after it.
+	for _, f := range []string{`.git\commondir`, `.git\config.worktree`, `.git\worktrees\wt\config.worktree`} {
+		if g, ok := p.HostExec.GuardAt(filepath.Join(proj, f)); !ok || g.Keep != plan.KeepChecked || !strings.Contains(g.Note, "during the run") {
+			t.Errorf("the missing %s is %+v, want a guard kept during the run and checked after it", f, g)
+		}
+	}
 
 	pwned := filepath.Join(base, "pwned.txt")
 	fsmonitor := "[core]\n\tfsmonitor = cmd /c echo x> " + strings.ReplaceAll(pwned, `\`, "/") + "\n"
@@ -122,6 +133,9 @@ func TestWindowsAfterRunCheck(t *testing.T) {
 		write(t, filepath.Join(proj, "sub", ".git", "config"), fsmonitor+"[user]\n\tname = box\n")
 		write(t, filepath.Join(proj, "sub", ".git", "hooks", "pre-commit"), "#!/bin/sh\ncalc\n")
 		write(t, filepath.Join(proj, "deep", "er", ".claude", "settings.json"), `{}`)
+		write(t, filepath.Join(proj, ".git", "config.worktree"), fsmonitor)
+		write(t, filepath.Join(proj, ".git", "worktrees", "wt", "config.worktree"), fsmonitor)
+		write(t, filepath.Join(proj, ".git", "worktrees", "wt", "commondir"), "../../../evil\n")
 	}}
 	var ev events
 	if _, err := supervise.Run(box, p, backend.Context{Events: &ev}); err != nil {
@@ -131,6 +145,14 @@ func TestWindowsAfterRunCheck(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(proj, gone)); err == nil {
 			t.Errorf("%s is still there after the run", gone)
 		}
+	}
+	for _, f := range []string{`.git\config.worktree`, `.git\worktrees\wt\config.worktree`} {
+		if data, err := os.ReadFile(filepath.Join(proj, f)); err == nil && strings.Contains(string(data), "fsmonitor") {
+			t.Errorf("%s still sets core.fsmonitor after the run", f)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(proj, ".git", "worktrees", "wt", "commondir")); err != nil || strings.TrimSpace(string(data)) != "../.." {
+		t.Errorf("the linked worktree's commondir after the run: %q, %v; want ../..", data, err)
 	}
 	if data, err := os.ReadFile(filepath.Join(proj, "sub", ".git", "config")); err != nil || strings.Contains(string(data), "fsmonitor") || !strings.Contains(string(data), "box") {
 		t.Errorf("the new repository's config after the run: %q, %v; want it without core.fsmonitor, its safe keys kept", data, err)

@@ -19,9 +19,11 @@ import (
 //
 // Windows keeps by ACLs what Linux keeps by mounts: what exists and is
 // kept read-only gets a deny-write ACE for the sandbox users (package
-// winsandbox). What does not exist cannot carry an ACE, and a placeholder
-// does not fit every guard (git fails on an empty .git\commondir), so
-// everything the registry keeps that the box may create or change is
+// winsandbox). What does not exist cannot carry an ACE; the backend puts
+// placeholders where they fit (missing control folders, a git folder's
+// missing commondir and config.worktree) for the run, and removes them
+// before this check. Everything the registry keeps that the box may
+// create or change is
 // neutralised after the run, with every process of the run ended (the
 // backend ends its job first): what appeared where a guard found nothing
 // (a .claude\settings.json, a .vscode, a .git\commondir), the guards in

@@ -72,6 +72,13 @@ func (w *Windows) Complete(p *plan.Plan) error {
 		return err
 	}
 	keepAfterRun(p, s)
+	if s.Home != nil {
+		// The box's home and its %APPDATA% and %LOCALAPPDATA%, made
+		// before the run like the caches folder holding them.
+		for _, d := range s.Home.Make {
+			p.Prepare = appendPrepare(p.Prepare, plan.Prepare{Path: d, Mode: 0o700, Origin: plan.Origin{Key: "caches.appdata (windows: the box's own home folder)"}})
+		}
+	}
 	box := boxOf(p, s)
 	if box.Detail, err = json.Marshal(s); err != nil {
 		return err
@@ -108,7 +115,7 @@ func keepAfterRun(p *plan.Plan, s *Spec) {
 			guards[i].Note = "the box may change it: recorded before the run, and put back after it"
 		}
 	}
-	p.HostExec.Guards = guards
+	p.HostExec.Guards = gitPlaceholderGuards(guards, s.GitPlaceholders)
 }
 
 func appendPrepare(list []plan.Prepare, d plan.Prepare) []plan.Prepare {

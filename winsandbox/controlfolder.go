@@ -23,8 +23,9 @@ import (
 //   - a missing file in an existing control folder gets a deny-create ACE
 //     on that folder (no file or subfolder can be added to it; what is in
 //     it keeps its access).
-// Places elsewhere (.git\commondir, a root's own files) have no such
-// folder: they stay checked after the run only.
+// A git folder's commondir and config.worktree have placeholders of
+// their own (gitfiles.go); places elsewhere (a root's own files) have no
+// such folder: they stay checked after the run only.
 
 // controlFolders are the folders that belong to one host program and hold
 // only what it obeys: its project settings, tasks, hooks and servers.

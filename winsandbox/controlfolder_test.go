@@ -61,6 +61,7 @@ func TestCompleteKeepsControlFolders(t *testing.T) {
 		{Path: root + `\.vscode`, Rule: "vscode .vscode", Kind: plan.KindMissing, Keep: plan.KeepNone},
 		{Path: root + `\.claude\settings.json`, Rule: "claude .claude/settings.json", Kind: plan.KindMissing, Keep: plan.KeepNone},
 		{Path: root + `\.git\commondir`, Rule: "git commondir", Kind: plan.KindMissing, Keep: plan.KeepNone},
+		{Path: root + `\.envrc`, Rule: "direnv .envrc", Kind: plan.KindMissing, Keep: plan.KeepNone},
 	}
 	opts := Options{Exists: exists, IsDir: func(x string) bool { return winKey(x) == winKey(root+`\.claude`) }}
 	s, err := Build(p, opts)
@@ -72,7 +73,7 @@ func TestCompleteKeepsControlFolders(t *testing.T) {
 	for _, g := range p.HostExec.Guards {
 		notes[winBase(g.Path)] = g.Note
 	}
-	for name, want := range map[string]string{".vscode": "an empty folder the box cannot write", "settings.json": "deny-create", "commondir": "nothing stands in for it"} {
+	for name, want := range map[string]string{".vscode": "an empty folder the box cannot write", "settings.json": "deny-create", "commondir": "a file holding . (git reads it as this folder itself", ".envrc": "nothing stands in for it"} {
 		if !strings.Contains(notes[name], want) {
 			t.Errorf("%s: note %q, want it to say %q", name, notes[name], want)
 		}

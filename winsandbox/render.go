@@ -76,6 +76,12 @@ func (s *Spec) Render() string {
 	for _, ph := range s.Placeholders {
 		p("placeholder %s (an empty folder, read-only for the box, during the run)", ph)
 	}
+	if s.Home != nil {
+		p("home %s (the box's own home folder, in USERPROFILE, HOME, HOMEDRIVE and HOMEPATH; made before the run with %s)", s.Home.Path, strings.Join(s.Home.Make[1:], ", "))
+	}
+	for _, g := range s.GitPlaceholders {
+		p("placeholder %s %q (a file of agentbox's, read-only for the box, during the run)", g.Path, g.Content)
+	}
 	for _, f := range s.Git {
 		p("git-file %s %q", f.Path, f.Content)
 	}

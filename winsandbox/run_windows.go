@@ -268,6 +268,13 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	if err != nil {
 		return 125, err
 	}
+	// The same for the git folders' missing commondir and config.worktree
+	// (gitfiles.go): removed, when unchanged, before the after-run check.
+	gitMade, err := makeGitPlaceholders(spec.GitPlaceholders)
+	defer removeGitPlaceholders(gitMade)
+	if err != nil {
+		return 125, err
+	}
 	// The folders agentbox owns exist by now, and are the user's own, not
 	// a link planted by someone else (supervise.Run prepared them) before
 	// an ACL is put on them.

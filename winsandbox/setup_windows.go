@@ -21,7 +21,7 @@ import (
 
 // specialAccounts lists accounts hidden from the sign-in screen (a DWORD 0
 // per user name).
-const specialAccounts = `SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon\SpecialAccounts\UserList`
+const specialAccounts = specialAccountsKey
 
 // profileList holds one key per user profile, named by SID.
 const profileList = `SOFTWARE\Microsoft\Windows NT\CurrentVersion\ProfileList`

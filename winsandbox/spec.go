@@ -258,6 +258,14 @@ type Spec struct {
 	// read-only for the box, before the command starts, and removes after
 	// it when still empty (controlfolder.go).
 	Placeholders []string `json:"placeholders,omitempty"`
+	// GitPlaceholders are the missing commondir and config.worktree files
+	// of the git folders in the writable roots, which Run makes before the
+	// command starts, read-only for the box, and removes after it
+	// (gitfiles.go).
+	GitPlaceholders []GitPlaceholder `json:"git_placeholders,omitempty"`
+	// Home is the box's own home folder (boxhome.go); nil when the box
+	// keeps the user's USERPROFILE and HOME.
+	Home *BoxHome `json:"home,omitempty"`
 	// Refuse, when set, says why the command cannot run at all.
 	Refuse *Refusal          `json:"refuse,omitempty"`
 	Spawn  SpawnRequest      `json:"spawn"`
@@ -398,6 +406,18 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	pins = dedupe(pins, covered)
 	hidden = dedupe(hidden, func(pathRule) bool { return false })
 
+	// Reads are checked against the sandbox users' own SIDs, which every
+	// workspace's box shares (the capability SIDs restrict writes only),
+	// and a writable root keeps its ACEs between runs.
+	var kept []string
+	for _, w := range writable {
+		if s.Tmp == "" || winKey(w.path) != winKey(s.Tmp) {
+			kept = append(kept, w.path)
+		}
+	}
+	if len(kept) > 0 {
+		note("the writable roots (%s) keep their grant for the sandbox group between runs, and reads are checked against the sandbox users every workspace's box runs as (the capability SIDs restrict writes only): the box of another workspace can read them (not write them) by their paths; Linux hides other workspaces and their caches", strings.Join(kept, ", "))
+	}
 	// Hidden paths first: the order of ACEs on one path does not matter
 	// (SetEntriesInAcl puts explicit denies first), but the golden files
 	// read best in plan order, stage by stage.
@@ -442,6 +462,13 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	placeholders, controlACEs := controlKeep(p.HostExec.Guards, opts.IsDir)
 	s.Placeholders = placeholders
 	s.ACEs = append(s.ACEs, controlACEs...)
+	// Missing commondir and config.worktree files of the git folders,
+	// kept during the run too (gitfiles.go).
+	gitFiles, gitACEs := gitKeep(p.HostExec.GitDirs, p.HostExec.Guards, func(x string) bool {
+		return innermost(writable, x) != "" && innermost(readOnly, x) == "" && innermost(hidden, x) == ""
+	})
+	s.GitPlaceholders = gitFiles
+	s.ACEs = append(s.ACEs, gitACEs...)
 	// What the sandbox users must read besides the plan's paths: the
 	// runner, the command's program, a working directory outside the
 	// writable roots, each no broader than it must be (readgrant.go).
@@ -484,6 +511,12 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		s.Spawn.RestrictingSIDs = append(s.Spawn.RestrictingSIDs, CapabilitySID(w.path))
 	}
 	s.Added = addedEnv(p, s, writable)
+	if h := boxHome(p); h != nil {
+		s.Home = h
+		s.Added = append(s.Added, h.Env...)
+		s.Rules = append(s.Rules, plan.RuleStatus{Rule: "home", Path: h.Path, Origin: "caches.appdata", Level: plan.Enforced,
+			How: "USERPROFILE, HOME, HOMEDRIVE and HOMEPATH name the workspace's own home folder (the sandbox users cannot read yours): empty at first, kept between the workspace's runs, read by no host program"})
+	}
 	if s.Tmp != "" {
 		id := "agentbox-git"
 		if p.RunID != "" {
