@@ -207,6 +207,11 @@ func (r *resolver) readControl(f, program string) ([]byte, bool) {
 		errors.Is(err, syscall.ENAMETOOLONG):
 		return nil, false
 	}
+	if fi, serr := r.in.FS.Stat(f); serr == nil && fi.IsDir() {
+		// A folder where the file would be (another run's placeholder
+		// in a project) is read by no host program as this file.
+		return nil, false
+	}
 	r.unreadable(f, program, err)
 	return nil, false
 }

@@ -444,6 +444,17 @@ func TestResolveUnreadableControl(t *testing.T) {
 			}
 		})
 	}
+	// A folder where a control file would be (another run's placeholder)
+	// names nothing.
+	{
+		tr := newTree(t)
+		tr.repo("proj")
+		tr.mkdir("proj/.mcp.json")
+		tr.mkdir("proj/.envrc")
+		if _, err := Resolve(tr.input("proj")); err != nil {
+			t.Errorf("a folder in a control file's place: %v", err)
+		}
+	}
 	// A compiled hook past the limit names no script: it runs.
 	tr := newTree(t)
 	tr.repo("proj")
