@@ -143,6 +143,7 @@ func Resolve(in Input) (res Result, err error) {
 			res, err = Result{}, fmt.Errorf("the search of the writable roots for what host programs run stopped on what it read (%v); the run cannot start before that file is looked at: agentbox plan shows the roots searched", v)
 		}
 	}()
+	in.FS = withHeld(in.FS, in.State)
 	r := &resolver{in: in, guards: map[string]*plan.Guard{}, holders: map[string]bool{}, cfgs: map[string][]ConfigVar{}, gitSeen: map[string]bool{}}
 	r.res.Trees = map[string]*plan.Tree{}
 	ph := trace.Begin("plan.search")

@@ -5,10 +5,13 @@ package integration
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -809,4 +812,99 @@ func TestHostExecBroadRootLeavesOtherRepositories(t *testing.T) {
 			t.Errorf("a hook was planted")
 		}
 	})
+}
+
+// Runs at once in one project, as two agents in one repository do, under
+// each backend: every run starts and ends cleanly, and when the last is
+// out no placeholder is left. Before, a run planned another run's
+// placeholder as the user's own and failed when that run took it away
+// (bwrap: "Can't get type of source"), a Landlock run moved a bubblewrap
+// run's placeholder away as its box's, and placeholders stayed for good.
+func TestHostExecConcurrentRuns(t *testing.T) {
+	backends(t, concurrentRuns)
+}
+
+func concurrentRuns(t *testing.T, be string) {
+	w := newWorld(t)
+	w.repo(w.project)
+	before := listNames(t, w.project)
+	for round := 0; round < 6; round++ {
+		var wg sync.WaitGroup
+		results := make([]result, 4)
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = w.run("run", "--quiet", "--backend", be, "--", "sh", "-c", fmt.Sprintf("sleep 0.%d", (round+i)%4))
+			}()
+			time.Sleep(time.Duration(15*i) * time.Millisecond)
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.code != 0 || strings.TrimSpace(r.stderr) != "" {
+				t.Errorf("round %d, run %d: exit %d\n%s", round, i, r.code, r.stderr)
+			}
+		}
+	}
+	if after := listNames(t, w.project); !slices.Equal(before, after) {
+		var inside []string
+		filepath.WalkDir(w.project, func(p string, d os.DirEntry, err error) error {
+			if d != nil && d.IsDir() && d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			inside = append(inside, strings.TrimPrefix(p, w.project))
+			return nil
+		})
+		t.Errorf("left in the project after the last run: %v (before: %v): %v", after, before, inside)
+	}
+}
+
+// A Landlock box that writes into a bubblewrap run's placeholder (it is a
+// folder on the host, and the project is writable to the Landlock box)
+// does not get it through as "another run's placeholder": it is no longer
+// as made, and is moved away after the Landlock run.
+func TestHostExecConcurrentPlaceholderWritten(t *testing.T) {
+	w := newWorld(t)
+	w.repo(w.project)
+	c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.1; done`)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	br := bufio.NewReader(out)
+	if line := readLine(t, br); line != "ready\n" {
+		t.Fatalf("waiting for ready: %q", line)
+	}
+	if fi, err := os.Lstat(filepath.Join(w.project, ".vscode")); err != nil || !fi.IsDir() {
+		t.Fatalf("the bubblewrap run holds no placeholder at .vscode: %v", err)
+	}
+	r := w.boxed("landlock", nil, `printf '{"version":"2.0.0","tasks":[{"label":"x","type":"shell","command":"`+w.payload("tasks")+`","runOptions":{"runOn":"folderOpen"}}]}' > .vscode/tasks.json && echo planted`)
+	expectContains(t, "stdout", r.stdout, "planted")
+	if exists(filepath.Join(w.project, ".vscode", "tasks.json")) {
+		t.Error("the tasks.json the Landlock box wrote into another run's placeholder is still there")
+	}
+	write(t, filepath.Join(w.project, "go"), "")
+	readRest(t, br)
+	waitCmd(t, c)
+	if exists(filepath.Join(w.project, ".vscode")) {
+		t.Error(".vscode is left after both runs")
+	}
+}
+
+// listNames lists the names in dir, sorted.
+func listNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
 }

@@ -37,6 +37,9 @@ type checker struct {
 	shadow   map[string]bool
 	before   map[string]indexState // the git indexes' marks before the run
 	readOnly map[string]fileID     // the read-only paths in the roots before the run
+	// held are the placeholders other live runs of the user stand at
+	// missing guarded paths: another run's, not this box's doing.
+	held map[string]hold
 }
 
 // beforeRun is what a run recorded before the box started, which its
@@ -103,6 +106,13 @@ func since(ts unix.Timespec, started int64) bool {
 	return ts.Nano() >= started-started%step
 }
 
+// heldHere reports whether name in folder dfd, at full, is a placeholder
+// another live run stands there, untouched.
+func (c *checker) heldHere(dfd int, name, full string) bool {
+	h, ok := c.held[full]
+	return ok && untouchedHold(dfd, name, h, c.held)
+}
+
 // check runs the after-run check of a run whose plan's registry part is h,
 // with recs the guards recorded before it. It reports each item it moves,
 // rewrites or puts back once, as a quarantine event. An error is a check
@@ -138,6 +148,17 @@ func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *b
 	// The box may have lowered this process's limits (prlimit(2) on a
 	// process of the same user): take back what the hard limit allows.
 	raiseFiles()
+	// Under the placeholder lock, so no other run makes or takes away a
+	// placeholder between the look at what the live runs hold and a
+	// decision on what stands at a missing guarded path or control path
+	// (placeholder_linux.go). Without the lock no run's placeholder is
+	// known: what stands there is moved away, as the box's.
+	if h.State != "" {
+		if unlock, err := lockPlaceholders(h.State); err == nil {
+			defer unlock()
+			c.held = otherHolds(h.State, run)
+		}
+	}
 	c.restore(recs)
 	c.created()
 	c.watched()
@@ -216,7 +237,9 @@ func (c *checker) created() {
 		if !ok {
 			continue
 		}
-		if _, err := lstatAt(dfd, name); err == nil {
+		if c.heldHere(dfd, name, g.Path) {
+			// Another live run's placeholder, as it made it.
+		} else if _, err := lstatAt(dfd, name); err == nil {
 			c.moveAway(dfd, filepath.Dir(g.Path), name, g.Rule, "did not exist before the run; "+c.program(g.Rule)+" would run or obey it")
 		} else if !errors.Is(err, unix.ENOENT) {
 			c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
@@ -600,6 +623,8 @@ func (c *checker) controls(dir string) {
 			case errors.Is(err, unix.ENOENT):
 			case err != nil:
 				c.fail(full, rule, "could not be checked after the run: "+err.Error())
+			case c.heldHere(fd, name, full):
+				// Another live run's placeholder, as it made it.
 			case isReg(st):
 				// A version pin that names a version runs nothing.
 				if data, _, err := readAt(fd, name, 64<<10); err == nil && hostexec.IsHarmless(s, data) {

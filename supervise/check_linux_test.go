@@ -342,7 +342,7 @@ func TestRecordRestore(t *testing.T) {
 		{Path: b.p("link"), Rule: "git hooks", Kind: plan.KindSymlink, Keep: plan.KeepRestored},
 		{Path: b.p(".mcp.json"), Rule: "claude .mcp.json", Kind: plan.KindMissing, Keep: plan.KeepRestored},
 	}
-	recs, err := record(h, nil)
+	recs, err := record(h, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +474,7 @@ func TestRecordAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := record(h, liveRecords(first))
+	recs, err := record(h, liveRecords(first), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +484,7 @@ func TestRecordAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs2, err := record(h, liveRecords(second))
+	recs2, err := record(h, liveRecords(second), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,11 +85,27 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 		return nil, err
 	}
 	g.made = g.pins.stamps()
-	if g.holds, err = placeholders(p, pend); err != nil {
-		g.release()
-		return nil, err
+	// The placeholders are made or joined and the guards recorded under
+	// one hold of the placeholder lock: another run's placeholder made in
+	// between would be recorded as the user's, and put back for good after
+	// that run took it away.
+	unlock := func() {}
+	if pend != nil {
+		if unlock, err = lockPlaceholders(h.State); err != nil {
+			g.release()
+			return nil, fmt.Errorf("the placeholder lock in %s: %w", h.State, err)
+		}
 	}
-	if g.recs, err = record(h, liveRecords(pend)); err != nil {
+	var held map[string]hold
+	g.holds, err = placeholdersLocked(p, pend)
+	if err == nil && pend != nil {
+		held = liveHolds(pend.dir, pend.run)
+	}
+	if err == nil {
+		g.recs, err = record(h, liveRecords(pend), held)
+	}
+	unlock()
+	if err != nil {
 		g.release()
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -92,14 +93,28 @@ func newPending(state, run string, r pendingRecord) (*pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(dfd, run+".lock", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	// The lock appears under its name already locked: made under a
+	// hidden name (which no run looks at), locked, then renamed into
+	// place. Made under its own name, another run's recovery could find
+	// it unlocked in between, take this run for one killed before its
+	// first record, and delete its lock: this run would then look dead
+	// to every other run for all its time (its placeholders released,
+	// its check done by another run while it runs).
+	tmp := randomName(".agentbox-lock-")
+	fd, err := unix.Openat(dfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		unix.Close(dfd)
 		return nil, err
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		unix.Close(fd)
-		unix.Unlinkat(dfd, run+".lock", 0)
+		unix.Unlinkat(dfd, tmp, 0)
+		unix.Close(dfd)
+		return nil, err
+	}
+	if err := unix.Renameat2(dfd, tmp, dfd, run+".lock", unix.RENAME_NOREPLACE); err != nil {
+		unix.Close(fd)
+		unix.Unlinkat(dfd, tmp, 0)
 		unix.Close(dfd)
 		return nil, err
 	}
@@ -276,6 +291,20 @@ func recoverPending(state, self string, ev event.Emitter) error {
 		have[n] = true
 	}
 	for _, n := range names {
+		if strings.HasPrefix(n, ".agentbox-lock-") {
+			// A lock a run died making (newPending): unlocked and a
+			// minute old, it is no run's (a run between making it and
+			// locking it is a moment old).
+			if fd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				var st unix.Stat_t
+				if unix.Fstat(fd, &st) == nil && time.Since(time.Unix(st.Mtim.Unix())) > time.Minute &&
+					unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+					unix.Unlinkat(dfd, n, 0)
+				}
+				unix.Close(fd)
+			}
+			continue
+		}
 		run, ok := strings.CutSuffix(n, ".lock")
 		if !ok || run == self || strings.HasPrefix(n, ".") || have[run+".json"] {
 			continue

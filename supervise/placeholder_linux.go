@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -79,11 +80,99 @@ func liveHolds(dfd int, self string) map[string]hold {
 	return out
 }
 
+// untouchedHold reports whether name in folder dfd is placeholder h as it
+// was made: the same file or folder (device and inode), a folder holding
+// nothing but other live runs' placeholders as made (held), a file still
+// holding what it was made with. Such a thing holds
+// nothing a host program could run or obey.
+func untouchedHold(dfd int, name string, h hold, held map[string]hold) bool {
+	return untouchedAt(dfd, name, h, held, 0)
+}
+
+// untouchedAt is untouchedHold at depth: a folder may hold placeholders of
+// other live runs (held), each as made, and nothing else.
+func untouchedAt(dfd int, name string, h hold, held map[string]hold, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	st, err := lstatAt(dfd, name)
+	if err != nil || st.Dev != h.Dev || st.Ino != h.Ino {
+		return false
+	}
+	switch h.Kind {
+	case "dir":
+		if !isDir(st) {
+			return false
+		}
+		sub, err := unix.Openat(dfd, name, dirFlags, 0)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(sub)
+		names, err := listAt(sub)
+		if err != nil {
+			return false
+		}
+		for _, n := range names {
+			in, ok := held[filepath.Join(h.Path, n)]
+			if !ok || !untouchedAt(sub, n, in, held, depth+1) {
+				return false
+			}
+		}
+		return true
+	default:
+		if !isReg(st) || st.Size != int64(len(h.Content)) {
+			return false
+		}
+		data, _, err := readAt(dfd, name, 4096)
+		return err == nil && string(data) == h.Content
+	}
+}
+
+// sameHold reports whether what is at p now is placeholder h (device and
+// inode).
+func sameHold(p string, h hold) bool {
+	dfd, name, err := openParent(p)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dfd)
+	st, err := lstatAt(dfd, name)
+	return err == nil && st.Dev == h.Dev && st.Ino == h.Ino
+}
+
+// otherHolds returns the placeholders live runs other than run rely on,
+// by path, from state's pending folder.
+func otherHolds(state, run string) map[string]hold {
+	if state == "" {
+		return nil
+	}
+	dfd, err := openDir(filepath.Join(state, "pending"))
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dfd)
+	return liveHolds(dfd, run)
+}
+
 // placeholders makes the plan's placeholders that are missing, and joins
 // those other live runs made, recording them in pend's holds file before
 // the lock is released. A path that exists and is no run's placeholder is
 // the user's own by now: it is left alone (the read-only mount covers it).
 func placeholders(p *plan.Plan, pend *pending) ([]hold, error) {
+	if pend != nil {
+		unlock, err := lockPlaceholders(p.HostExec.State)
+		if err != nil {
+			return nil, fmt.Errorf("the placeholder lock in %s: %w", p.HostExec.State, err)
+		}
+		defer unlock()
+	}
+	return placeholdersLocked(p, pend)
+}
+
+// placeholdersLocked is placeholders with the placeholder lock taken (when
+// pend is not nil).
+func placeholdersLocked(p *plan.Plan, pend *pending) ([]hold, error) {
 	var want []plan.Prepare
 	for _, d := range p.Prepare {
 		if d.Placeholder != "" {
@@ -95,15 +184,21 @@ func placeholders(p *plan.Plan, pend *pending) ([]hold, error) {
 	}
 	var live map[string]hold
 	if pend != nil {
-		unlock, err := lockPlaceholders(p.HostExec.State)
-		if err != nil {
-			return nil, fmt.Errorf("the placeholder lock in %s: %w", p.HostExec.State, err)
-		}
-		defer unlock()
 		live = liveHolds(pend.dir, pend.run)
 	}
 	var hs []hold
+	joined := map[string]bool{}
 	for _, d := range want {
+		// A placeholder inside another run's (this run planned that one
+		// as the user's folder) holds the outer one too: released in
+		// reverse order, the inner one goes first, then the outer, and
+		// the last run out leaves neither.
+		for a := filepath.Dir(d.Path); a != filepath.Dir(a); a = filepath.Dir(a) {
+			if lh, ok := live[a]; ok && !joined[a] && sameHold(a, lh) {
+				joined[a] = true
+				hs = append(hs, lh)
+			}
+		}
 		h, err := placeholder(d, live)
 		if err != nil {
 			releaseList(hs, nil)

@@ -52,7 +52,7 @@ type guardRecord struct {
 // guard another live run of this user recorded already is taken from that
 // record (adopt), not recorded again: that run's box may have changed it
 // meanwhile, and the state before any box ran is the one to put back.
-func record(h *plan.HostExec, adopt map[string]guardRecord) ([]guardRecord, error) {
+func record(h *plan.HostExec, adopt map[string]guardRecord, held map[string]hold) ([]guardRecord, error) {
 	var out []guardRecord
 	budget := recordBudget
 	entries := 0
@@ -78,6 +78,14 @@ func record(h *plan.HostExec, adopt map[string]guardRecord) ([]guardRecord, erro
 		// what the box changes in it is moved away all the same, and the
 		// package manager, not agentbox, puts a package back. Its content
 		// would cost every launch more than the run itself.
+		if ph, ok := held[g.Path]; ok && untouchedHold(dfd, name, ph, held) {
+			// Another live run's placeholder: what it stands for is
+			// nothing, and that run takes it away when it ends.
+			unix.Close(dfd)
+			gr.Entries = []snap{{Kind: plan.KindMissing}}
+			out = append(out, gr)
+			continue
+		}
 		b := &budget
 		if strings.Contains(g.Path, "/node_modules/") || strings.HasSuffix(g.Path, "/node_modules") {
 			none := 0
@@ -201,6 +209,9 @@ func (c *checker) restoreEntry(dfd int, parent, name, rel string, before map[str
 	st, err := lstatAt(dfd, name)
 	exists := err == nil
 	if !recorded || was.Kind == plan.KindMissing {
+		if exists && c.heldHere(dfd, name, full) {
+			return // another live run's placeholder, as it made it
+		}
 		if exists {
 			c.moveAway(dfd, parent, name, gr.Rule, "was created by the box where "+c.program(gr.Rule)+" would run or obey it")
 		}
