@@ -273,9 +273,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 				// /dev/null breaks every other user's programs). A
 				// read-only bind would not do: bwrap remounts it nodev,
 				// and no device could be opened. So the box gets nodes of
-				// its own, the same devices, made for this run in
-				// agentbox's state folder (DevDir) and bound over bwrap's;
-				// what it changes on them is gone with the run. (The
+				// its own, the same devices, in agentbox's state folder
+				// (DevDir) and bound over bwrap's; what it changes on them
+				// never reaches another box (makeDevNodes). (The
 				// terminal bwrap binds at /dev/console when its stdout is
 				// one is added at run time: withConsole.)
 				dir := DevDir(p)
