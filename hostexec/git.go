@@ -3,7 +3,6 @@ package hostexec
 import (
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/agentbox/agentbox/plan"
@@ -347,10 +346,10 @@ func (r *resolver) hookScripts(d, top string) {
 				managers[i] = true
 			}
 		}
-		for _, m := range installPython.FindAllStringSubmatch(string(data), -1) {
+		for _, m := range installPython().FindAllStringSubmatch(string(data), -1) {
 			pythons = append(pythons, m[1])
 		}
-		if preCommitModule.Match(data) {
+		if preCommitModule().Match(data) {
 			module = true
 		}
 		if top == "" {
@@ -394,13 +393,13 @@ func (r *resolver) hookScripts(d, top string) {
 }
 
 // installPython is the interpreter pre-commit's installed hook runs.
-var installPython = regexp.MustCompile(`INSTALL_PYTHON=['"]?([^'"\s]+)`)
+var installPython = lazyRegexp(`INSTALL_PYTHON=['"]?([^'"\s]+)`)
 
 // preCommitModule matches a hook that imports pre_commit from an
 // interpreter that puts its current folder first on the module path:
 // pre-commit's installed hook ("$INSTALL_PYTHON" -mpre_commit), python -m
 // pre_commit, python -c "import pre_commit…".
-var preCommitModule = regexp.MustCompile(`-m\s*pre_commit\b|import\s+pre_commit\b|from\s+pre_commit\b`)
+var preCommitModule = lazyRegexp(`-m\s*pre_commit\b|import\s+pre_commit\b|from\s+pre_commit\b`)
 
 // interpreter keeps what a hook's interpreter runs at its start, when it
 // lies within the box's reach: the interpreter itself, and for one in a

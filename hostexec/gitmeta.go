@@ -2,7 +2,6 @@ package hostexec
 
 import (
 	"bytes"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -95,7 +94,7 @@ func set(names ...string) map[string]bool {
 var builtinStrategies = map[string]bool{"ort": true, "recursive": true, "resolve": true, "octopus": true, "ours": true, "subtree": true}
 
 // amPatch is the name of one patch of a mailbox git am works through.
-var amPatch = regexp.MustCompile(`^[0-9]{4,}$`)
+var amPatch = lazyRegexp(`^[0-9]{4,}$`)
 
 // GitStateSafe reports whether a state folder (state, one of GitStates)
 // holding files (name to content; a folder inside it is not allowed) runs
@@ -111,7 +110,7 @@ func GitStateSafe(state string, files map[string][]byte) (bool, string) {
 	}
 	for name, data := range files {
 		switch {
-		case state == "rebase-apply" && amPatch.MatchString(name):
+		case state == "rebase-apply" && amPatch().MatchString(name):
 		case !known[name]:
 			return false, "holds " + name + ", which git does not write there"
 		case name == "git-rebase-todo" || name == "git-rebase-todo.backup" || state == "sequencer" && name == "todo":

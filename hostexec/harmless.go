@@ -1,7 +1,6 @@
 package hostexec
 
 import (
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -98,7 +97,7 @@ var yarn1SafeKeys = set("lastUpdateCheck", "disable-self-update-check", "network
 
 // yarn1Line is a "key value" line of Yarn 1's .yarnrc at the top level:
 // an unquoted key and a plain value.
-var yarn1Line = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*)[ \t]+("[A-Za-z0-9._+~^<>=@% -]*"|[A-Za-z0-9._+~^<>=@%-]+)[ \t]*$`)
+var yarn1Line = lazyRegexp(`^([A-Za-z][A-Za-z0-9-]*)[ \t]+("[A-Za-z0-9._+~^<>=@% -]*"|[A-Za-z0-9._+~^<>=@%-]+)[ \t]*$`)
 
 // YarnrcHarmless reports whether a Yarn 1 .yarnrc makes Yarn run nothing:
 // every line is blank, a comment, or a top-level "key value" of
@@ -112,7 +111,7 @@ func YarnrcHarmless(data []byte) bool {
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		m := yarn1Line.FindStringSubmatch(line)
+		m := yarn1Line().FindStringSubmatch(line)
 		if m == nil || !yarn1SafeKeys[m[1]] {
 			return false
 		}
@@ -122,7 +121,7 @@ func YarnrcHarmless(data []byte) bool {
 
 // toolchainName is a rustup toolchain or channel name, a component or a
 // target: a name, never a path.
-var toolchainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var toolchainName = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // RustToolchainHarmless reports whether a rust-toolchain.toml (isTOML) or
 // a legacy rust-toolchain file names a toolchain without a path. A legacy
@@ -135,7 +134,7 @@ func RustToolchainHarmless(data []byte, isTOML bool) bool {
 	}
 	text := string(data)
 	if !isTOML {
-		if line := strings.TrimSpace(text); !strings.Contains(line, "\n") && toolchainName.MatchString(line) && !strings.Contains(line, "..") {
+		if line := strings.TrimSpace(text); !strings.Contains(line, "\n") && toolchainName().MatchString(line) && !strings.Contains(line, "..") {
 			return true
 		}
 		// Anything else in a legacy file that names a path, even in what
@@ -158,7 +157,7 @@ func RustToolchainHarmless(data []byte, isTOML bool) bool {
 			switch tk {
 			case "channel", "profile":
 				s, ok := tv.(string)
-				if !ok || !toolchainName.MatchString(s) || strings.Contains(s, "..") {
+				if !ok || !toolchainName().MatchString(s) || strings.Contains(s, "..") {
 					return false
 				}
 			case "components", "targets":
@@ -168,7 +167,7 @@ func RustToolchainHarmless(data []byte, isTOML bool) bool {
 				}
 				for _, e := range list {
 					s, ok := e.(string)
-					if !ok || !toolchainName.MatchString(s) {
+					if !ok || !toolchainName().MatchString(s) {
 						return false
 					}
 				}

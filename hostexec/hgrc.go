@@ -2,18 +2,17 @@ package hostexec
 
 import (
 	"path"
-	"regexp"
 	"strings"
 )
 
 // Mercurial's config grammar (mercurial/config.py), which Sapling shares.
 var (
-	hgSection  = regexp.MustCompile(`^\[([^\[]+)\]`)
-	hgItem     = regexp.MustCompile(`^([^=\s][^=]*?)\s*=\s*(.*\S|)`)
-	hgCont     = regexp.MustCompile(`^\s+(\S|\S.*\S)\s*$`)
-	hgInclude  = regexp.MustCompile(`^%include\s+(\S|\S.*\S)\s*$`)
-	hgPyHook   = regexp.MustCompile(`^python:(.+):[^:]+$`)
-	hgHookWord = regexp.MustCompile(`^(?:\.{0,2}/|~/|\$)`)
+	hgSection  = lazyRegexp(`^\[([^\[]+)\]`)
+	hgItem     = lazyRegexp(`^([^=\s][^=]*?)\s*=\s*(.*\S|)`)
+	hgCont     = lazyRegexp(`^\s+(\S|\S.*\S)\s*$`)
+	hgInclude  = lazyRegexp(`^%include\s+(\S|\S.*\S)\s*$`)
+	hgPyHook   = lazyRegexp(`^python:(.+):[^:]+$`)
+	hgHookWord = lazyRegexp(`^(?:\.{0,2}/|~/|\$)`)
 )
 
 // HgrcRefs returns the files a Mercurial (or Sapling) config file in a
@@ -37,7 +36,7 @@ func HgrcRefs(data []byte) []string {
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSuffix(line, "\r")
 		if item != "" {
-			if m := hgCont.FindStringSubmatch(line); m != nil {
+			if m := hgCont().FindStringSubmatch(line); m != nil {
 				set(item, values[item]+"\n"+m[1])
 				continue
 			}
@@ -47,15 +46,15 @@ func HgrcRefs(data []byte) []string {
 		if trim == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
-		if m := hgSection.FindStringSubmatch(line); m != nil {
+		if m := hgSection().FindStringSubmatch(line); m != nil {
 			section = m[1]
 			continue
 		}
-		if m := hgInclude.FindStringSubmatch(line); m != nil {
+		if m := hgInclude().FindStringSubmatch(line); m != nil {
 			out = append(out, m[1])
 			continue
 		}
-		if m := hgItem.FindStringSubmatch(line); m != nil {
+		if m := hgItem().FindStringSubmatch(line); m != nil {
 			item = section + "\x00" + m[1]
 			set(item, m[2])
 		}
@@ -75,12 +74,12 @@ func HgrcRefs(data []byte) []string {
 				out = append(out, top(v))
 			}
 		case "hooks":
-			if m := hgPyHook.FindStringSubmatch(v); m != nil {
+			if m := hgPyHook().FindStringSubmatch(v); m != nil {
 				out = append(out, top(m[1]))
 				continue
 			}
 			for _, w := range Words(v) {
-				if strings.Contains(w, "/") || hgHookWord.MatchString(w) {
+				if strings.Contains(w, "/") || hgHookWord().MatchString(w) {
 					out = append(out, top(w))
 				}
 			}

@@ -71,6 +71,29 @@ func EncodeIndex(t *plan.Tree) []byte {
 	return b
 }
 
+// SameIndex reports whether old, the bytes of an index file, are t as
+// EncodeIndex writes it but for the time its search began: every folder
+// with the same identity, change time, entries and notes. Such a file need
+// not be written again: what it says still holds, and by its older time a
+// later search trusts no folder this one's would not.
+func SameIndex(old []byte, t *plan.Tree) bool {
+	rest, ok := bytes.CutPrefix(old, []byte(indexMagic))
+	if !ok {
+		return false
+	}
+	r := &indexReader{b: rest}
+	if string(r.str()) != t.Root {
+		return false
+	}
+	taken := r.varint()
+	if r.bad {
+		return false
+	}
+	u := *t
+	u.Taken = taken
+	return bytes.Equal(EncodeIndex(&u), old)
+}
+
 // DecodeIndex reads the tree of root from data; nil when data is not one
 // (another root, another form, cut short, damaged or inconsistent).
 func DecodeIndex(data []byte, root string) *plan.Tree {

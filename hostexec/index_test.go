@@ -74,3 +74,41 @@ func TestIndexRoundTrip(t *testing.T) {
 		t.Error("a tree claiming 2^64-1 folders was read")
 	}
 }
+
+// An index file need not be written again only when it says exactly what
+// the new search saw, whenever that search began: any folder that differs
+// in identity, change time, entries, notes or flags, another root, other
+// noted names or a damaged file, and it is written.
+func TestSameIndex(t *testing.T) {
+	old := EncodeIndex(sampleTree())
+	cases := []struct {
+		name   string
+		change func(*plan.Tree)
+		same   bool
+	}{
+		{"the same tree", func(*plan.Tree) {}, true},
+		{"a later search", func(tr *plan.Tree) { tr.Taken += 5_000_000_000 }, true},
+		{"only listed this time", func(tr *plan.Tree) { tr.Dirs[1].Flags |= plan.DirListed }, true},
+		{"a folder changed", func(tr *plan.Tree) { tr.Dirs[2].Ctime++ }, false},
+		{"a folder replaced", func(tr *plan.Tree) { tr.Dirs[1].Ino++ }, false},
+		{"another device", func(tr *plan.Tree) { tr.Dirs[0].Dev++ }, false},
+		{"more entries", func(tr *plan.Tree) { tr.Dirs[3].Count++ }, false},
+		{"more in the tree", func(tr *plan.Tree) { tr.Entries++ }, false},
+		{"a note", func(tr *plan.Tree) { tr.Notes[tr.Dirs[2].NoteOff]++ }, false},
+		{"a flag", func(tr *plan.Tree) { tr.Dirs[1].Flags |= plan.DirGit }, false},
+		{"other names", func(tr *plan.Tree) { tr.Names = noteTable([]string{".codex"}) }, false},
+		{"another root", func(tr *plan.Tree) { tr.Root = "/s" }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := sampleTree()
+			c.change(tr)
+			if got := SameIndex(old, tr); got != c.same {
+				t.Errorf("SameIndex = %v, want %v", got, c.same)
+			}
+		})
+	}
+	if SameIndex(old[:len(old)-1], sampleTree()) || SameIndex(nil, sampleTree()) || SameIndex([]byte("agentbox-index-3\n"), sampleTree()) {
+		t.Error("a damaged or older file counts as the same")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -44,7 +43,7 @@ func (r *resolver) nodeProgram(bin, rule string) {
 
 // basedirRef is a path a package manager's shell shim for a bin runs
 // relative to its own folder (pnpm, cmd-shim): "$basedir/../x/bin/x.js".
-var basedirRef = regexp.MustCompile(`\$basedir/([^"'\s;|&)]+)`)
+var basedirRef = lazyRegexp(`\$basedir/([^"'\s;|&)]+)`)
 
 // binTargets are the files bin runs: what its symlink leads to, or, for a
 // shim script, the files it names relative to its folder.
@@ -68,7 +67,7 @@ func (r *resolver) binTargets(bin string) []string {
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range basedirRef.FindAllStringSubmatch(string(data), -1) {
+	for _, m := range basedirRef().FindAllStringSubmatch(string(data), -1) {
 		p := filepath.Join(filepath.Dir(bin), filepath.FromSlash(m[1]))
 		if t, err := r.in.FS.EvalSymlinks(p); err == nil && !seen[t] {
 			seen[t] = true

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -355,7 +354,7 @@ func tomlStrings(doc map[string]any, key string) []string {
 
 // yamlKey matches "key: value" or "- key: value" in a YAML line, and a
 // Yarn 1 "key value" line.
-var yamlKey = regexp.MustCompile(`^\s*(?:-\s+)?["']?([A-Za-z][A-Za-z0-9_-]*)["']?\s*[:=]?\s+(.+?)\s*$`)
+var yamlKey = lazyRegexp(`^\s*(?:-\s+)?["']?([A-Za-z][A-Za-z0-9_-]*)["']?\s*[:=]?\s+(.+?)\s*$`)
 
 // yamlValues returns the values of the keys named in a YAML (or .yarnrc)
 // file, at any depth, as written (quotes removed); a list item under a
@@ -384,7 +383,7 @@ func yamlValues(data []byte, keys ...string) []string {
 			out = append(out, strings.Trim(strings.TrimSpace(trim[2:]), `"'`))
 			continue
 		}
-		m := yamlKey.FindStringSubmatch(line)
+		m := yamlKey().FindStringSubmatch(line)
 		if m == nil || !want[m[1]] {
 			continue
 		}
@@ -448,7 +447,7 @@ func (r *resolver) npx(cmd, dir, rule string) {
 
 // versionLine is one line a version pin may hold: a version or a name, no
 // path.
-var versionLine = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+*~^<>=@-]*(\s+[A-Za-z0-9][A-Za-z0-9._+*~^<>=@:-]*)*$`)
+var versionLine = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._+*~^<>=@-]*(\s+[A-Za-z0-9][A-Za-z0-9._+*~^<>=@:-]*)*$`)
 
 // IsHarmless reports whether data, the content of a new control file of
 // spec path rel (relative, as plan.HostExec.Controls lists it), makes its
@@ -471,7 +470,7 @@ func IsHarmless(rel string, data []byte) bool {
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			if !versionLine.MatchString(line) || strings.Contains(line, "path:") || strings.Contains(line, "..") {
+			if !versionLine().MatchString(line) || strings.Contains(line, "path:") || strings.Contains(line, "..") {
 				return false
 			}
 		}

@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,6 +225,45 @@ func TestProcSysReadOnly(t *testing.T) {
 		os.WriteFile("/proc/sys/kernel/core_pattern", before, 0o644)
 		t.Fatalf("the box changed the host's core_pattern to %q", after)
 	}
+}
+
+// The old entries of /proc whose files root owns (an interrupt's CPUs, the
+// PCI bus's configuration, the magic SysRq key) cannot be opened for
+// writing in the box, also by root. Under bubblewrap agentbox leaves their
+// read-only binds to bwrap, which makes them for whatever the box could
+// write, and the init refuses to start a root box where one is writable.
+// Opening for writing writes nothing.
+func TestProcOldEntriesReadOnly(t *testing.T) {
+	var files []string
+	for _, dir := range []string{"/proc/irq", "/proc/bus"} {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() && len(files) < 8 {
+				if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o200 != 0 {
+					files = append(files, p)
+					return fs.SkipDir
+				}
+			}
+			return nil
+		})
+	}
+	if _, err := os.Stat("/proc/sysrq-trigger"); err == nil {
+		files = append(files, "/proc/sysrq-trigger")
+	}
+	if len(files) == 0 {
+		need(t, false, "no file under /proc/irq, /proc/bus or /proc/sysrq-trigger that root can write")
+	}
+	eachBackend(t, func(t *testing.T, be []string) {
+		w := newWorld(t)
+		script := ""
+		for _, f := range files {
+			script += fmt.Sprintf("if (exec 3>>%q) 2>/dev/null; then echo %q=writable; else echo %q=refused; fi\n", f, f, f)
+		}
+		r := w.sh(be, script)
+		expectCode(t, r, 0)
+		for _, f := range files {
+			expectContains(t, f, r.stdout, f+"=refused")
+		}
+	})
 }
 
 // The folders holding read-only paths are pinned too: the agent cannot move

@@ -50,8 +50,11 @@ const MaxArgs = 9000
 // opened (for a bind: its device and inode) or what bwrap makes (for a
 // hidden path: an empty read-only tmpfs or file). Any difference and the
 // box does not start.
+//
+// Kind "ro" is a path bwrap itself makes read-only (procChecks): if it is
+// there at all, it must be on a read-only mount.
 type Check struct {
-	// Kind is "bind", "tmpfs", "hide-dir" or "hide-file".
+	// Kind is "bind", "tmpfs", "hide-dir", "hide-file" or "ro".
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 	// FD is the bind's descriptor: its device and inode are what Path
@@ -66,6 +69,9 @@ func checks(p *plan.Plan, bindFDs map[int]int) []Check {
 	var out []Check
 	for i, m := range p.Mounts {
 		if m.Stage == plan.StageRoot {
+			if m.Op == plan.Proc && p.Identity.Root() {
+				out = append(out, procChecks(m.Path)...)
+			}
 			continue
 		}
 		kind := ""
@@ -91,6 +97,27 @@ func checks(p *plan.Plan, bindFDs map[int]int) []Check {
 		if !covered {
 			out = append(out, Check{Kind: kind, Path: m.Path, FD: bindFDs[i]})
 		}
+	}
+	return out
+}
+
+// procCovered are the entries of a fresh /proc that bwrap binds read-only
+// itself when the box could write them (cover_proc_dirs in bubblewrap's
+// bwrap.c). /proc/sys is not among them: bwrap's test of it fails even as
+// root (the kernel answers EACCES for writing the folder itself), so
+// agentbox binds it.
+var procCovered = []string{"sysrq-trigger", "irq", "bus"}
+
+// procChecks are the checks of bwrap's own read-only binds over the fresh
+// /proc at dir, for a root box: a root box keeps the ownership of every
+// file in them, so without the bind it could write them (an interrupt's
+// CPUs, the PCI bus's configuration, the magic SysRq key). The init
+// refuses to start CMD if one is there and writable, so a bwrap that did
+// not bind one fails closed.
+func procChecks(dir string) []Check {
+	out := make([]Check, 0, len(procCovered))
+	for _, n := range procCovered {
+		out = append(out, Check{Kind: "ro", Path: path.Join(dir, n)})
 	}
 	return out
 }
@@ -246,9 +273,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 				// /dev/null breaks every other user's programs). A
 				// read-only bind would not do: bwrap remounts it nodev,
 				// and no device could be opened. So the box gets nodes of
-				// its own, the same devices, made for this run in
-				// agentbox's state folder (DevDir) and bound over bwrap's;
-				// what it changes on them is gone with the run. (The
+				// its own, the same devices, in agentbox's state folder
+				// (DevDir) and bound over bwrap's; what it changes on them
+				// never reaches another box (makeDevNodes). (The
 				// terminal bwrap binds at /dev/console when its stdout is
 				// one is added at run time: withConsole.)
 				dir := DevDir(p)
@@ -285,9 +312,14 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			// the box could then write /proc/sys/kernel/core_pattern and
 			// have the host run its program as root at the next crash.
 			add("--ro-bind", "/proc/sys", "/proc/sys")
-			for _, p := range []string{"/proc/sysrq-trigger", "/proc/irq", "/proc/bus"} {
-				add("--ro-bind-try", p, p)
-			}
+			// The other old entries bwrap covers itself (sysrq-trigger,
+			// irq, bus: it binds read-only each one the box could
+			// write, which as root is each one there is), so agentbox
+			// does not bind them a second time: every bind costs the box
+			// a read of the whole mount table. As root the init checks
+			// that each one there is read-only (procChecks); as another
+			// user everything in them belongs to the host's root, which
+			// the box's user namespace cannot write.
 			// A new PID namespace: the box cannot see or signal host
 			// processes, and its init's death ends every process in it.
 			add("--unshare-pid")

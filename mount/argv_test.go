@@ -171,9 +171,6 @@ func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	}
 	first = append(first, "--proc", "/proc",
 		"--ro-bind", "/proc/sys", "/proc/sys",
-		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
-		"--ro-bind-try", "/proc/irq", "/proc/irq",
-		"--ro-bind-try", "/proc/bus", "/proc/bus",
 		"--unshare-pid", "--die-with-parent")
 	if diff := cmp.Diff(first, args[:len(first)]); diff != "" {
 		t.Errorf("first arguments (-want +got):\n%s", diff)
@@ -324,8 +321,7 @@ func TestRenderSmallPlan(t *testing.T) {
 	}
 	want := []string{
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-		"--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
-		"--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus",
+		"--ro-bind", "/proc/sys", "/proc/sys",
 		"--unshare-pid", "--die-with-parent",
 		"--tmpfs", "/tmp",
 		"--bind-fd", "10", "/home/u/proj",
@@ -549,6 +545,18 @@ func TestChecks(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, av.Checks); diff != "" {
 		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+	// A root box: bwrap's own read-only binds over /proc are checked too.
+	root := *p
+	root.Identity.UID = 0
+	root.HostExec.State, root.RunID = "/root/.local/state/agentbox", "0123456789ab"
+	av, err = Render(&root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootWant := append([]Check{{Kind: "ro", Path: "/proc/sysrq-trigger"}, {Kind: "ro", Path: "/proc/irq"}, {Kind: "ro", Path: "/proc/bus"}}, want...)
+	if diff := cmp.Diff(rootWant, av.Checks); diff != "" {
+		t.Errorf("checks as root (-want +got):\n%s", diff)
 	}
 	p.Mounts = append(p.Mounts, plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: "/home/u", Access: plan.Hidden, Origin: o})
 	av, err = Render(p, Options{})

@@ -67,6 +67,9 @@ const errSwapped = "a path was swapped while the box started (another box writin
 // folder or file bwrap made (a hidden path).
 func verifyMount(kind string, dev, ino uint64, path string) error {
 	fd, err := supervise.OpenFD(path)
+	if kind == "ro" {
+		return verifyReadOnly(fd, err)
+	}
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -104,6 +107,31 @@ func verifyMount(kind string, dev, ino uint64, path string) error {
 		if st.Flags&unix.ST_RDONLY == 0 || stx.Mode&unix.S_IFMT != unix.S_IFREG || stx.Size != 0 {
 			return errors.New("not an empty read-only file: " + errSwapped)
 		}
+	}
+	return nil
+}
+
+// verifyReadOnly checks a path bwrap makes read-only itself (kind "ro"),
+// opened as fd (or not, err): missing is fine, there it must be on a
+// read-only mount.
+func verifyReadOnly(fd int, err error) error {
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return err
+	}
+	if st.Flags&unix.ST_RDONLY == 0 {
+		return errors.New("writable in the box (bubblewrap did not make it read-only): nothing ran")
 	}
 	return nil
 }

@@ -270,6 +270,21 @@ func TestCInitCheckMatchesGo(t *testing.T) {
 		{"tmpfs not a tmpfs", rec("tmpfs", 0, 0, "/proc"), false},
 		{"second record fails", rec("bind", root.Dev, root.Ino, "/") + rec("tmpfs", 0, 0, "/proc"), false},
 		{"empty", "", true},
+		{"read-only missing", rec("ro", 0, 0, filepath.Join(dir, "gone")), true},
+		{"read-only through a symlink", rec("ro", 0, 0, filepath.Join(dir, "link", "proc")), false},
+	}
+	var procfs unix.Statfs_t
+	if unix.Statfs("/proc", &procfs) == nil && procfs.Flags&unix.ST_RDONLY == 0 {
+		cases = append(cases, struct {
+			name, data string
+			ok         bool
+		}{"read-only writable", rec("ro", 0, 0, "/proc"), false})
+	}
+	if ro := readOnlyMount(t); ro != "" {
+		cases = append(cases, struct {
+			name, data string
+			ok         bool
+		}{"read-only", rec("ro", 0, 0, ro), true})
 	}
 	var shm unix.Statfs_t
 	var shmx unix.Statx_t
@@ -504,4 +519,26 @@ func TestCInitAnswersSockets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readOnlyMount is a mount point of this process that is read-only and
+// reached through no symbolic link, or "" if there is none.
+func readOnlyMount(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || strings.Contains(f[4], "\\") {
+			continue
+		}
+		var st unix.Statfs_t
+		if real, err := filepath.EvalSymlinks(f[4]); err != nil || real != f[4] || unix.Statfs(f[4], &st) != nil || st.Flags&unix.ST_RDONLY == 0 {
+			continue
+		}
+		return f[4]
+	}
+	return ""
 }

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -86,13 +85,12 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	defer pins.Close()
 	fg := supervise.Foreground()
 	args, commandAt := d.Args, d.CommandAt
-	removeDev := func() {}
 	if fg {
 		args = withForeground(args)
 	}
 	if p.Identity.Root() {
-		// The box's own device nodes (see Render), gone from the state
-		// folder once bwrap has bound them.
+		// The box's own device nodes (see Render), kept for a later run
+		// once this one has ended (makeDevNodes).
 		dir := DevDir(p)
 		if p.RunID == "" || dir == "" {
 			return 0, &BoxError{Op: "making the box's device nodes", Err: errors.New("the plan has no run ID or state folder")}
@@ -102,7 +100,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		if err != nil {
 			return 0, &BoxError{Op: "making the box's device nodes", Path: dir, Err: err}
 		}
-		defer nodes.remove()
+		defer nodes.release()
 		if console {
 			// bwrap binds the terminal on stdout at /dev/console,
 			// which a root box owns: a node of its own too.
@@ -110,7 +108,6 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 			args, added = withConsole(args, dir)
 			commandAt += added
 		}
-		removeDev = nodes.remove
 	}
 
 	infoR, infoW, err := os.Pipe()
@@ -247,8 +244,6 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	go func() {
 		var b [1]byte
 		n, _ := readyR.Read(b[:])
-		// The box's mounts are made: the nodes it has bound are its own.
-		removeDev()
 		readyc <- n == 1
 		if n == 1 {
 			if pid := <-infoc; pid > 0 {
@@ -419,91 +414,6 @@ func withConsole(args []string, dir string) ([]string, int) {
 		}
 	}
 	return out, added
-}
-
-// devNodeDir is a run's own device nodes, made by makeDevNodes.
-type devNodeDir struct {
-	dir  string
-	once sync.Once
-}
-
-// makeDevNodes makes dir (0700, with what is missing above it) and in it a
-// node for each of devNodes with the device and mode of the host's one,
-// and, with console, one for the terminal on stdout. The folder's
-// filesystem must allow device nodes (nodev would leave the box without
-// /dev/null). Folders left by a run killed before it removed its own are
-// removed first: a run's nodes live only while its box is being set up.
-func makeDevNodes(dir string, console bool) (*devNodeDir, error) {
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return nil, err
-	}
-	sweepDevDirs(parent)
-	if err := unix.Mkdir(dir, 0o700); err != nil {
-		return nil, err
-	}
-	d := &devNodeDir{dir: dir}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		d.remove()
-		return nil, err
-	}
-	if fs.Flags&unix.ST_NODEV != 0 {
-		d.remove()
-		return nil, errors.New("its filesystem is mounted nodev, so no device can be opened through a node there; set XDG_STATE_HOME to a folder on one that is not")
-	}
-	sources := map[string]string{}
-	for _, n := range devNodes {
-		sources[n] = "/dev/" + n
-	}
-	if console {
-		tty, err := os.Readlink("/proc/self/fd/1")
-		if err != nil {
-			d.remove()
-			return nil, err
-		}
-		sources["console"] = tty
-	}
-	for name, src := range sources {
-		var st unix.Stat_t
-		if err := unix.Stat(src, &st); err != nil {
-			d.remove()
-			return nil, err
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFCHR {
-			d.remove()
-			return nil, fmt.Errorf("%s is not a character device", src)
-		}
-		// The umask must not take the bits the host's node has.
-		old := unix.Umask(0)
-		err := unix.Mknod(filepath.Join(dir, name), unix.S_IFCHR|st.Mode&0o777, int(st.Rdev))
-		unix.Umask(old)
-		if err != nil {
-			d.remove()
-			return nil, err
-		}
-	}
-	return d, nil
-}
-
-// remove removes the nodes and their folder, once.
-func (d *devNodeDir) remove() {
-	d.once.Do(func() { os.RemoveAll(d.dir) })
-}
-
-// sweepDevDirs removes the device-node folders in parent that no run is
-// setting up any more: older than a minute (a box is set up in
-// milliseconds; a run killed then leaves its folder).
-func sweepDevDirs(parent string) {
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
-			os.RemoveAll(filepath.Join(parent, e.Name()))
-		}
-	}
 }
 
 // isTerminal reports whether fd is a terminal.
