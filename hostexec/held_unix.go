@@ -19,16 +19,16 @@ func fileIdentity(fi fs.FileInfo) (dev, ino uint64, ok bool) {
 }
 
 // lockShared takes state's placeholder lock (package supervise takes it
-// exclusive to make, join and release placeholders) shared, making it when
-// it is not there yet (a first run may be making its first placeholder
-// right now); the returned function releases it. Where it cannot be made
-// (a read-only state folder, inside another box) no run of this state
-// makes placeholders either.
+// exclusive to make, join and release placeholders) shared, when there is
+// one; the returned function releases it. It makes nothing: a plan changes
+// nothing on disk. A run that makes its first placeholder after this look
+// is met where the run's own placeholders are made (it joins it, or holds
+// the folder around its own).
 func lockShared(state string) func() {
-	if state == "" || os.MkdirAll(state, 0o700) != nil {
+	if state == "" {
 		return func() {}
 	}
-	f, err := os.OpenFile(filepath.Join(state, "placeholders.lock"), os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(filepath.Join(state, "placeholders.lock"), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return func() {}
 	}
