@@ -3,7 +3,9 @@
 package integration
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,4 +56,54 @@ func TestSearchDeepGitDirShallowWorkTree(t *testing.T) {
 			})
 		}
 	})
+}
+
+// A Landlock box takes a placeholder of a bubblewrap run out of its
+// reach while both run in one project. rename: the box renames the
+// placeholder folder away; the rename happens in a mount namespace where
+// the placeholder is no mount point, so the kernel detaches the bubblewrap
+// box's read-only mount over it (Linux 3.18 and later), and the bubblewrap
+// box sees the project's own entry again, missing, and makes the control
+// folder. The bubblewrap run's check must leave nothing of it where the
+// host program finds it (before: it never looked at its own placeholders).
+func TestHostExecConcurrentPlaceholderDetached(t *testing.T) {
+	tasks := `{"version":"2.0.0","tasks":[{"label":"x","type":"shell","command":"touch /nonexistent/x","runOptions":{"runOn":"folderOpen"}}]}`
+	for _, tc := range []struct{ name, landlock, bwrap, planted string }{
+		{"rename", `mv .vscode stash && echo moved`, `mkdir -p .vscode; printf '%s' '` + tasks + `' > .vscode/tasks.json`, ".vscode/tasks.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.repo(w.project)
+			c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.1; done; `+tc.bwrap+` && echo written`)
+			out, err := c.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errb strings.Builder
+			c.Stderr = &errb
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+			br := bufio.NewReader(out)
+			if line := readLine(t, br); line != "ready\n" {
+				t.Fatalf("waiting for ready: %q", line)
+			}
+			first := strings.Split(tc.planted, "/")[0]
+			if _, err := os.Lstat(filepath.Join(w.project, first)); err != nil {
+				t.Fatalf("the bubblewrap run holds no placeholder at %s: %v", first, err)
+			}
+			r := w.boxed("landlock", nil, tc.landlock)
+			t.Logf("landlock run: %s", r)
+			expectContains(t, "stdout", r.stdout, "moved")
+			write(t, filepath.Join(w.project, "go"), "")
+			rest := readRest(t, br)
+			werr := waitCmd(t, c)
+			expectContains(t, "stdout", rest, "written")
+			t.Logf("bubblewrap run: %v\n%s", werr, errb.String())
+			if data, err := os.ReadFile(filepath.Join(w.project, tc.planted)); err == nil && strings.Contains(string(data), "nonexistent") {
+				t.Errorf("what the bubblewrap box wrote at %s once a Landlock box took its placeholder out of its reach is still there", tc.planted)
+			}
+		})
+	}
 }

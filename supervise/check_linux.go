@@ -161,6 +161,7 @@ func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *b
 	}
 	c.restore(recs)
 	c.created()
+	c.blocked(ownHolds(h.State, run))
 	c.watched()
 	c.search()
 	c.indexMarks()
@@ -223,6 +224,50 @@ func (c *checker) moveAway(dfd int, parent, name, rule, why string) bool {
 	}
 	c.note(full, rule, "moved", why+"; moved to "+event.Escape(where))
 	return true
+}
+
+// blocked looks at each missing path a placeholder of this run stood at
+// (plan.KeepBlocked). The read-only mount over a placeholder holds only
+// while the placeholder stays where it is: a process in another mount
+// namespace (a Landlock box of the same user, which may write in the
+// project) can rename or remove it, and the kernel then detaches the
+// mount in this box, which sees the project's own entry again and may
+// make it. What stands there now that is neither a placeholder as it was
+// made (this run's, own, or another live run's) nor older than the run
+// with everything in it is the box's: it is moved away.
+func (c *checker) blocked(own map[string]hold) {
+	all := map[string]hold{}
+	for k, v := range c.held {
+		all[k] = v
+	}
+	for k, v := range own {
+		all[k] = v
+	}
+	for _, g := range c.h.Guards {
+		if g.Keep != plan.KeepBlocked || g.Kind != plan.KindMissing {
+			continue
+		}
+		c.current = g.Path
+		dfd, name, ok := c.reachParent(g.Path, g.Rule)
+		if !ok {
+			continue
+		}
+		st, err := lstatAt(dfd, name)
+		h, mine := own[g.Path]
+		budget := metaBudget
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case err != nil:
+			c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
+		case c.heldHere(dfd, name, g.Path):
+			// Another live run's placeholder, as it made it.
+		case mine && untouchedHold(dfd, name, h, all):
+			// This run's placeholder, as it was made.
+		case c.changedAt(dfd, name, st, 0, &budget):
+			c.moveAway(dfd, filepath.Dir(g.Path), name, g.Rule, "stands where a placeholder kept it missing during the run, and was made or changed during the run (a process outside this box took the placeholder away, which lifts the box's read-only mount over it); "+c.program(g.Rule)+" would run or obey it")
+		}
+		unix.Close(dfd)
+	}
 }
 
 // created moves away what appeared where a guard found nothing before the
