@@ -152,3 +152,31 @@ func TestHostExecConcurrentReadOnlyDetached(t *testing.T) {
 		})
 	}
 }
+
+// A hook of the user's past 1 MiB that only starts like a compiled
+// program: execve refuses it and git runs it with /bin/sh, so the script
+// it names is the user's to protect. Before, the search took it for a
+// program and skipped it: the box rewrote the script and host git ran it.
+func TestSearchHookOnlyLooksCompiled(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		for _, dir := range []string{".git/hooks", ".githooks"} {
+			t.Run(strings.TrimPrefix(dir, "."), func(t *testing.T) {
+				w := newWorld(t)
+				w.repo(w.project)
+				if dir != ".git/hooks" {
+					w.mustGit(w.project, "config", "core.hooksPath", dir)
+				}
+				write(t, filepath.Join(w.project, "lint.sh"), "true\n")
+				hook := filepath.Join(w.project, dir, "pre-commit")
+				write(t, hook, "\x7fELF\nsh ./lint.sh\n"+strings.Repeat("# pad\n", 200_000))
+				if err := os.Chmod(hook, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				r := w.boxed(be, nil, `echo '`+w.payload("lint")+`' > lint.sh; echo done`)
+				t.Logf("run: %s", r)
+				w.hostGit(w.project, "commit", "-q", "--allow-empty", "-m", "x")
+				w.expectNoMarks("host git commit running a hook that only starts like a program", "lint")
+			})
+		}
+	})
+}
