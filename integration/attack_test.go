@@ -180,3 +180,48 @@ func TestSearchHookOnlyLooksCompiled(t *testing.T) {
 		}
 	})
 }
+
+// TIOCGPTPEER, which the supervisor answers for a Landlock box, gives the
+// box the terminal of a master it holds and nothing else: not through a
+// descriptor opened O_PATH (no master: a path only), and for a master
+// handed to another process of the box over a socket, that master's own
+// terminal (its number is the master's, and what is written to it comes
+// out of that master).
+func TestPtyPeerOnlyOwnMaster(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		w := newWorld(t)
+		r := w.boxed(be, nil, `python3 -c '
+import os, fcntl, socket, struct, termios
+TIOCGPTPEER, TIOCGPTN = 0x5441, 0x80045430
+try:
+    p = os.open("/dev/ptmx", os.O_PATH)
+    fcntl.ioctl(p, TIOCGPTPEER, os.O_RDWR | os.O_NOCTTY)
+    print("opath ok", flush=True)
+except OSError as e:
+    print("opath refused", e.errno, flush=True)
+m = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(m, 0x40045431, struct.pack("i", 0))  # TIOCSPTLCK: unlock
+n = struct.unpack("I", fcntl.ioctl(m, TIOCGPTN, b"\0\0\0\0"))[0]
+a, b = socket.socketpair(socket.AF_UNIX)
+if os.fork() == 0:
+    fd = socket.recv_fds(b, 1, 1)[1][0]
+    peer = fcntl.ioctl(fd, TIOCGPTPEER, os.O_RDWR | os.O_NOCTTY)
+    print("passed", os.readlink("/proc/self/fd/%d" % peer) == "/dev/pts/%d" % n, flush=True)
+    os.write(peer, b"z")
+    b.recv(1)
+    os._exit(0)
+socket.send_fds(a, [b"x"], [m])
+print("read", os.read(m, 1) == b"z", flush=True)
+a.send(b"q")
+os.wait()
+'`)
+		t.Logf("%s", r)
+		expectCode(t, r, 0)
+		if strings.Contains(r.stdout, "opath ok") {
+			t.Error("TIOCGPTPEER through an O_PATH descriptor gave a terminal")
+		}
+		expectContains(t, "stdout", r.stdout, "opath refused")
+		expectContains(t, "stdout", r.stdout, "passed True")
+		expectContains(t, "stdout", r.stdout, "read True")
+	})
+}
