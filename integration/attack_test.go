@@ -225,3 +225,42 @@ os.wait()
 		expectContains(t, "stdout", r.stdout, "read True")
 	})
 }
+
+// A rebase state the box made in an earlier run and kept in an ordinary
+// project folder is older than this run by its change times: moved back
+// into .git whole (rename), or its files linked into a new state folder,
+// it must still count as this run's (rename and link stamp the inode's
+// change time), and host git rebase --continue runs none of its exec
+// lines. (Under bubblewrap, .git is a mount of its own and the links
+// fail with EXDEV.)
+func TestLater4RebaseStateFromEarlierRun(t *testing.T) {
+	backends(t, func(t *testing.T, be string) {
+		for _, how := range []struct{ name, script string }{
+			{"rename", `mv keep/rebase-merge .git/rebase-merge && echo back`},
+			{"link", `mkdir .git/rebase-merge && for f in $(cd keep/rebase-merge && find . -type f); do mkdir -p .git/rebase-merge/$(dirname $f) && ln keep/rebase-merge/$f .git/rebase-merge/$f || exit 0; done && echo back`},
+		} {
+			t.Run(how.name, func(t *testing.T) {
+				w := newWorld(t)
+				w.repo(w.project)
+				w.mustGit(w.project, "commit", "-q", "--allow-empty", "-m", "second")
+				w.mustGit(w.project, "commit", "-q", "--allow-empty", "-m", "third")
+				editor := `printf 'break\nexec ` + w.payload("exec") + `\n' >`
+				r := w.boxed(be, nil, `
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@e.invalid GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@e.invalid
+GIT_SEQUENCE_EDITOR=`+shq(editor)+` git rebase -q -i HEAD~2 >/dev/null 2>&1
+mkdir keep && mv .git/rebase-merge keep/ && echo kept`)
+				expectCode(t, r, 0)
+				expectContains(t, "box output", r.stdout, "kept")
+				r = w.boxed(be, nil, how.script)
+				t.Logf("second run: %s", r)
+				if how.name == "rename" || be == "landlock" {
+					// Under bubblewrap .git is a mount of its own: no link
+					// into it from the project (EXDEV).
+					expectContains(t, "box output", r.stdout, "back")
+				}
+				out, _ := w.hostGit(w.project, "rebase", "--continue")
+				w.expectNoMark("exec", "host git rebase --continue: "+out)
+			})
+		}
+	})
+}
