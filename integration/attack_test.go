@@ -113,43 +113,47 @@ func TestHostExecConcurrentPlaceholderDetached(t *testing.T) {
 // them away and puts copies back (or links the config to a name the
 // bubblewrap box may write), which detaches the bubblewrap box's
 // read-only mounts over them, and the bubblewrap box then writes a hook
-// and a core.fsmonitor there. Host git must run neither.
+// and a core.fsmonitor there. Host git must run neither. The same with a
+// Landlock run first: its rules hold the inodes that stood there, not
+// the copies put in their place.
 func TestHostExecConcurrentReadOnlyDetached(t *testing.T) {
-	for _, tc := range []struct{ name, landlock, bwrap string }{
-		{"hooks", `mv .git/hooks .git/hooks.old && mkdir .git/hooks && echo moved`, `printf '#!/bin/sh\n%s\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`},
-		{"config", `mv .git/config .git/config.old && cp .git/config.old .git/config && echo moved`, `printf '[core]\n\tfsmonitor = %s; false\n' >> .git/config`},
-		{"link", `ln .git/config keep && echo moved`, `printf '[core]\n\tfsmonitor = %s; false\n' >> keep`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t)
-			w.repo(w.project)
-			c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.1; done; `+fmt.Sprintf(tc.bwrap, w.payload(tc.name))+` && echo written`)
-			out, err := c.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var errb strings.Builder
-			c.Stderr = &errb
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-			br := bufio.NewReader(out)
-			if line := readLine(t, br); line != "ready\n" {
-				t.Fatalf("waiting for ready: %q", line)
-			}
-			r := w.boxed("landlock", nil, tc.landlock)
-			t.Logf("landlock run: %s", r)
-			write(t, filepath.Join(w.project, "go"), "")
-			rest := readRest(t, br)
-			werr := waitCmd(t, c)
-			t.Logf("bubblewrap run: %v\n%s\n%s", werr, rest, errb.String())
-			cfg, _ := os.ReadFile(filepath.Join(w.project, ".git", "config"))
-			t.Logf("config after the runs:\n%s", cfg)
-			w.hostGit(w.project, "status")
-			w.hostGit(w.project, "commit", "-q", "--allow-empty", "-m", "x")
-			w.expectNoMarks("host git after a Landlock box took a read-only path out of a bubblewrap box's mounts", tc.name)
-		})
+	for _, first := range []string{"bwrap", "landlock"} {
+		for _, tc := range []struct{ name, landlock, bwrap string }{
+			{"hooks", `mv .git/hooks .git/hooks.old && mkdir .git/hooks && echo moved`, `printf '#!/bin/sh\n%s\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`},
+			{"config", `mv .git/config .git/config.old && cp .git/config.old .git/config && echo moved`, `printf '[core]\n\tfsmonitor = %s; false\n' >> .git/config`},
+			{"link", `ln .git/config keep && echo moved`, `printf '[core]\n\tfsmonitor = %s; false\n' >> keep`},
+		} {
+			t.Run(first+"/"+tc.name, func(t *testing.T) {
+				w := newWorld(t)
+				w.repo(w.project)
+				c := w.cmd("run", "--backend", first, "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.1; done; `+fmt.Sprintf(tc.bwrap, w.payload(tc.name))+` && echo written`)
+				out, err := c.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var errb strings.Builder
+				c.Stderr = &errb
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+				br := bufio.NewReader(out)
+				if line := readLine(t, br); line != "ready\n" {
+					t.Fatalf("waiting for ready: %q", line)
+				}
+				r := w.boxed("landlock", nil, tc.landlock)
+				t.Logf("landlock run: %s", r)
+				write(t, filepath.Join(w.project, "go"), "")
+				rest := readRest(t, br)
+				werr := waitCmd(t, c)
+				t.Logf("bubblewrap run: %v\n%s\n%s", werr, rest, errb.String())
+				cfg, _ := os.ReadFile(filepath.Join(w.project, ".git", "config"))
+				t.Logf("config after the runs:\n%s", cfg)
+				w.hostGit(w.project, "status")
+				w.hostGit(w.project, "commit", "-q", "--allow-empty", "-m", "x")
+				w.expectNoMarks("host git after a Landlock box took a read-only path out of a bubblewrap box's mounts", tc.name)
+			})
+		}
 	}
 }
 
