@@ -65,6 +65,11 @@ func Advise(pl *plan.Plan, op fslog.Op, p string, m plan.Mount, exists func(stri
 	if fix, ok := kernelFix(pl, p); ok {
 		return fix
 	}
+	if st := pl.HostExec.State; st != "" && plan.Within(p, st) {
+		// Where the home folder is read-only no mount names it, yet a
+		// run with it writable protects it all the same: no flag helps.
+		return Fix{Risky: true, Why: "always protected (agentbox's own state: the after-run check's records and quarantine): the box must never write it, so no policy makes it writable"}
+	}
 	switch {
 	case strings.HasPrefix(origin, "always: "):
 		return Fix{Risky: true, Why: "always protected (" + strings.TrimPrefix(origin, "always: ") +
