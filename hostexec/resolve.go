@@ -2,10 +2,12 @@ package hostexec
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -217,11 +219,42 @@ func (r *resolver) readControl(f, program string) ([]byte, bool) {
 	return nil, false
 }
 
-// compiled reports whether f is a compiled program (ELF), which names no
-// file the way a script does.
+// compiled reports whether f is a compiled program (ELF) the kernel runs
+// here, which names no file the way a script does. A file that only
+// starts like one (or an ELF for another machine) is refused by execve
+// with ENOEXEC, and git then runs it with /bin/sh, line by line: it is
+// read through like any hook.
 func (r *resolver) compiled(f string) bool {
 	data, err := r.in.FS.ReadFile(f)
-	return err == nil && bytes.HasPrefix(data, []byte("\x7fELF"))
+	if err != nil || !bytes.HasPrefix(data, []byte("\x7fELF")) {
+		return false
+	}
+	e, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return false
+	}
+	defer e.Close()
+	if e.Type != elf.ET_EXEC && e.Type != elf.ET_DYN {
+		return false
+	}
+	if len(e.Progs) == 0 {
+		return false
+	}
+	return slices.Contains(machines[runtime.GOARCH], e.Machine)
+}
+
+// machines are the ELF machines the kernel of each architecture runs
+// natively.
+var machines = map[string][]elf.Machine{
+	"amd64":   {elf.EM_X86_64, elf.EM_386},
+	"386":     {elf.EM_386},
+	"arm64":   {elf.EM_AARCH64, elf.EM_ARM},
+	"arm":     {elf.EM_ARM},
+	"riscv64": {elf.EM_RISCV},
+	"ppc64le": {elf.EM_PPC64},
+	"ppc64":   {elf.EM_PPC64},
+	"s390x":   {elf.EM_S390},
+	"loong64": {elf.EM_LOONGARCH},
 }
 
 // maxControl is the largest control file agentbox reads through.

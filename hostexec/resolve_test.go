@@ -428,6 +428,8 @@ func TestResolveUnreadableControl(t *testing.T) {
 		{"claude settings, too large", "proj/.claude/settings.json", `{"hooks":{}, "x":"` + strings.Repeat("a", 1<<20) + `"}`},
 		{"git config, too large", "proj/.git/config", "[include]\n\tpath = ../inc\n" + strings.Repeat("# pad\n", 200_000)},
 		{"git hook, too large", "proj/.git/hooks/pre-commit", "#!/bin/sh\n" + strings.Repeat("# pad\n", 200_000)},
+		// execve refuses it (ENOEXEC) and git runs it with /bin/sh.
+		{"git hook, too large, only starts like a program", "proj/.git/hooks/pre-commit", "\x7fELF\nsh scripts/lint.sh\n" + strings.Repeat("# pad\n", 200_000)},
 		{"worktree's commondir, too large", "proj/.git/worktrees/w/commondir", "../..\n" + strings.Repeat("\n", 1<<20)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -455,10 +457,19 @@ func TestResolveUnreadableControl(t *testing.T) {
 			t.Errorf("a folder in a control file's place: %v", err)
 		}
 	}
-	// A compiled hook past the limit names no script: it runs.
+	// A compiled hook past the limit names no script: it runs (this test's
+	// own program, an ELF for this machine past 1 MiB).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := os.ReadFile(self)
+	if err != nil || len(prog) <= 1<<20 {
+		t.Fatalf("the test program (%d bytes): %v", len(prog), err)
+	}
 	tr := newTree(t)
 	tr.repo("proj")
-	tr.write("proj/.git/hooks/pre-push", "\x7fELF"+strings.Repeat("\x00", 2<<20))
+	tr.write("proj/.git/hooks/pre-push", string(prog))
 	if _, err := Resolve(tr.input("proj")); err != nil {
 		t.Errorf("a large compiled hook: %v", err)
 	}

@@ -65,6 +65,13 @@ func Advise(pl *plan.Plan, op fslog.Op, p string, m plan.Mount, exists func(stri
 	if fix, ok := kernelFix(pl, p); ok {
 		return fix
 	}
+	for _, own := range ownFolders(pl) {
+		if plan.Within(p, own) {
+			// Where the home folder is read-only no mount names it, yet
+			// a run with it writable protects it all the same.
+			return Fix{Risky: true, Why: "always protected (agentbox's own configuration and state, with the after-run check's records): the box must never write it, so no policy makes it writable"}
+		}
+	}
 	switch {
 	case strings.HasPrefix(origin, "always: "):
 		return Fix{Risky: true, Why: "always protected (" + strings.TrimPrefix(origin, "always: ") +
@@ -96,6 +103,21 @@ func Advise(pl *plan.Plan, op fslog.Op, p string, m plan.Mount, exists func(stri
 		f.Risky, f.Why = true, rwhy
 	}
 	return f
+}
+
+// ownFolders are agentbox's own folders the plan names: its state folder
+// and the folder of the user's policy file.
+func ownFolders(pl *plan.Plan) []string {
+	var out []string
+	if pl.HostExec.State != "" {
+		out = append(out, pl.HostExec.State)
+	}
+	for _, l := range pl.Layers {
+		if i := strings.LastIndexAny(l.File, `/\`); l.Name == "user" && i > 0 {
+			out = append(out, l.File[:i]) // either system's separator
+		}
+	}
+	return out
 }
 
 // kernelFix is the answer for a path that is, lies in or holds a kernel

@@ -68,6 +68,23 @@ func TestAdvise(t *testing.T) {
 
 // Under Landlock, a folder kept unchangeable for a read-only path below it
 // is what bubblewrap does without.
+// agentbox's own state and configuration folders in a read-only home
+// folder: no mount names
+// it, but no flag makes it writable either (a run with it writable
+// protects it); the advice offered --writable and called it safe.
+func TestAdviseOwnState(t *testing.T) {
+	p := bwrapPlan(t)
+	p.HostExec.State = "/home/u/.local/state/agentbox"
+	p.Layers = append(p.Layers, plan.Layer{Name: "user", File: "/home/u/.config/agentbox/config.toml", Status: "absent"})
+	want := Fix{Risky: true, Why: "always protected (agentbox's own configuration and state, with the after-run check's records): the box must never write it, so no policy makes it writable"}
+	for _, f := range []string{"/home/u/.local/state/agentbox/pending/x", "/home/u/.config/agentbox/config.toml"} {
+		got := Advise(p, fslog.Create, f, p.Mounts[0], nil)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Advise %s (-want +got):\n%s", f, diff)
+		}
+	}
+}
+
 func TestAdviseLandlockCarve(t *testing.T) {
 	p := landlockPlan(t)
 	got := Advise(p, fslog.Create, "/home/u/proj/new.txt", p.Mounts[7], nil)

@@ -59,10 +59,17 @@ type fileID struct {
 	Ctime    int64
 }
 
-// readOnlyIDs records what stands at each read-only path of h now.
+// readOnlyIDs records what stands at each read-only path of h now: the
+// policy's (h.ReadOnly) and the guards kept read-only (plan.KeepReadOnly).
 func readOnlyIDs(h *plan.HostExec) map[string]fileID {
 	out := map[string]fileID{}
-	for _, p := range h.ReadOnly {
+	paths := append([]string(nil), h.ReadOnly...)
+	for _, g := range h.Guards {
+		if g.Keep == plan.KeepReadOnly {
+			paths = append(paths, g.Path)
+		}
+	}
+	for _, p := range paths {
 		var st unix.Stat_t
 		if unix.Lstat(p, &st) == nil {
 			out[p] = fileID{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano()}
@@ -161,6 +168,8 @@ func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *b
 	}
 	c.restore(recs)
 	c.created()
+	c.blocked(ownHolds(h.State, run))
+	c.readOnlyGuards()
 	c.watched()
 	c.search()
 	c.indexMarks()
@@ -223,6 +232,130 @@ func (c *checker) moveAway(dfd int, parent, name, rule, why string) bool {
 	}
 	c.note(full, rule, "moved", why+"; moved to "+event.Escape(where))
 	return true
+}
+
+// blocked looks at each missing path a placeholder of this run stood at
+// (plan.KeepBlocked). The read-only mount over a placeholder holds only
+// while the placeholder stays where it is: a process in another mount
+// namespace (a Landlock box of the same user, which may write in the
+// project) can rename or remove it, and the kernel then detaches the
+// mount in this box, which sees the project's own entry again and may
+// make it. What stands there now that is neither a placeholder as it was
+// made (this run's, own, or another live run's) nor older than the run
+// with everything in it is the box's: it is moved away.
+func (c *checker) blocked(own map[string]hold) {
+	all := map[string]hold{}
+	for k, v := range c.held {
+		all[k] = v
+	}
+	for k, v := range own {
+		all[k] = v
+	}
+	for _, g := range c.h.Guards {
+		if g.Keep != plan.KeepBlocked || g.Kind != plan.KindMissing {
+			continue
+		}
+		c.current = g.Path
+		dfd, name, ok := c.reachParent(g.Path, g.Rule)
+		if !ok {
+			continue
+		}
+		st, err := lstatAt(dfd, name)
+		h, mine := own[g.Path]
+		budget := metaBudget
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case err != nil:
+			c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
+		case c.heldHere(dfd, name, g.Path):
+			// Another live run's placeholder, as it made it.
+		case mine && untouchedHold(dfd, name, h, all):
+			// This run's placeholder, as it was made.
+		case c.changedAt(dfd, name, st, 0, &budget):
+			c.moveAway(dfd, filepath.Dir(g.Path), name, g.Rule, "stands where a placeholder kept it missing during the run, and was made or changed during the run (a process outside this box took the placeholder away, which lifts the box's read-only mount over it); "+c.program(g.Rule)+" would run or obey it")
+		}
+		unix.Close(dfd)
+	}
+}
+
+// readOnlyGuards looks at each guard kept read-only (plan.KeepReadOnly)
+// that is no longer what stood there before the run (another inode, or
+// the same one changed). The read-only mount over it holds only while the
+// path stays where it is: a process in another mount namespace (a
+// Landlock box of the same user) that renames it, or links it to a name
+// the box may write, lets the box write what a host program obeys there.
+// What changed during the run there is the box's: a git config keeps only
+// the variables that run nothing (sanitize); anything else changed since
+// the run began is moved away.
+func (c *checker) readOnlyGuards() {
+	for _, g := range c.h.Guards {
+		if g.Keep != plan.KeepReadOnly {
+			continue
+		}
+		was, ok := c.readOnly[g.Path]
+		if !ok {
+			continue // nothing stood there before the run, or no record
+		}
+		c.current = g.Path
+		dfd, name, ok := c.reachParent(g.Path, g.Rule)
+		if !ok {
+			continue
+		}
+		st, err := lstatAt(dfd, name)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case err != nil:
+			c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
+		case st.Dev == was.Dev && st.Ino == was.Ino && st.Ctim.Nano() == was.Ctime:
+			// As it was before the run.
+		case isReg(st) && name == "config" && g.Rule == "git config":
+			gitDir := filepath.Dir(g.Path)
+			c.sanitize(dfd, gitDir, name, g.Rule, func(v string) bool {
+				if !filepath.IsAbs(v) {
+					v = filepath.Join(gitDir, v)
+				}
+				return c.inRoots(filepath.Clean(v))
+			})
+		case isDir(st) && st.Dev == was.Dev && st.Ino == was.Ino:
+			c.changedIn(dfd, name, g)
+		default:
+			budget := metaBudget
+			if c.changedAt(dfd, name, st, 0, &budget) {
+				c.moveAway(dfd, filepath.Dir(g.Path), name, g.Rule, readOnlyWhy(c.program(g.Rule)))
+			} else if isDir(st) {
+				c.changedIn(dfd, name, g)
+			}
+		}
+		unix.Close(dfd)
+	}
+}
+
+// readOnlyWhy is why what changed at a read-only guard is moved away.
+func readOnlyWhy(program string) string {
+	return "kept read-only for the run, yet made or changed during it (a process outside this box moved it or linked it, which lifts the box's read-only mount over it); " + program + " would run or obey it"
+}
+
+// changedIn moves away each entry of folder name in dfd (guard g) that
+// changed since the run began.
+func (c *checker) changedIn(dfd int, name string, g plan.Guard) {
+	sub, err := unix.Openat(dfd, name, dirFlags, 0)
+	if err != nil {
+		c.fail(g.Path, g.Rule, "could not be checked after the run: "+err.Error())
+		return
+	}
+	defer unix.Close(sub)
+	names, err := listAt(sub)
+	if err != nil {
+		c.fail(g.Path, g.Rule, "could not be listed after the run: "+err.Error())
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		est, err := lstatAt(sub, n)
+		budget := metaBudget
+		if err != nil || c.changedAt(sub, n, est, 0, &budget) {
+			c.moveAway(sub, g.Path, n, g.Rule, readOnlyWhy(c.program(g.Rule)))
+		}
+	}
 }
 
 // created moves away what appeared where a guard found nothing before the

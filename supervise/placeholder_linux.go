@@ -155,6 +155,33 @@ func otherHolds(state, run string) map[string]hold {
 	return liveHolds(dfd, run)
 }
 
+// ownHolds returns the placeholders run stands at (made or joined), by
+// path, from state's pending folder; nil when they cannot be read, and
+// then what stands at a placeholder's path is judged by its change time.
+func ownHolds(state, run string) map[string]hold {
+	if state == "" {
+		return nil
+	}
+	dfd, err := openDir(filepath.Join(state, "pending"))
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dfd)
+	data, _, err := readAt(dfd, run+".holds", 1<<20)
+	if err != nil {
+		return nil
+	}
+	var hs []hold
+	if json.Unmarshal(data, &hs) != nil {
+		return nil
+	}
+	out := map[string]hold{}
+	for _, h := range hs {
+		out[h.Path] = h
+	}
+	return out
+}
+
 // placeholders makes the plan's placeholders that are missing, and joins
 // those other live runs made, recording them in pend's holds file before
 // the lock is released. A path that exists and is no run's placeholder is
