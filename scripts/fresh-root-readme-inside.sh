@@ -28,7 +28,7 @@ step() {
 		out=$(timeout -k 5 900 su - "$as" -c "cd $dir && $cmd" </dev/null 2>&1) || status=$?
 	fi
 	printf '%s\n[exit %d, %d s]\n' "$out" "$status" $((SECONDS - t0)) >>"$log"
-	local what="$line: $cmd"
+	local what="$line: ${cmd//$'\n'/; }"
 	[ ${#what} -le 60 ] || what="${what:0:57}..."
 	if ! [[ $status =~ ^($want)$ ]]; then
 		say "  FAILED as $as: $what: exit $status, not $want; its last line: $(tail -n 1 <<<"$out")"
@@ -44,7 +44,8 @@ step() {
 		fi
 	done <<<"$pat"
 	local wide
-	wide=$(awk 'length > 100' <<<"$out" | wc -l)
+	# Characters, not bytes (— and … are three bytes each).
+	wide=$(LC_ALL=C.UTF-8 grep -c -E '^.{101}' <<<"$out" || true)
 	if [ "$wide" -gt 0 ]; then
 		say "  ok  as $as: $what ($((SECONDS - t0)) s; $wide lines wider than 100 columns)"
 	else
@@ -70,7 +71,10 @@ IFS=$'\t' read -r n first <"$D/first"
 # As root: the README's opening command, as written (the root has no sudo:
 # S is empty for root). It installs bubblewrap and make, builds, installs
 # and runs a command confined, which bubblewrap keeps from writing /usr.
-step root /root/agentbox "README.md:$n" 0 $'^agentbox \nRead-only file system\nwritable: .*/root/agentbox' "$first" ||
+# What the README says it prints where bubblewrap runs: the version, touch's
+# refusal, and the box's /tmp, the checkout's caches and the checkout.
+step root /root/agentbox "README.md:$n" 0 \
+	$'^agentbox \nRead-only file system\n^writable: /tmp,/root/.local/state/agentbox/caches/[^,]+,/root/agentbox$' "$first" ||
 	{ say "  the README's opening command failed: the rest needs agentbox installed"; exit 1; }
 step root /root "$(ref 'agentbox doctor')" 0 'bubblewrap' 'agentbox doctor'
 step root /root/agentbox "$(ref 'log --denials')" 0 '/usr/x' 'agentbox log --denials'
@@ -155,8 +159,11 @@ claude"
 shellinit root /usr/local/bin /root/proj
 IFS=$'\t' read -r nbp bp <"$D/backend-plan"
 step root /root/proj "README.md:$nbp" 0 'landlock' "$bp -- true"
-# Landlock, where the README says (--backend landlock), as root.
-step root /root/agentbox "README.md:$(cut -f1 "$D/first")" 0 'Permission denied' \
+# Landlock, where the README says (--backend landlock), as root: touch is
+# refused, and the writable folders are the host's /dev/shm, the checkout's
+# temporary folder and caches, the checkout.
+step root /root/agentbox "README.md:$(cut -f1 "$D/first")" 0 \
+	$'Permission denied\n^writable: /dev/shm,/root/.local/state/agentbox/tmp/[^,]+,/root/.local/state/agentbox/caches/[^,]+,/root/agentbox(,|$)' \
 	"agentbox run --backend landlock -- ${first##*agentbox run -- }"
 using root /root/proj "--backend landlock"
 

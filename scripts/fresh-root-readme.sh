@@ -17,7 +17,9 @@
 # namespace (pivot_root, not a plain chroot: the kernel refuses user
 # namespaces to a chrooted process, so bubblewrap could not run for the
 # user and the check would mean nothing). The root shares this machine's
-# kernel and network.
+# kernel and network: what the kernel decides (Ubuntu 24.04's AppArmor
+# restriction of user namespaces, say) is this machine's, not the
+# distribution's; the root checks the distribution's packages and files.
 #
 # Every command run is read from README.md (the log names its line); a
 # command whose agent CLI is not installed in the fresh root (claude,
@@ -47,7 +49,7 @@ for c in unshare pivot_root git; do
 done
 [ -x /usr/local/go/bin/go ] || { warn "fresh-root-readme: needs Go in /usr/local/go (the README's)"; exit 2; }
 
-cache=/var/cache/agentbox-fresh-root
+cache=${FRESH_ROOT_CACHE:-/var/cache/agentbox-fresh-root}
 repo=$(pwd)
 
 # The README's commands, each with its line number (LINE<TAB>COMMAND).
@@ -76,15 +78,27 @@ user_install=$(grep -m1 -P '^\d+\tmake install PREFIX=' <<<"$install_lines" | se
 tmp=
 cleanup() {
 	[ -n "$tmp" ] || return 0
-	# Processes left in the root (ours: started by this script) end first.
-	local p
-	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/root" 2>/dev/null)" = "$tmp/root" ] && kill -9 "${p#/proc/}" 2>/dev/null || true
-	done
-	# Mounts are in the namespace only; --one-file-system keeps rm on the copy whatever.
+	# What this script started ends first: the time limit, then every
+	# process in the root's mount namespace (named in $tmp/ns by its first
+	# process), by id.
+	if [ -n "$tpid" ]; then
+		kill -9 "$tpid" 2>/dev/null || true
+		wait "$tpid" 2>/dev/null || true
+		tpid=
+	fi
+	local ns p
+	ns=$(cat "$tmp/ns" 2>/dev/null || true)
+	if [ -n "$ns" ]; then
+		for p in /proc/[0-9]*; do
+			[ "$(readlink "$p/ns/mnt" 2>/dev/null)" != "$ns" ] || kill -9 "${p#/proc/}" 2>/dev/null || true
+		done
+	fi
+	# The mounts are in that namespace only; --one-file-system keeps rm on
+	# the copy whatever happens.
 	rm -rf --one-file-system "$tmp" || warn "fresh-root-readme: could not remove $tmp"
 	tmp=
 }
+tpid=
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -136,9 +150,11 @@ check() {
 	local status=0
 	# The root's own mount namespace: / is the copy (pivot_root), with /proc
 	# mounted and /dev, /sys bound from this machine.
+	# In the background, so that a signal to this script is handled at once.
 	timeout -k 10 2400 unshare --mount --propagation private -- bash -c '
 		set -e
 		r=$1
+		readlink /proc/self/ns/mnt >"$2"
 		mount --bind "$r" "$r"
 		mount -t proc proc "$r/proc"
 		mount --rbind /dev "$r/dev"
@@ -149,7 +165,10 @@ check() {
 		umount -l /.oldroot
 		rmdir /.oldroot
 		exec chroot . /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			HOME=/root LANG=C.UTF-8 /bin/bash /agentbox-readme/inside.sh' sh "$r" || status=$?
+			HOME=/root LANG=C.UTF-8 /bin/bash /agentbox-readme/inside.sh' sh "$r" "$tmp/ns" &
+	tpid=$!
+	wait "$tpid" || status=$?
+	tpid=
 	cp "$d/log" "$log" 2>/dev/null || true
 	cleanup
 	case $status in
