@@ -35,8 +35,9 @@ warn() { say "$@" >&2; }
 command -v debootstrap >/dev/null 2>&1 || { warn "fresh-root-check: needs debootstrap (apt-get install debootstrap)"; exit 2; }
 
 cache=/var/cache/agentbox-fresh-root
-# The README's install command's packages (README.md, "Install").
-readme_pkgs=(bubblewrap make)
+# The README's install command's packages (README.md: the opening command;
+# curl for "Install"'s Go download).
+readme_pkgs=(bubblewrap make ca-certificates curl)
 # scripts/test-windows.sh's.
 windows_pkgs=(wine64 gcc-mingw-w64-x86-64)
 
