@@ -120,7 +120,9 @@ func TestLimits(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Fatalf("the fork bomb took %v", time.Since(start))
 	}
-	expectContains(t, "fork bomb", r.stdout, "survived")
+	if !strings.Contains(r.stdout, "survived") {
+		t.Fatalf("fork bomb: the box's shell did not survive it: %s", r)
+	}
 	// The host is still responsive: it can start a process.
 	if out, err := exec.Command("true").CombinedOutput(); err != nil {
 		t.Fatalf("host cannot start a process after the fork bomb: %v %s", err, out)
