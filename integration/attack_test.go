@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,21 +73,7 @@ func TestHostExecConcurrentPlaceholderDetached(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			w.repo(w.project)
-			c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.1; done; `+tc.bwrap+` && echo written`)
-			out, err := c.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var errb strings.Builder
-			c.Stderr = &errb
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-			br := bufio.NewReader(out)
-			if line := readLine(t, br); line != "ready\n" {
-				t.Fatalf("waiting for ready: %q", line)
-			}
+			c, br, errb := w.startWaiting("bwrap", tc.bwrap+` && echo written`)
 			first := strings.Split(tc.planted, "/")[0]
 			if _, err := os.Lstat(filepath.Join(w.project, first)); err != nil {
 				t.Fatalf("the bubblewrap run holds no placeholder at %s: %v", first, err)
@@ -126,21 +111,7 @@ func TestHostExecConcurrentReadOnlyDetached(t *testing.T) {
 			t.Run(first+"/"+tc.name, func(t *testing.T) {
 				w := newWorld(t)
 				w.repo(w.project)
-				c := w.cmd("run", "--backend", first, "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.1; done; `+fmt.Sprintf(tc.bwrap, w.payload(tc.name))+` && echo written`)
-				out, err := c.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var errb strings.Builder
-				c.Stderr = &errb
-				if err := c.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-				br := bufio.NewReader(out)
-				if line := readLine(t, br); line != "ready\n" {
-					t.Fatalf("waiting for ready: %q", line)
-				}
+				c, br, errb := w.startWaiting(first, fmt.Sprintf(tc.bwrap, w.payload(tc.name))+` && echo written`)
 				r := w.boxed("landlock", nil, tc.landlock)
 				t.Logf("landlock run: %s", r)
 				write(t, filepath.Join(w.project, "go"), "")

@@ -706,21 +706,7 @@ echo ready; read line`)
 // them.
 func TestHostExecParallelRuns(t *testing.T) {
 	w := newWorld(t)
-	c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `
-echo ready; while [ ! -e go ]; do sleep 0.1; done
-echo '{}' > .mcp.json 2>/dev/null && echo mcp=written || echo mcp=refused`)
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	br := bufio.NewReader(out)
-	if line := readLine(t, br); line != "ready\n" {
-		t.Fatalf("waiting for ready: %q", line)
-	}
+	c, br, _ := w.startWaiting("bwrap", `echo '{}' > .mcp.json 2>/dev/null && echo mcp=written || echo mcp=refused`)
 	r := w.run("run", "--backend", "bwrap", "--", "true")
 	expectCode(t, r, 0)
 	if fi, err := os.Lstat(filepath.Join(w.project, ".mcp.json")); err != nil || !fi.IsDir() {
@@ -866,19 +852,7 @@ func concurrentRuns(t *testing.T, be string) {
 func TestHostExecConcurrentPlaceholderWritten(t *testing.T) {
 	w := newWorld(t)
 	w.repo(w.project)
-	c := w.cmd("run", "--backend", "bwrap", "--", "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.1; done`)
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	br := bufio.NewReader(out)
-	if line := readLine(t, br); line != "ready\n" {
-		t.Fatalf("waiting for ready: %q", line)
-	}
+	c, br, _ := w.startWaiting("bwrap", "true")
 	if fi, err := os.Lstat(filepath.Join(w.project, ".vscode")); err != nil || !fi.IsDir() {
 		t.Fatalf("the bubblewrap run holds no placeholder at .vscode: %v", err)
 	}
@@ -893,6 +867,30 @@ func TestHostExecConcurrentPlaceholderWritten(t *testing.T) {
 	if exists(filepath.Join(w.project, ".vscode")) {
 		t.Error(".vscode is left after both runs")
 	}
+}
+
+// startWaiting starts a run under backend whose box says "ready", waits
+// until the file "go" appears in the project, then runs script; it returns
+// once the box is ready, with the box's stdout after "ready" and its
+// stderr. The run is killed when the test ends, if still running.
+func (w *world) startWaiting(backend, script string) (*exec.Cmd, *bufio.Reader, *strings.Builder) {
+	w.t.Helper()
+	c := w.cmd("run", "--backend", backend, "--", "sh", "-c", "echo ready; while [ ! -e go ]; do sleep 0.1; done\n"+script)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	errb := &strings.Builder{}
+	c.Stderr = errb
+	if err := c.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	br := bufio.NewReader(out)
+	if line := readLine(w.t, br); line != "ready\n" {
+		w.t.Fatalf("waiting for ready: %q", line)
+	}
+	return c, br, errb
 }
 
 // listNames lists the names in dir, sorted.
