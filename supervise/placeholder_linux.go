@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
 )
 
@@ -23,13 +24,9 @@ import (
 // <state>/pending/<run>.holds.
 
 // hold is a placeholder a run relies on.
-type hold struct {
-	Path    string `json:"path"`
-	Kind    string `json:"kind"` // "dir" or "file"
-	Content string `json:"content,omitempty"`
-	Dev     uint64 `json:"dev"`
-	Ino     uint64 `json:"ino"`
-}
+// One record shape with the search, which reads other runs' holds files
+// to plan their placeholders as missing (hostexec.Held).
+type hold = hostexec.Held
 
 // lockPlaceholders takes the placeholder lock; the returned function
 // releases it.
