@@ -23,9 +23,8 @@ import (
 // decisions; each run lists the placeholders it relies on in
 // <state>/pending/<run>.holds.
 
-// hold is a placeholder a run relies on.
-// One record shape with the search, which reads other runs' holds files
-// to plan their placeholders as missing (hostexec.Held).
+// hold is a placeholder a run relies on: the record the search reads too,
+// to plan other runs' placeholders as missing (hostexec.Held).
 type hold = hostexec.Held
 
 // lockPlaceholders takes the placeholder lock; the returned function
