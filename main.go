@@ -21,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/box"
 	"github.com/agentbox/agentbox/cache"
 	"github.com/agentbox/agentbox/fslog"
+	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/landlock"
 	"github.com/agentbox/agentbox/mount"
 	"github.com/agentbox/agentbox/policy"
@@ -54,6 +55,7 @@ func main() {
 			os.Exit(cache.GoProgMain(os.Args[2:]))
 		}
 	}
+	hostexec.SetSoftLimit()
 	os.Exit(run(os.Args))
 }
 

@@ -115,6 +115,9 @@ func DecodeIndex(data []byte, root string) *plan.Tree {
 	if r.bad || n > 1<<31-1 {
 		return nil
 	}
+	if n > liftAt {
+		liftLimit()
+	}
 	t.Dirs = make([]plan.TreeDir, 0, n)
 	// The parent of each folder: the nearest folder before it whose
 	// subtree still holds it.

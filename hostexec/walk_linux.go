@@ -469,9 +469,12 @@ func (k *worker) abs() string {
 // everything below it to the worker's tree.
 func (k *worker) emit(f folder, name []byte, parent int32) {
 	w := k.w
-	if w.dirs.Add(1) > w.maxDirs {
+	switch n := w.dirs.Add(1); {
+	case n > w.maxDirs:
 		w.fail(&LimitError{Root: w.root, Limit: int(w.maxDirs)})
 		return
+	case n == liftAt:
+		liftLimit()
 	}
 	t := k.out
 	i := int32(len(t.Dirs))
