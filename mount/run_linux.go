@@ -25,6 +25,7 @@ import (
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // LookBwrap finds bwrap, or says how to install it.
@@ -75,6 +76,16 @@ func (b *Bwrap) SelfCheck() (string, bool) {
 // bwrap's parent to forward signals (bwrap forwards none) and to tell a box
 // that failed to start (exit 125) from a command that failed.
 func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
+	// The box phase's parts (AGENTBOX_TRACE): box.start until bwrap
+	// is started, box.built until the init says the box is set up (bwrap's
+	// mounts, the init's checks), box.command until the box has ended.
+	ph := trace.Begin("box.start")
+	started := false
+	defer func() {
+		if !started {
+			ph.End()
+		}
+	}()
 	d, err := b.detailOf(p)
 	if err != nil {
 		return 0, err
@@ -226,6 +237,10 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, &BoxError{Op: "starting", Path: d.Bwrap, Err: err}
 	}
+	ph.End()
+	started = true
+	built := trace.Begin("box.built")
+	var command *trace.Phase
 	if nw != nil {
 		// Only after bwrap has its copy of the box's end and ours is closed:
 		// once the box's last process ends, Serve sees the end of the pair.
@@ -244,6 +259,10 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	go func() {
 		var b [1]byte
 		n, _ := readyR.Read(b[:])
+		if n == 1 {
+			built.End()
+			command = trace.Begin("box.command")
+		}
 		readyc <- n == 1
 		if n == 1 {
 			if pid := <-infoc; pid > 0 {
@@ -258,6 +277,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if !<-readyc {
 		return 0, b.diagnose(d.Bwrap)
 	}
+	command.End()
 	return supervise.Status(ws), nil
 }
 
