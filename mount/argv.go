@@ -155,12 +155,13 @@ type Options struct {
 	ScopeAbstract bool
 }
 
-// devNodes are the device nodes bwrap's --dev binds from the host's /dev
+// devNodeNames are the device nodes bwrap's --dev binds from the host's /dev
 // (bubblewrap's bwrap.c, devnodes).
-var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+var devNodeNames = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
-// DevDir is where a root run's own device nodes are made (see Render):
-// <state>/dev/<run>, in agentbox's state folder, which no box can write.
+// DevDir is where a shell running agentbox plan --argv makes a root box's
+// own device nodes (see Render): <state>/dev/<run>, in agentbox's state
+// folder, which no box can write.
 func DevDir(p *plan.Plan) string {
 	if p.HostExec.State == "" {
 		return ""
@@ -273,16 +274,21 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 				// /dev/null breaks every other user's programs). A
 				// read-only bind would not do: bwrap remounts it nodev,
 				// and no device could be opened. So the box gets nodes of
-				// its own, the same devices, in agentbox's state folder
-				// (DevDir) and bound over bwrap's; what it changes on them
-				// never reaches another box (makeDevNodes). (The
-				// terminal bwrap binds at /dev/console when its stdout is
-				// one is added at run time: withConsole.)
+				// its own, the same devices, bound over bwrap's: here
+				// from agentbox's state folder (DevDir), where a shell
+				// running these arguments makes them (ShellWords).
+				// agentbox run takes these binds out and makes the nodes
+				// in a tmpfs over /dev in bwrap's own mount namespace
+				// instead, so that bwrap's --dev binds them (devNodes,
+				// forkWithNodes): the same nodes with six binds fewer,
+				// each of which costs bwrap a read of the whole mount
+				// table. It adds a node of the box's own at /dev/console
+				// when stdout is a terminal.
 				dir := DevDir(p)
 				if dir == "" {
 					return Argv{}, fmt.Errorf("run as root, the box needs device nodes of its own, and there is no state folder to make them in")
 				}
-				for _, n := range devNodes {
+				for _, n := range devNodeNames {
 					add("--dev-bind", filepath.Join(dir, n), path.Join(m.Path, n))
 				}
 			}
@@ -487,10 +493,9 @@ func Shell(self string, d Detail) string {
 // provide.
 func ShellWords(self string, d Detail) []string {
 	var words []string
-	// Root's box binds device nodes of its own, which agentbox run makes
-	// for each run and removes once bwrap has bound them (Render): the
-	// shell copies them from the host's (cp -a makes a node, with its
-	// mode) and leaves them, for the next run as root to sweep. Unlike
+	// Root's box binds device nodes of its own (Render): the shell copies
+	// them from the host's (cp -a makes a node, with its mode) and leaves
+	// them, for the next run as root to sweep (sweepDevDirs). Unlike
 	// agentbox run, it does not put a node of the box's own over the
 	// terminal bwrap binds at /dev/console.
 	var nodes []string
