@@ -104,6 +104,13 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 				return 0, fmt.Errorf("a mount namespace for bwrap: %w", err)
 			}
+			// The host's /dev and what is mounted in it (its devpts,
+			// /dev/shm, ...) are never seen in the box, whose /dev is
+			// bwrap's --dev: taken out of this namespace, they are out
+			// of the mount table bwrap reads after every bind. Where
+			// /dev is no mount of its own this does nothing, and the
+			// tmpfs covers it all the same.
+			unix.Unmount("/dev", unix.MNT_DETACH) //nolint:errcheck // see above
 			// Not nodev: the nodes must open.
 			if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
 				return 0, fmt.Errorf("a tmpfs for the box's device nodes: %w", err)
