@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -154,35 +153,10 @@ func makeNode(n hostNode) error {
 	return nil
 }
 
-// withoutNodeBinds takes out of args (the command at commandAt) the binds
-// of the root box's own device nodes in dir over bwrap's (Render: what a
-// shell running agentbox plan --argv does) and says how many arguments it
-// took out. Each of devNodeNames must be there exactly once: anything else
-// is an error, never a box with the host's nodes.
-func withoutNodeBinds(args []string, commandAt int, dir string) ([]string, int, error) {
-	want := map[string]string{}
-	for _, n := range devNodeNames {
-		want[filepath.Join(dir, n)] = path.Join("/dev", n)
-	}
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		if i < commandAt && args[i] == "--dev-bind" && i+2 < commandAt && want[args[i+1]] != "" && want[args[i+1]] == args[i+2] {
-			delete(want, args[i+1])
-			i += 2
-			continue
-		}
-		out = append(out, args[i])
-	}
-	if len(want) > 0 {
-		return nil, 0, errors.New("the arguments do not bind a node of the box's own for each of " + fmt.Sprint(devNodeNames))
-	}
-	return out, len(args) - len(out), nil
-}
-
 // sweepDevDirs removes from parent (<state>/dev) the folders of device
-// nodes that a shell running agentbox plan --argv made for its box (see
-// ShellWords), and those earlier versions of agentbox kept there, once
-// they are a minute old: no run uses them any more.
+// nodes that earlier versions of agentbox (and shells running their
+// agentbox plan --argv) left there, once they are a minute old: no run
+// uses them any more.
 func sweepDevDirs(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {

@@ -100,30 +100,24 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		args = withForeground(args)
 	}
 	var nodes *devNodes
-	if p.Identity.Root() {
-		// The box's own device nodes (see Render): made fresh for each
+	if p.Identity.Root() != d.DevNodes {
+		return 0, &BoxError{Op: "making the box's device nodes", Err: fmt.Errorf("the plan's bwrap detail says dev_nodes %v for a run as uid %d", d.DevNodes, p.Identity.UID)}
+	}
+	if d.DevNodes {
+		// The box's own device nodes (see Render): made fresh for the
 		// run in a tmpfs over /dev in a mount namespace of bwrap's own,
 		// so that bwrap's --dev binds them instead of the host's
-		// (devNodes). Render's binds of them over bwrap's are taken out:
-		// six binds fewer in the box, each of which costs bwrap a read
-		// of the whole mount table.
-		dir := DevDir(p)
-		if p.RunID == "" || dir == "" {
-			return 0, &BoxError{Op: "making the box's device nodes", Err: errors.New("the plan has no run ID or state folder")}
+		// (devNodes, forkWithNodes).
+		if dir := DevDir(p); dir != "" {
+			sweepDevDirs(filepath.Dir(dir))
 		}
-		var removed int
-		args, removed, err = withoutNodeBinds(args, commandAt, dir)
-		if err != nil {
-			return 0, &BoxError{Op: "making the box's device nodes", Err: err}
-		}
-		commandAt -= removed
-		sweepDevDirs(filepath.Dir(dir))
 		if nodes, err = hostDevNodes(isTerminal(1)); err != nil {
 			return 0, &BoxError{Op: "making the box's device nodes", Err: err}
 		}
 		if nodes.console != nil {
-			// bwrap binds the terminal on stdout at /dev/console,
-			// which a root box owns: a node of its own over it.
+			// bwrap binds the terminal on stdout at /dev/console when
+			// it finds it, which a root box would own: a node of its
+			// own there.
 			args = append(args[:commandAt:commandAt], append([]string{"--dev-bind", consoleNode, "/dev/console"}, args[commandAt:]...)...)
 			commandAt += 3
 		}
