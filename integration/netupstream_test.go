@@ -172,9 +172,9 @@ func TestNetworkUpstream(t *testing.T) {
 }
 
 // noSecretIn fails if any regular file under the paths holds one of the
-// secrets. Only regular files are read: the state folder of a root run
-// holds device nodes handed from one run to the next (/dev/zero among
-// them, which never ends).
+// secrets. Only regular files are read: a state folder may hold device
+// nodes (a shell running agentbox plan --argv as root copies /dev/zero
+// there, which never ends).
 func noSecretIn(t *testing.T, secrets []string, paths ...string) {
 	t.Helper()
 	for _, root := range paths {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // The descriptors the child inherits: what it needs of the frozen plan and
@@ -100,6 +101,11 @@ func (l *Landlock) SelfCheck() (string, bool) {
 // and goes on supervising — forwarding signals, giving the terminal back,
 // reporting the status.
 func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
+	// The box phase's parts (AGENTBOX_TRACE): box.start until the child
+	// is started (its rule set and filter built), box.command until it
+	// has ended.
+	ph := trace.Begin("box.start")
+	defer func() { ph.End() }()
 	a, err := l.assessmentOf(p)
 	if err != nil {
 		return 0, err
@@ -272,6 +278,8 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if c.Started != nil {
 		c.Started(pid)
 	}
+	ph.End()
+	ph = trace.Begin("box.command")
 	pins.Close()
 	if r != nil {
 		r.Close()

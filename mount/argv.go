@@ -155,12 +155,14 @@ type Options struct {
 	ScopeAbstract bool
 }
 
-// devNodes are the device nodes bwrap's --dev binds from the host's /dev
+// devNodeNames are the device nodes bwrap's --dev binds from the host's /dev
 // (bubblewrap's bwrap.c, devnodes).
-var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+var devNodeNames = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
-// DevDir is where a root run's own device nodes are made (see Render):
-// <state>/dev/<run>, in agentbox's state folder, which no box can write.
+// DevDir is where earlier versions of agentbox, and a shell running their
+// agentbox plan --argv, made a root box's own device nodes:
+// <state>/dev/<run>, in agentbox's state folder. A root run removes what
+// is left there (sweepDevDirs).
 func DevDir(p *plan.Plan) string {
 	if p.HostExec.State == "" {
 		return ""
@@ -203,6 +205,10 @@ type Argv struct {
 	// CAFDs are the fds that must hold the box's certificate bundle, one
 	// per path of plan.Network.CABundles.
 	CAFDs []int
+	// DevNodes is true when bwrap must start in a mount namespace of its
+	// own with a tmpfs over /dev holding the box's own device nodes
+	// (root's box).
+	DevNodes bool
 }
 
 // Render turns the plan into bwrap's argument list (without argv[0]).
@@ -223,6 +229,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		next++
 		return strconv.Itoa(next - 1)
 	}
+	devNodes := false
 	var nr netRender
 	if p.Network.Mode == plan.NetAllowlist {
 		var err error
@@ -272,19 +279,16 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 				// could still chmod or touch them, on the host (chmod 000
 				// /dev/null breaks every other user's programs). A
 				// read-only bind would not do: bwrap remounts it nodev,
-				// and no device could be opened. So the box gets nodes of
-				// its own, the same devices, in agentbox's state folder
-				// (DevDir) and bound over bwrap's; what it changes on them
-				// never reaches another box (makeDevNodes). (The
-				// terminal bwrap binds at /dev/console when its stdout is
-				// one is added at run time: withConsole.)
-				dir := DevDir(p)
-				if dir == "" {
-					return Argv{}, fmt.Errorf("run as root, the box needs device nodes of its own, and there is no state folder to make them in")
-				}
-				for _, n := range devNodes {
-					add("--dev-bind", filepath.Join(dir, n), path.Join(m.Path, n))
-				}
+				// and no device could be opened. So bwrap is started in a
+				// mount namespace of its own with a tmpfs over /dev that
+				// holds nodes of the box's own, the same devices, made
+				// for the run: those are what --dev binds (DevNodes;
+				// agentbox run: forkWithNodes, a shell: ShellWords). No
+				// bind of them over bwrap's, each of which would cost
+				// bwrap a read of the whole mount table. (A node of the
+				// box's own over the terminal bwrap would bind at
+				// /dev/console is added at run time.)
+				devNodes = true
 			}
 		case op == plan.Proc:
 			add("--proc", m.Path)
@@ -433,7 +437,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		return Argv{}, fmt.Errorf("the plan needs %d bwrap arguments (%d mounts); bubblewrap accepts at most %d", len(a), len(p.Mounts), MaxArgs)
 	}
 	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
-		NetFD: nr.fd, LogFD: logFD, PreloadFD: preloadFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward, CAFDs: caFDs}, nil
+		NetFD: nr.fd, LogFD: logFD, PreloadFD: preloadFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward, CAFDs: caFDs, DevNodes: devNodes}, nil
 }
 
 // netRender is what network mode allowlist adds to the box.
@@ -487,25 +491,20 @@ func Shell(self string, d Detail) string {
 // provide.
 func ShellWords(self string, d Detail) []string {
 	var words []string
-	// Root's box binds device nodes of its own, which agentbox run makes
-	// for each run and removes once bwrap has bound them (Render): the
-	// shell copies them from the host's (cp -a makes a node, with its
-	// mode) and leaves them, for the next run as root to sweep. Unlike
+	// Root's box has device nodes of its own (Render): the shell makes
+	// them as agentbox run does, in a mount namespace of bwrap's own
+	// (unshare, a slave of the host's), copying the host's (cp -a makes
+	// a node, with its mode) into a tmpfs on an empty folder of its own
+	// that it then moves over /dev. The empty folder stays. Unlike
 	// agentbox run, it does not put a node of the box's own over the
 	// terminal bwrap binds at /dev/console.
-	var nodes []string
-	for i, a := range d.Args {
-		if a == "--dev-bind" && i+2 < len(d.Args) && strings.HasPrefix(d.Args[i+2], "/dev/") {
-			nodes = append(nodes, d.Args[i+1])
+	if d.DevNodes {
+		script := `mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a`
+		for _, n := range devNodeNames {
+			script += " /dev/" + n
 		}
-	}
-	if len(nodes) > 0 {
-		dir := path.Dir(nodes[0])
-		words = append(words, "mkdir", "-p", "-m", "700", quote(dir), "&&", "cp", "-a")
-		for _, n := range nodes {
-			words = append(words, quote("/dev/"+path.Base(n)))
-		}
-		words = append(words, quote(dir)+"/", "&&")
+		script += ` "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"`
+		words = append(words, "unshare", "--mount", "--propagation", "slave", "sh", "-c", quote(script), `"$(mktemp -d)"`)
 	}
 	words = append(words, quote(d.Bwrap))
 	for _, s := range d.Args {

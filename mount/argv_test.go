@@ -163,11 +163,10 @@ func checkArgv(t *testing.T, p *plan.Plan, av Argv) {
 	t.Helper()
 	args := av.Args
 	first := []string{"--ro-bind", "/", "/", "--dev", "/dev"}
-	if p.Identity.UID == 0 {
-		// Root's box gets device nodes of its own over bwrap's.
-		for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-			first = append(first, "--dev-bind", filepath.Join(DevDir(p), n), "/dev/"+n)
-		}
+	// Root's box gets device nodes of its own, made before bwrap starts
+	// (no binds of them here).
+	if av.DevNodes != (p.Identity.UID == 0) {
+		t.Errorf("DevNodes %v for uid %d", av.DevNodes, p.Identity.UID)
 	}
 	first = append(first, "--proc", "/proc",
 		"--ro-bind", "/proc/sys", "/proc/sys",
@@ -468,18 +467,17 @@ func TestShell(t *testing.T) {
 	}
 }
 
-// TestShellDevNodes: root's box binds device nodes of its own, which the
-// printed command line makes first, from the host's.
+// TestShellDevNodes: root's box has device nodes of its own, which the
+// printed command line makes first, from the host's, in a tmpfs it moves
+// over /dev in a mount namespace of bwrap's own.
 func TestShellDevNodes(t *testing.T) {
-	dir := "/root/.local/state/agentbox/dev/run 1"
 	d := Detail{
-		Bwrap: "/usr/bin/bwrap",
-		Args: []string{"--ro-bind", "/", "/", "--dev", "/dev",
-			"--dev-bind", dir + "/null", "/dev/null", "--dev-bind", dir + "/tty", "/dev/tty",
-			"--bind", "/dev/shm", "/dev/shm", "--", "true"},
+		Bwrap:    "/usr/bin/bwrap",
+		Args:     []string{"--ro-bind", "/", "/", "--dev", "/dev", "--bind", "/dev/shm", "/dev/shm", "--", "true"},
+		DevNodes: true,
 	}
-	want := `mkdir -p -m 700 '/root/.local/state/agentbox/dev/run 1' && cp -a /dev/null /dev/tty '/root/.local/state/agentbox/dev/run 1'/ && ` +
-		`/usr/bin/bwrap --ro-bind / / --dev /dev --dev-bind '/root/.local/state/agentbox/dev/run 1/null' /dev/null --dev-bind '/root/.local/state/agentbox/dev/run 1/tty' /dev/tty --bind /dev/shm /dev/shm -- true ` +
+	want := `unshare --mount --propagation slave sh -c 'mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"' "$(mktemp -d)" ` +
+		`/usr/bin/bwrap --ro-bind / / --dev /dev --bind /dev/shm /dev/shm -- true ` +
 		`3>/dev/null 4>/dev/null 5</usr/local/bin/agentbox 6< <(/usr/local/bin/agentbox __seccomp) 8</dev/null`
 	got := Shell("/usr/local/bin/agentbox", d)
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -25,6 +25,7 @@ import (
 	"github.com/agentbox/agentbox/plan"
 	"github.com/agentbox/agentbox/seccomp"
 	"github.com/agentbox/agentbox/supervise"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // LookBwrap finds bwrap, or says how to install it.
@@ -75,6 +76,16 @@ func (b *Bwrap) SelfCheck() (string, bool) {
 // bwrap's parent to forward signals (bwrap forwards none) and to tell a box
 // that failed to start (exit 125) from a command that failed.
 func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
+	// The box phase's parts (AGENTBOX_TRACE): box.start until bwrap
+	// is started, box.built until the init says the box is set up (bwrap's
+	// mounts, the init's checks), box.command until the box has ended.
+	ph := trace.Begin("box.start")
+	started := false
+	defer func() {
+		if !started {
+			ph.End()
+		}
+	}()
 	d, err := b.detailOf(p)
 	if err != nil {
 		return 0, err
@@ -88,25 +99,27 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if fg {
 		args = withForeground(args)
 	}
-	if p.Identity.Root() {
-		// The box's own device nodes (see Render), kept for a later run
-		// once this one has ended (makeDevNodes).
-		dir := DevDir(p)
-		if p.RunID == "" || dir == "" {
-			return 0, &BoxError{Op: "making the box's device nodes", Err: errors.New("the plan has no run ID or state folder")}
+	var nodes *devNodes
+	if p.Identity.Root() != d.DevNodes {
+		return 0, &BoxError{Op: "making the box's device nodes", Err: fmt.Errorf("the plan's bwrap detail says dev_nodes %v for a run as uid %d", d.DevNodes, p.Identity.UID)}
+	}
+	if d.DevNodes {
+		// The box's own device nodes (see Render): made fresh for the
+		// run in a tmpfs over /dev in a mount namespace of bwrap's own,
+		// so that bwrap's --dev binds them instead of the host's
+		// (devNodes, forkWithNodes).
+		if dir := DevDir(p); dir != "" {
+			sweepDevDirs(filepath.Dir(dir))
 		}
-		console := isTerminal(1)
-		nodes, err := makeDevNodes(dir, console)
-		if err != nil {
-			return 0, &BoxError{Op: "making the box's device nodes", Path: dir, Err: err}
+		if nodes, err = hostDevNodes(isTerminal(1)); err != nil {
+			return 0, &BoxError{Op: "making the box's device nodes", Err: err}
 		}
-		defer nodes.release()
-		if console {
-			// bwrap binds the terminal on stdout at /dev/console,
-			// which a root box owns: a node of its own too.
-			var added int
-			args, added = withConsole(args, dir)
-			commandAt += added
+		if nodes.console != nil {
+			// bwrap binds the terminal on stdout at /dev/console when
+			// it finds it, which a root box would own: a node of its
+			// own there.
+			args = append(args[:commandAt:commandAt], append([]string{"--dev-bind", consoleNode, "/dev/console"}, args[commandAt:]...)...)
+			commandAt += 3
 		}
 	}
 
@@ -212,7 +225,14 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	argv := append([]string{d.Bwrap, "--args", strconv.Itoa(argsFD)}, args[commandAt:]...)
-	bwrapPid, err := syscall.ForkExec(d.Bwrap, argv, attr)
+	var bwrapPid int
+	if nodes != nil {
+		release := make(chan struct{})
+		defer close(release)
+		bwrapPid, err = forkWithNodes(d.Bwrap, argv, attr, nodes, release)
+	} else {
+		bwrapPid, err = syscall.ForkExec(d.Bwrap, argv, attr)
+	}
 	if c.Started != nil {
 		c.Started(bwrapPid)
 	}
@@ -226,6 +246,10 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if err != nil {
 		return 0, &BoxError{Op: "starting", Path: d.Bwrap, Err: err}
 	}
+	ph.End()
+	started = true
+	built := trace.Begin("box.built")
+	var command *trace.Phase
 	if nw != nil {
 		// Only after bwrap has its copy of the box's end and ours is closed:
 		// once the box's last process ends, Serve sees the end of the pair.
@@ -244,6 +268,10 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	go func() {
 		var b [1]byte
 		n, _ := readyR.Read(b[:])
+		if n == 1 {
+			built.End()
+			command = trace.Begin("box.command")
+		}
 		readyc <- n == 1
 		if n == 1 {
 			if pid := <-infoc; pid > 0 {
@@ -258,6 +286,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	if !<-readyc {
 		return 0, b.diagnose(d.Bwrap)
 	}
+	command.End()
 	return supervise.Status(ws), nil
 }
 
@@ -397,23 +426,6 @@ func withForeground(args []string) []string {
 		}
 	}
 	return out
-}
-
-// withConsole adds, after the bind of the box's own /dev/tty that Render
-// puts there for root, a node of the box's own at /dev/console (over the
-// host's terminal, which bwrap binds there), and says how many arguments
-// it added before the command.
-func withConsole(args []string, dir string) ([]string, int) {
-	out := make([]string, 0, len(args)+3)
-	added := 0
-	for i, a := range args {
-		out = append(out, a)
-		if added == 0 && a == "/dev/tty" && i > 1 && args[i-2] == "--dev-bind" {
-			out = append(out, "--dev-bind", filepath.Join(dir, "console"), "/dev/console")
-			added = 3
-		}
-	}
-	return out, added
 }
 
 // isTerminal reports whether fd is a terminal.

@@ -78,10 +78,9 @@ def phases(path):
 for be in ("", " landlock"):
     po, pn = phases(trace["old" + be]), phases(trace["new" + be])
     print(f"\nphases{be or ' bwrap'} (median ms: wall cpu children)   old | new")
-    for k in po:
-        if k in pn:
-            fo = " ".join(f"{m(x[i] for x in po[k]):6.2f}" for i in range(3))
-            fn = " ".join(f"{m(x[i] for x in pn[k]):6.2f}" for i in range(3))
-            print(f"{k:14} {fo} | {fn}")
+    # A phase only one binary traces is shown with dashes on the other side.
+    for k in list(po) + [k for k in pn if k not in po]:
+        fo, fn = (" ".join(f"{m(x[i] for x in ph[k]):6.2f}" for i in range(3)) if k in ph else f"{'-':>6} {'-':>6} {'-':>6}" for ph in (po, pn))
+        print(f"{k:14} {fo} | {fn}")
 PY
 exit 0

@@ -253,7 +253,7 @@ done
 python3 - "$work/trace.bwrap" "$work/trace.landlock" <<'PY'
 import os, statistics, sys
 print()
-print("phases of agentbox run -- /bin/true (AGENTBOX_TRACE; median ms over the runs; plan.* are within plan)")
+print("phases of agentbox run -- /bin/true (AGENTBOX_TRACE; median ms over the runs; plan.* are within plan, box.* within box)")
 tables = {}
 for path in sys.argv[1:]:
     phases = {}

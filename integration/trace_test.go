@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/trace"
+)
+
+// TestTraceBoxParts: the trace splits the box phase into its parts, in
+// order, each a well-formed line: under bubblewrap box.start, box.built and
+// box.command; under Landlock box.start and box.command.
+func TestTraceBoxParts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be []string) {
+		w := newWorld(t)
+		file := filepath.Join(w.base, "trace")
+		w.env = append(w.env, trace.Variable+"="+file)
+		r := w.run(append(append([]string{"run"}, be...), "--", "/bin/true")...)
+		expectCode(t, r, 0)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			name, _, _, _, ok := trace.Parse(line)
+			if !ok {
+				t.Fatalf("a trace line that does not parse: %q", line)
+			}
+			if strings.HasPrefix(name, "box") {
+				names = append(names, name)
+			}
+		}
+		want := []string{"box.start", "box.built", "box.command", "box"}
+		if be[1] == "landlock" {
+			want = []string{"box.start", "box.command", "box"}
+		}
+		if strings.Join(names, " ") != strings.Join(want, " ") {
+			t.Fatalf("box phases %q, want %q; trace:\n%s", names, want, b)
+		}
+	})
+}
