@@ -32,7 +32,7 @@ func TestWindowsRecordTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []string
-	err := withRecord(path, me, group, true, func(rec *aclRecord) error {
+	err := withRecord(path, me, group, true, func(rec *aclRecord, _ func() error) error {
 		for _, a := range rec.ACEs {
 			seen = append(seen, a.SID)
 		}
@@ -67,7 +67,7 @@ func TestWindowsRecordTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	called := false
-	err = withRecord(planted, me, group, true, func(*aclRecord) error { called = true; return nil })
+	err = withRecord(planted, me, group, true, func(*aclRecord, func() error) error { called = true; return nil })
 	if underWine() {
 		// Wine keeps no owner or DACL protection for a file it did not
 		// get a security descriptor for; real Windows does.

@@ -282,7 +282,15 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	if err != nil {
 		return 125, err
 	}
-	defer release()
+	// Grants last for the run (acl.go): removed when it ends, once every
+	// process of the run has (this defer runs after the job's). One that
+	// cannot be removed stays recorded, and the next run removes it or
+	// refuses to start.
+	defer func() {
+		if err := release(); err != nil && c.Stderr != nil {
+			fmt.Fprintf(c.Stderr, "agentbox: %v\n", err)
+		}
+	}()
 
 	// The runner's own job: when agentbox exits or dies, closing this handle
 	// kills the runner and, through it, the command's nested job.
