@@ -232,8 +232,8 @@ func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	return code, err
 }
 
-// run prepares the plan's folders, applies the spec's ACEs (recorded; they
-// stay for the project's next run), starts the allowlist proxy when the
+// run prepares the plan's folders, applies the spec's ACEs (recorded;
+// grants last for the run, denials stay for the project's next run), starts the allowlist proxy when the
 // plan has one, starts the runner as the sandbox user in a kill-on-close
 // job of its own, sends the spawn request and relays stdio until the exit
 // message.
