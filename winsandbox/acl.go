@@ -371,6 +371,9 @@ func recordACE(a ACE, groupSID string) recACE {
 type aclRecord struct {
 	Version int       `json:"version"`
 	ACEs    []*recACE `json:"aces"`
+	// Placeholders are the git placeholders runs made and hold
+	// (leftover.go).
+	Placeholders []recPlaceholder `json:"placeholders,omitempty"`
 }
 
 // aclRecordVersion is the version of the record's format.

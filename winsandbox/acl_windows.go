@@ -605,6 +605,11 @@ func removeAllACEs(groupSID string) error {
 		}
 		err := withRecord(f, user, groupSID, false, func(rec *aclRecord, _ func() error) error {
 			var errs []error
+			// A killed run's git placeholders go too, each only while it
+			// is the very file made (leftover.go).
+			for _, r := range rec.Placeholders {
+				removeOurs(r)
+			}
 			for _, a := range rec.ACEs {
 				a.Projects, a.Holders = nil, nil
 			}

@@ -270,8 +270,10 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	}
 	// The same for the git folders' missing commondir and config.worktree
 	// (gitfiles.go): removed, when unchanged, before the after-run check.
-	gitMade, err := makeGitPlaceholders(spec.GitPlaceholders)
-	defer removeGitPlaceholders(gitMade)
+	// Each is recorded with its identity, so that one a killed run left
+	// is known for agentbox's own by the next run (leftover.go).
+	gitMade, err := holdGitPlaceholders(spec.GitPlaceholders, rec.GroupSID)
+	defer releaseGitPlaceholders(gitMade, rec.GroupSID)
 	if err != nil {
 		return 125, err
 	}
