@@ -462,11 +462,11 @@ func (r *aclRecord) end(me aclHolder) []string {
 	return paths
 }
 
-// stale reports whether the record holds an ACE of path that is no longer
-// live (a killed run's grant, a denial no project wants).
+// stale reports whether the record holds a grant on path that is no
+// longer live (a killed run's).
 func (r *aclRecord) stale(path string) bool {
 	for _, a := range r.ACEs {
-		if winKey(a.Path) == winKey(path) && !a.live() {
+		if winKey(a.Path) == winKey(path) && a.perRun() && !a.live() {
 			return true
 		}
 	}

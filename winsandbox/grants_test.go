@@ -136,9 +136,14 @@ func TestGrantFailure(t *testing.T) {
 	if r.stale(`C:\w`) {
 		t.Error("a held grant is stale")
 	}
+	r.begin([]recACE{{Path: `C:\d`, SID: "S-1-5-21-1-1-1-1", Deny: true, Mask: FileRights(RightsWrite)}}, "p", aclHolder{PID: 1})
+	r.begin(nil, "p", aclHolder{PID: 1})
 	r.prune(func(aclHolder) bool { return false })
 	if !r.stale(`C:\w`) {
 		t.Error("a killed run's grant is not stale")
+	}
+	if r.stale(`C:\d`) {
+		t.Error("a denial no project wants is taken for a killed run's grant")
 	}
 }
 
