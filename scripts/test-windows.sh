@@ -45,10 +45,10 @@
 #     home folder made and named by USERPROFILE and HOME, the run's grants
 #     in the ACL record held by the run only and a killed run's removed
 #     before the command starts, a run killed with TerminateProcess whose
-#     git placeholders the next run removes by their recorded identity
-#     while a look-alike of the same content is left to the check), with
-#     the runner started as the caller because Wine's
-#     CreateProcessWithLogonW is a stub;
+#     placeholders (control folders, git files) the next run removes by
+#     their recorded identity while a look-alike of the same content is
+#     left to the check), with the runner started as the caller because
+#     Wine's CreateProcessWithLogonW is a stub;
 #   - the machine facts `agentbox doctor` reads on Windows are read to the
 #     end (Wine's service manager and security policy answer little, so
 #     what doctor would say here shows nothing about Windows);

@@ -9,18 +9,18 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// holdGitPlaceholders makes each missing git file of the spec
-// (gitfiles.go) with its content, records each one it made in the user's
-// ACL record with its identity (leftover.go), and returns those this run
-// holds. A placeholder a killed run left that is still the very file it
+// holdPlaceholders makes each missing control folder of the spec
+// (controlfolder.go), empty, and each missing git file (gitfiles.go) with
+// its content, records each one it made in the user's ACL record with its
+// identity (leftover.go), and returns those this run holds. A placeholder a killed run left that is still the very file it
 // made is taken over by this run (reused, removed after it); a recorded
 // one that is another file now is forgotten and left to the checks. One
-// that exists by now and is not ours (git made it since the plan was
-// made) is left alone: the deny ACE applies to it all the same, and the
-// after-run check judges it. Something other than a plain file there, or
-// a file that cannot be made, fails the run: what it stands for would be
-// unprotected.
-func holdGitPlaceholders(files []GitPlaceholder, groupSID string) ([]recPlaceholder, error) {
+// that exists by now and is not ours (the user or git made it since the
+// plan was made) is left alone: the deny ACE applies to it all the same,
+// and the after-run check judges it. Something other than a plain file
+// (a plain folder) there, or one that cannot be made, fails the run: what
+// it stands for would be unprotected.
+func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([]recPlaceholder, error) {
 	path, user, err := aclRecordFile()
 	if err != nil {
 		return nil, err
@@ -44,6 +44,19 @@ func holdGitPlaceholders(files []GitPlaceholder, groupSID string) ([]recPlacehol
 			}
 		}
 		rec.Placeholders = dropForgotten(rec.Placeholders)
+		for _, d := range dirs {
+			if taken[winKey(d)] {
+				continue
+			}
+			r, made, err := makeDirPlaceholder(d, me)
+			if made {
+				held = append(held, r)
+				rec.Placeholders = append(rec.Placeholders, r)
+			}
+			if err != nil {
+				return err
+			}
+		}
 		for _, g := range files {
 			if taken[winKey(g.Path)] {
 				continue
@@ -72,6 +85,29 @@ func dropForgotten(ps []recPlaceholder) []recPlaceholder {
 		}
 	}
 	return out
+}
+
+// makeDirPlaceholder makes one control folder placeholder, empty, and
+// returns its record; made is set once the folder exists.
+func makeDirPlaceholder(path string, me aclHolder) (recPlaceholder, bool, error) {
+	r := recPlaceholder{Path: path, Dir: true, Holder: me}
+	err := os.Mkdir(path, 0o755)
+	if errors.Is(err, os.ErrExist) {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() && fi.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0 {
+			return r, false, nil
+		}
+		return r, false, fmt.Errorf("placeholder %s: something other than a folder is there now", path)
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("placeholder %s: %w", path, err)
+	}
+	h, f, err := openPlaceholder(path)
+	if err != nil || h == 0 {
+		return r, true, fmt.Errorf("placeholder %s: reading what was made: %v", path, err)
+	}
+	windows.CloseHandle(h)
+	r.Volume, r.FileID = f.Volume, f.FileID
+	return r, true, nil
 }
 
 // makeGitPlaceholder makes one placeholder and returns its identity; made
@@ -124,11 +160,16 @@ func openPlaceholder(path string) (windows.Handle, fileFacts, error) {
 	f := fileFacts{
 		Exists:  true,
 		Regular: info.FileAttributes&(windows.FILE_ATTRIBUTE_DIRECTORY|windows.FILE_ATTRIBUTE_REPARSE_POINT) == 0,
+		Dir:     info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0 && info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT == 0,
 		Links:   info.NumberOfLinks,
 		Volume:  info.VolumeSerialNumber,
 		FileID:  uint64(info.FileIndexHigh)<<32 | uint64(info.FileIndexLow),
 	}
-	if f.Regular && info.FileSizeHigh == 0 && info.FileSizeLow <= 64 {
+	if f.Dir {
+		// Deleting a folder through the handle fails anyway when
+		// something is in it.
+		f.Empty = dirEmpty(h)
+	} else if f.Regular && info.FileSizeHigh == 0 && info.FileSizeLow <= 64 {
 		buf := make([]byte, 65)
 		var n uint32
 		if err := windows.ReadFile(h, buf, &n, nil); err != nil {
@@ -140,6 +181,41 @@ func openPlaceholder(path string) (windows.Handle, fileFacts, error) {
 		f.Content = []byte("\x00too large to be a placeholder")
 	}
 	return h, f, nil
+}
+
+// dirEmpty reports whether the folder open as h holds nothing but "."
+// and ".." (read through the handle: FILE_FULL_DIR_INFO entries, the name
+// length at offset 60 and the name at 68). It is false when the folder
+// cannot be read.
+func dirEmpty(h windows.Handle) bool {
+	const fullDirInfo, fullDirRestartInfo = 14, 15
+	buf := make([]byte, 4096)
+	class := uint32(fullDirRestartInfo)
+	for {
+		err := windows.GetFileInformationByHandleEx(h, class, &buf[0], uint32(len(buf)))
+		if errors.Is(err, windows.ERROR_NO_MORE_FILES) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		class = fullDirInfo
+		for off := 0; off+68 <= len(buf); {
+			next := *(*uint32)(unsafe.Pointer(&buf[off]))
+			n := int(*(*uint32)(unsafe.Pointer(&buf[off+60])))
+			if off+68+n > len(buf) {
+				return false
+			}
+			name := unsafe.Slice((*uint16)(unsafe.Pointer(&buf[off+68])), n/2)
+			if s := windows.UTF16ToString(name); s != "." && s != ".." {
+				return false
+			}
+			if next == 0 {
+				break
+			}
+			off += int(next)
+		}
+	}
 }
 
 // placeholderFacts is what path holds now (Exists false when it cannot
@@ -185,17 +261,18 @@ func removeOurs(r recPlaceholder) bool {
 	return dispose() == nil
 }
 
-// releaseGitPlaceholders removes the git files this run holds that are
-// still the very files made, holding exactly what they were made with
-// (judged by what this run knows of them, recorded or not), and takes
-// them out of the record; one that is not (written from outside the box
-// during the run) stays, and the after-run check moves it away.
-func releaseGitPlaceholders(held []recPlaceholder, groupSID string) {
+// releasePlaceholders removes the placeholders this run holds that are
+// still the very files made, holding exactly what they were made with,
+// and the very folders made, still empty (judged by what this run knows
+// of them, recorded or not), last made first, and takes them out of the
+// record; one that is not (written from outside the box during the run)
+// stays, and the after-run check looks at it.
+func releasePlaceholders(held []recPlaceholder, groupSID string) {
 	if len(held) == 0 {
 		return
 	}
-	for _, r := range held {
-		removeOurs(r)
+	for i := len(held) - 1; i >= 0; i-- {
+		removeOurs(held[i])
 	}
 	path, user, err := aclRecordFile()
 	if err != nil {
@@ -209,8 +286,8 @@ func releaseGitPlaceholders(held []recPlaceholder, groupSID string) {
 	})
 }
 
-// RemoveLeftoverPlaceholders removes the git placeholders runs of this
-// user that were killed left, each only while it is still the very file
+// RemoveLeftoverPlaceholders removes the placeholders (control folders,
+// git files) runs of this user that were killed left, each only while it is still the very file
 // made and untouched (leftover.go); it forgets the others. agentbox run
 // calls it before the after-run check of a killed run, which would
 // otherwise take them for files the box planted, and before planning,

@@ -27,9 +27,9 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 	}
 	cd, cw := filepath.Join(git, "commondir"), filepath.Join(git, "config.worktree")
 	files := []GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}, {Path: cw, Rule: "git config.worktree"}}
-	made, err := holdGitPlaceholders(files, testGroup)
+	made, err := holdPlaceholders(nil, files, testGroup)
 	if err != nil || len(made) != 2 {
-		t.Fatalf("holdGitPlaceholders = %v, %v", made, err)
+		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
 	if data, err := os.ReadFile(cd); err != nil || string(data) != ".\n" {
 		t.Errorf("commondir holds %q, %v; want \".\\n\"", data, err)
@@ -37,7 +37,7 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 	if err := os.WriteFile(cw, []byte("[core]\n\tfsmonitor = evil.exe\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	releaseGitPlaceholders(made, testGroup)
+	releasePlaceholders(made, testGroup)
 	if _, err := os.Lstat(cd); !os.IsNotExist(err) {
 		t.Errorf("the unchanged commondir placeholder is still there: %v", err)
 	}
@@ -45,18 +45,18 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 		t.Errorf("a changed placeholder was removed (the after-run check must see it): %v", err)
 	}
 	// config.worktree exists now: left alone, not made, not removed.
-	made, err = holdGitPlaceholders(files, testGroup)
+	made, err = holdPlaceholders(nil, files, testGroup)
 	if err != nil || len(made) != 1 || made[0].Path != cd {
-		t.Fatalf("holdGitPlaceholders with config.worktree there = %v, %v; want commondir alone", made, err)
+		t.Fatalf("holdPlaceholders with config.worktree there = %v, %v; want commondir alone", made, err)
 	}
-	releaseGitPlaceholders(made, testGroup)
+	releasePlaceholders(made, testGroup)
 	if _, err := os.Lstat(cw); err != nil {
 		t.Errorf("a config.worktree agentbox did not make was removed: %v", err)
 	}
 	if err := os.Mkdir(cd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := holdGitPlaceholders(files[:1], testGroup); err == nil {
+	if _, err := holdPlaceholders(nil, files[:1], testGroup); err == nil {
 		t.Error("a folder where commondir goes did not fail the run")
 	}
 }
@@ -77,9 +77,9 @@ func TestWindowsGitPlaceholderHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	cd := filepath.Join(git, "commondir")
-	made, err := holdGitPlaceholders([]GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}}, testGroup)
+	made, err := holdPlaceholders(nil, []GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}}, testGroup)
 	if err != nil || len(made) != 1 {
-		t.Fatalf("holdGitPlaceholders = %v, %v", made, err)
+		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
 	capSID := CapabilitySID(root)
 	me := selfSID(t)
@@ -96,7 +96,7 @@ func TestWindowsGitPlaceholderHolds(t *testing.T) {
 	defer func() {
 		rec.begin(nil, "test", self())
 		syncPath(rec, cd, "S-1-5-21-1-2-3-4242")
-		releaseGitPlaceholders(made, testGroup)
+		releasePlaceholders(made, testGroup)
 	}()
 	tok, err := restrictedToken([]string{capSID})
 	if err != nil {

@@ -51,11 +51,11 @@ func killedRunPlan(t *testing.T, home, proj, tmp, run string, command ...string)
 }
 
 // TestWindowsKilledRunPlaceholders: agentbox running a box is killed
-// (TerminateProcess, as kill -9) while its git placeholders are in
-// place; then, as `agentbox run` does, the leftovers are taken care of
+// (TerminateProcess, as kill -9) while its placeholders (control folders,
+// git files) are in place; then, as `agentbox run` does, the leftovers are taken care of
 // before the killed run's after-run check and the next plan. Before, the
-// check moved agentbox's own commondir and config.worktree to quarantine
-// as files the box had planted (and a plan made before it took them for
+// check moved agentbox's own .vscode, .claude, commondir and
+// config.worktree to quarantine as files the box had planted (and a plan made before it took them for
 // the user's: no placeholder of its own there, and the file stayed for
 // good). Now the very placeholder the killed run made and recorded is
 // removed, and a file of the same name and content that is not that file
@@ -86,6 +86,13 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	// Run 1, in a process of its own, killed once its placeholders are
 	// there.
 	p1 := killedRunPlan(t, home, proj, tmp, "RUN1", "cmd", "/d", "/c", "ping -n 120 127.0.0.1 >nul")
+	var controls []string
+	if s, err := SpecOf(p1); err == nil {
+		controls = s.Placeholders
+	}
+	if len(controls) == 0 {
+		t.Fatal("the plan makes no control folder placeholder")
+	}
 	data, err := json.Marshal(p1)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +117,7 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		rec := &aclRecord{}
-		if readRecord(recPath, user, rec) == nil && len(rec.Placeholders) == 2 {
+		if readRecord(recPath, user, rec) == nil && len(rec.Placeholders) == 2+len(controls) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -121,7 +128,7 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	// Windows ends the run's processes with the job when agentbox dies;
 	// Wine does not, and nothing this test starts may outlive it.
 	killDescendants(childPID)
-	for _, f := range []string{commondir, worktree} {
+	for _, f := range append([]string{commondir, worktree}, controls...) {
 		if _, err := os.Lstat(f); err != nil {
 			b, _ := os.ReadFile(childOut)
 			t.Fatalf("the killed run left no placeholder %s: %v (its output: %q)", f, err, b)
@@ -134,8 +141,10 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	if err := RemoveLeftoverPlaceholders(); err != nil {
 		t.Fatalf("RemoveLeftoverPlaceholders: %v", err)
 	}
-	if _, err := os.Lstat(commondir); !os.IsNotExist(err) {
-		t.Errorf("the killed run's own commondir placeholder is still there: %v", err)
+	for _, f := range append([]string{commondir}, controls...) {
+		if _, err := os.Lstat(f); !os.IsNotExist(err) {
+			t.Errorf("the killed run's own placeholder %s is still there: %v", f, err)
+		}
 	}
 	if _, err := os.Lstat(worktree); err != nil {
 		t.Errorf("a config.worktree that is not agentbox's placeholder was removed: %v", err)
@@ -159,11 +168,13 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	}
 	movedWorktree := false
 	for _, e := range ev.all {
-		if e.Kind == event.Quarantine && strings.HasSuffix(e.Path, "commondir") {
-			t.Errorf("the killed run's own commondir was reported as planted by the box: %s", e.Detail)
+		if e.Kind != event.Quarantine {
+			continue
 		}
-		if e.Kind == event.Quarantine && strings.HasSuffix(e.Path, "config.worktree") {
+		if strings.HasSuffix(e.Path, "config.worktree") {
 			movedWorktree = true
+		} else {
+			t.Errorf("agentbox's own placeholder %s of the killed run was reported as planted by the box: %s", e.Path, e.Detail)
 		}
 	}
 	if !movedWorktree {
@@ -206,14 +217,14 @@ func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
 	}
 	// config.worktree replaced by another file of the same content.
 	replaceWithLookalike(t, theirs)
-	held, err := holdGitPlaceholders(nil, testGroup)
+	held, err := holdPlaceholders(nil, nil, testGroup)
 	if err != nil || len(held) != 1 || held[0].Path != ours {
-		t.Fatalf("holdGitPlaceholders = %+v, %v; want the killed run's commondir taken over", held, err)
+		t.Fatalf("holdPlaceholders = %+v, %v; want the killed run's commondir taken over", held, err)
 	}
 	if _, err := os.Lstat(ours); err != nil {
 		t.Errorf("the taken-over placeholder is gone during the run: %v", err)
 	}
-	releaseGitPlaceholders(held, testGroup)
+	releasePlaceholders(held, testGroup)
 	if _, err := os.Lstat(ours); !os.IsNotExist(err) {
 		t.Errorf("the taken-over placeholder is still there after the run: %v", err)
 	}

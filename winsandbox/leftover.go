@@ -5,31 +5,33 @@ import (
 	"slices"
 )
 
-// A git placeholder a killed run left (the pure half; gitfiles_windows.go
+// A placeholder a killed run left (the pure half; gitfiles_windows.go
 // makes, records and removes them).
 //
 // A run makes each git folder's missing commondir and config.worktree
-// (gitfiles.go) and removes them when it ends. A run whose agentbox was
-// killed leaves them, and the next run took them for what they look
-// like: a commondir that appeared during that run (the after-run check
-// moved it to quarantine as the box's), or an existing file of the user's
-// (planned read-only: the next run made no placeholder of its own there,
-// and the file stayed for good). So every placeholder a run makes is
+// (gitfiles.go) and each missing control folder (controlfolder.go), and
+// removes them when it ends. A run whose agentbox was killed leaves them,
+// and the next run took them for what they look like: a commondir or a
+// .vscode that appeared during that run (the after-run check moved it to
+// quarantine as the box's), or an existing file of the user's (planned
+// read-only: the next run made no placeholder of its own there, and the
+// file stayed for good). So every placeholder a run makes is
 // recorded in the user's ACL record (which only that user can write:
 // recordtrust.go) with the run that holds it and the file's identity
 // (volume serial number and file ID). When that run is gone, the
 // placeholder is agentbox's only while it is the very file made (same
 // identity, a plain file with one link, no reparse point) and holds
-// exactly what it was made with: a file of the same name and content the
+// exactly what it was made with, or the very folder made, still empty: a file of the same name and content the
 // box (or anyone) wrote there is another file, and is left to the checks
 // that judge what the box leaves. Ours is removed before the next run
 // plans, or, when that run already planned it as there, taken over by
 // that run (kept for the run, with its deny ACE, and removed after it).
 
-// recPlaceholder is one git placeholder a run made: where, with what, the
-// file's identity, and the run that holds it.
+// recPlaceholder is one placeholder a run made: where, a file with what
+// or a folder, its identity, and the run that holds it.
 type recPlaceholder struct {
 	Path    string    `json:"path"`
+	Dir     bool      `json:"dir,omitempty"`
 	Content string    `json:"content"`
 	Volume  uint32    `json:"volume"`
 	FileID  uint64    `json:"file_id"`
@@ -41,6 +43,8 @@ type recPlaceholder struct {
 type fileFacts struct {
 	Exists  bool
 	Regular bool // a file, not a folder, not a reparse point
+	Dir     bool // a folder, not a reparse point
+	Empty   bool // a folder with nothing in it
 	Links   uint32
 	Volume  uint32
 	FileID  uint64
@@ -62,7 +66,16 @@ func judgeLeftover(r recPlaceholder, alive bool, f fileFacts) leftover {
 	if alive {
 		return leftoverHeld
 	}
-	if !f.Exists || !f.Regular || f.Links != 1 || f.Volume != r.Volume || f.FileID != r.FileID || r.FileID == 0 {
+	if !f.Exists || f.Volume != r.Volume || f.FileID != r.FileID || r.FileID == 0 {
+		return leftoverForeign
+	}
+	if r.Dir {
+		if !f.Dir || !f.Empty {
+			return leftoverForeign
+		}
+		return leftoverOurs
+	}
+	if !f.Regular || f.Links != 1 {
 		return leftoverForeign
 	}
 	if !bytes.Equal(f.Content, []byte(r.Content)) {
