@@ -49,7 +49,9 @@ func run(req Request) (int, error, bool) {
 	stderr := wrap.NewWriter(os.Stderr, wrap.Width(os.Stderr, false))
 	defer stderr.Flush()
 	// First, the after-run check of any earlier run whose agentbox was
-	// killed, before this run looks at what that run left.
+	// killed, before this run looks at what that run left (on Windows,
+	// after removing that run's own git placeholders).
+	removeLeftovers(stderr)
 	if env, err := World(); err == nil {
 		ph := trace.Begin("recover")
 		rec := event.NewStream("", &event.Summary{W: stderr})

@@ -42,8 +42,13 @@
 #     allowlist runs at once on two proxy ports, offline mode refused when
 #     the firewall cannot be read, a git folder's placeholder commondir and
 #     config.worktree there during the run and gone after it, the box's own
-#     home folder made and named by USERPROFILE and HOME), with the runner
-#     started as the caller because Wine's CreateProcessWithLogonW is a stub;
+#     home folder made and named by USERPROFILE and HOME, the run's grants
+#     in the ACL record held by the run only and a killed run's removed
+#     before the command starts, a run killed with TerminateProcess whose
+#     placeholders (control folders, git files) the next run removes by
+#     their recorded identity while a look-alike of the same content is
+#     left to the check), with the runner started as the caller because
+#     Wine's CreateProcessWithLogonW is a stub;
 #   - the machine facts `agentbox doctor` reads on Windows are read to the
 #     end (Wine's service manager and security policy answer little, so
 #     what doctor would say here shows nothing about Windows);
@@ -64,7 +69,8 @@
 #     or that the box cannot change a git placeholder
 #     (TestWindowsGitPlaceholderHolds, the same);
 #   - that ACEs grant or deny anything, or that deny-write on .git/hooks and
-#     deny-delete on .git hold;
+#     deny-delete on .git hold; that a run's grants leave the DACLs when it
+#     ends (Wine keeps no DACLs: TestWindowsGrantsDACL runs on Windows);
 #   - that the job object kills the tree when agentbox dies, or that
 #     breakaway is refused, or that its UI restrictions and the run's own
 #     desktop keep the box from the user's windows and clipboard;

@@ -13,16 +13,38 @@ import (
 // How agentbox keeps the ACEs it puts on folders (the pure half; the Win32
 // calls are in acl_windows.go).
 //
-// An ACE is written once and stays: a later run that wants the same ACE
-// finds it in the DACL and writes nothing, so no run walks a big tree to
-// propagate inheritable ACEs it already has. Each ACE agentbox writes is
-// recorded, with the projects whose last run wanted it and the live runs
-// that use it. An ACE leaves when the last project that wanted it runs
-// without it (a root left that project's policy) and no live run holds it,
-// and at `setup --uninstall`. What a DACL should hold is computed from the
-// record alone; a DACL is rewritten only when what it holds of agentbox's
-// differs from that, so folders agentbox may not change (C:\Windows\System32,
-// whose read ACE Users already have) are never written.
+// Grants last for the run; denials stay. Reads in the box are checked
+// against the sandbox users' own SIDs, which every workspace's box shares
+// (the capability SIDs of a write-restricted token restrict writes only),
+// so an allow ACE left on a folder would let the box of any other
+// workspace read it by its path. Every allow ACE (a writable root's
+// modify for the sandbox group and its capability SID, a read grant) is
+// therefore held by the live runs that use it and no project: it is
+// written when a run starts and removed when the last run holding it
+// ends. A run killed before it could remove its grants leaves them in the
+// record with a holder that is no longer alive; the next run of the same
+// user removes them before its command starts, and a grant it cannot
+// remove refuses that run with the path and the fix. The record is
+// written before any DACL is, so no grant is ever on disk without it.
+//
+// A deny ACE (read-only, hidden, pinned paths) takes access away only; it
+// is recorded with the projects whose last run wanted it and stays, so a
+// later run that wants it finds it in the DACL and writes nothing. It
+// leaves when the last project that wanted it runs without it and no live
+// run holds it, and at `setup --uninstall`. What a DACL should hold is
+// computed from the record alone; a DACL is rewritten only when what it
+// holds of agentbox's differs from that, so folders agentbox may not
+// change (C:\Windows\System32, whose read ACE Users already have) are
+// never written.
+//
+// (The other design, a SID per workspace granted on that workspace's
+// folders and carried by its runs' tokens only, does not hold here: the
+// runner is logged on by the Secondary Logon service, which puts exactly
+// the sandbox user's groups in the token, and a group per workspace would
+// need an elevated step for every new workspace. A restricting SID per
+// workspace is no help either: a write-restricted token checks restricting
+// SIDs for writes only, and a fully restricted one breaks what runs in the
+// box.)
 //
 // The DACL is handled as bytes (the layout of ACL, ACE_HEADER and SID in
 // winnt.h), so the decisions are tested on every OS.
@@ -328,14 +350,30 @@ func (a *recACE) key() string {
 	return fmt.Sprintf("%s|%s|%t|%x|%t", winKey(a.Path), strings.ToUpper(a.SID), a.Deny, a.Mask, a.Inherit)
 }
 
-// live reports whether some project still wants the ACE or a live run
-// holds it.
-func (a *recACE) live() bool { return len(a.Projects) > 0 || len(a.Holders) > 0 }
+// perRun reports whether the ACE lasts only while a run holds it: every
+// allow ACE (a grant). A deny ACE stays for the projects that want it.
+func (a *recACE) perRun() bool { return !a.Deny }
+
+// live reports whether a live run holds the ACE or, for a deny ACE, some
+// project still wants it. A grant an older record keeps for a project
+// only is not live: the next run removes it.
+func (a *recACE) live() bool {
+	return len(a.Holders) > 0 || !a.perRun() && len(a.Projects) > 0
+}
+
+// recordACE is what the record holds of a spec's ACE, its trustee named
+// by SID (groupSID for the sandbox group).
+func recordACE(a ACE, groupSID string) recACE {
+	return recACE{Path: a.Path, SID: trusteeSID(a.Trustee, groupSID), Deny: a.Deny, Mask: FileRights(a.Rights), Inherit: a.Inherit}
+}
 
 // aclRecord is the record of one user's ACEs.
 type aclRecord struct {
 	Version int       `json:"version"`
 	ACEs    []*recACE `json:"aces"`
+	// Placeholders are the git placeholders runs made and hold
+	// (leftover.go).
+	Placeholders []recPlaceholder `json:"placeholders,omitempty"`
 }
 
 // aclRecordVersion is the version of the record's format.
@@ -349,10 +387,13 @@ func (r *aclRecord) prune(alive func(aclHolder) bool) {
 }
 
 // begin records that a run (me) of project wants exactly want: every ACE
-// of want gets the project and the run; an ACE the project wanted before
-// and wants no more loses the project. It returns the paths whose DACL may
-// have to change, and the keys of the ACEs this call added to the record
-// (so a failed write can take them out again).
+// of want gets the run, and a deny ACE the project too (a grant is the
+// run's alone); an ACE the project wanted before and wants no more loses
+// the project. It returns the paths whose DACL may have to change (with
+// every path where the record holds an ACE that is no longer live: a
+// killed run's grants, removed before this run's command starts), and the
+// keys of the ACEs this call added to the record (so a failed write can
+// take them out again).
 func (r *aclRecord) begin(want []recACE, project string, me aclHolder) (paths []string, added []string) {
 	wanted := map[string]bool{}
 	touched := map[string]string{}
@@ -372,7 +413,9 @@ func (r *aclRecord) begin(want []recACE, project string, me aclHolder) (paths []
 			i = len(r.ACEs) - 1
 		}
 		a := r.ACEs[i]
-		if !slices.Contains(a.Projects, project) {
+		if a.perRun() {
+			a.Projects = nil
+		} else if !slices.Contains(a.Projects, project) {
 			a.Projects = append(a.Projects, project)
 		}
 		if !slices.Contains(a.Holders, me) {
@@ -382,6 +425,9 @@ func (r *aclRecord) begin(want []recACE, project string, me aclHolder) (paths []
 	for _, a := range r.ACEs {
 		if !wanted[a.key()] && slices.Contains(a.Projects, project) {
 			a.Projects = slices.DeleteFunc(a.Projects, func(p string) bool { return p == project })
+			touched[winKey(a.Path)] = a.Path
+		}
+		if !a.live() {
 			touched[winKey(a.Path)] = a.Path
 		}
 	}
@@ -414,6 +460,28 @@ func (r *aclRecord) end(me aclHolder) []string {
 	}
 	sortPaths(paths)
 	return paths
+}
+
+// stale reports whether the record holds a grant on path that is no
+// longer live (a killed run's).
+func (r *aclRecord) stale(path string) bool {
+	for _, a := range r.ACEs {
+		if winKey(a.Path) == winKey(path) && a.perRun() && !a.live() {
+			return true
+		}
+	}
+	return false
+}
+
+// grantFailure is the error of a run whose ACEs could not be written at
+// path. When the record held there what an earlier run left (stale), the
+// box of this run could read what that run was granted, so the run is
+// refused with the fix.
+func grantFailure(path string, stale bool, err error) error {
+	if stale {
+		return fmt.Errorf("%v; an earlier run of agentbox that was killed left a grant of the sandbox users on %s and it could not be removed, so the box of this run could read it: the run is refused. Fix: give your user back the right to change that folder's permissions (or remove the folder), then run again, or run `agentbox setup --uninstall`", err, path)
+	}
+	return err
 }
 
 // want returns the live ACEs of path: what its DACL should hold of

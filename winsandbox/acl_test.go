@@ -148,6 +148,9 @@ func TestUsersCanRead(t *testing.T) {
 func TestACLRecord(t *testing.T) {
 	me := aclHolder{PID: 10, Started: 1}
 	other := aclHolder{PID: 20, Started: 2}
+	next := aclHolder{PID: 30, Started: 3}
+	// x: a writable root's grant; y: a read-only path's denial; z: a read
+	// grant another workspace's run wants too.
 	x := recACE{Path: `C:\p`, SID: "S-1-5-21-9-9-9-9", Mask: FileRights(RightsModify), Inherit: true}
 	y := recACE{Path: `C:\p\.git\hooks`, SID: "S-1-5-21-9-9-9-9", Deny: true, Mask: FileRights(RightsWrite), Inherit: true}
 	z := recACE{Path: `C:\shared`, SID: "S-1-5-21-9-9-9-9", Mask: FileRights(RightsRead), Inherit: true}
@@ -158,9 +161,17 @@ func TestACLRecord(t *testing.T) {
 		}
 		return out
 	}
+	check := func(step string, want map[string][]string, r *aclRecord) {
+		t.Helper()
+		for path, w := range want {
+			if diff := cmp.Diff(w, keys(r.want(path)), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: what %s should hold (-want +got):\n%s", step, path, diff)
+			}
+		}
+	}
 	var r aclRecord
 
-	// Project A's first run wants x, y, z.
+	// Project A's run wants x, y, z; a run of workspace B wants z too.
 	paths, added := r.begin([]recACE{x, y, z, x}, `c:\p`, me)
 	if diff := cmp.Diff([]string{`C:\p`, `C:\p\.git\hooks`, `C:\shared`}, paths); diff != "" {
 		t.Errorf("first begin paths (-want +got):\n%s", diff)
@@ -168,45 +179,56 @@ func TestACLRecord(t *testing.T) {
 	if len(added) != 3 || len(r.ACEs) != 3 {
 		t.Fatalf("added %d, record %d; want 3 and 3", len(added), len(r.ACEs))
 	}
-	// The run ends: the ACEs stay, wanted by project A.
-	if got := r.end(me); len(got) != 0 {
-		t.Errorf("end left paths %q to clean; project A still wants them", got)
-	}
-	// Project B also wants z, while a run of B is live.
 	r.begin([]recACE{z}, `c:\b`, other)
-	// A's next run drops y (a read-only path left A's policy) and z.
-	paths, added = r.begin([]recACE{x}, `c:\p`, me)
-	if len(added) != 0 {
-		t.Errorf("added %q; x was recorded already", added)
-	}
-	if diff := cmp.Diff([]string{`C:\p`, `C:\p\.git\hooks`, `C:\shared`}, paths); diff != "" {
-		t.Errorf("second begin paths (-want +got):\n%s", diff)
-	}
-	// y is still held by this very run until it ends ... (it was in its
-	// first begin as me) — drop the holder the way end does, then check.
-	r.end(me)
-	if diff := cmp.Diff([]string{x.key()}, keys(r.want(`C:\p`))); diff != "" {
-		t.Errorf("want C:\\p (-want +got):\n%s", diff)
-	}
-	if got := r.want(`C:\p\.git\hooks`); len(got) != 0 {
-		t.Errorf("y still wanted: %v", keys(got))
-	}
-	if diff := cmp.Diff([]string{z.key()}, keys(r.want(`C:\shared`)), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("z must stay for project B (-want +got):\n%s", diff)
-	}
-	r.done(`C:\p\.git\hooks`)
-	if len(r.ACEs) != 2 {
-		t.Errorf("record has %d ACEs after y was removed, want 2", len(r.ACEs))
-	}
-
-	// A dead run's hold is pruned; a live one's is kept.
-	r.begin([]recACE{z}, `c:\b`, other)
-	r.prune(func(h aclHolder) bool { return h != other })
 	for _, a := range r.ACEs {
-		if len(a.Holders) != 0 {
-			t.Errorf("%s still held by %v after prune", a.Path, a.Holders)
+		if a.perRun() != !a.Deny || a.perRun() && len(a.Projects) != 0 {
+			t.Errorf("%s: a grant is recorded for projects %q; it is the runs' alone", a.key(), a.Projects)
 		}
 	}
+	check("during the runs", map[string][]string{`C:\p`: {x.key()}, `C:\p\.git\hooks`: {y.key()}, `C:\shared`: {z.key()}}, &r)
+
+	// A's run ends: its grant on its root goes (no other workspace's box
+	// may read it); the denial stays for A; z stays while B's run holds it.
+	if diff := cmp.Diff([]string{`C:\p`}, r.end(me)); diff != "" {
+		t.Errorf("paths to clean after A's run (-want +got):\n%s", diff)
+	}
+	check("after A's run", map[string][]string{`C:\p`: nil, `C:\p\.git\hooks`: {y.key()}, `C:\shared`: {z.key()}}, &r)
+	r.done(`C:\p`)
+	if diff := cmp.Diff([]string{y.key(), z.key()}, keys(r.ACEs)); diff != "" {
+		t.Errorf("record after A's grant was removed (-want +got):\n%s", diff)
+	}
+
+	// B's run is killed: its holder is pruned, and A's next run (which
+	// wants x again and no more y) cleans z before its command starts.
+	r.prune(func(h aclHolder) bool { return h != other })
+	paths, _ = r.begin([]recACE{x}, `c:\p`, next)
+	if diff := cmp.Diff([]string{`C:\p`, `C:\p\.git\hooks`, `C:\shared`}, paths); diff != "" {
+		t.Errorf("begin after a killed run (-want +got):\n%s", diff)
+	}
+	check("A's next run", map[string][]string{`C:\p`: {x.key()}, `C:\p\.git\hooks`: nil, `C:\shared`: nil}, &r)
+	for _, p := range []string{`C:\p\.git\hooks`, `C:\shared`} {
+		r.done(p)
+	}
+	if diff := cmp.Diff([]string{x.key()}, keys(r.ACEs)); diff != "" {
+		t.Errorf("record after the cleaning (-want +got):\n%s", diff)
+	}
+	r.end(next)
+	r.done(`C:\p`)
+	if len(r.ACEs) != 0 {
+		t.Errorf("record after the last run: %q, want empty", keys(r.ACEs))
+	}
+
+	// A grant an older record kept for a project (grants used to stay
+	// between runs) is not live: any run removes it, a denial it keeps.
+	old := aclRecord{ACEs: []*recACE{
+		{Path: x.Path, SID: x.SID, Mask: x.Mask, Inherit: true, Projects: []string{`c:\p`}},
+		{Path: y.Path, SID: y.SID, Deny: true, Mask: y.Mask, Inherit: true, Projects: []string{`c:\p`}},
+	}}
+	paths, _ = old.begin(nil, `c:\other`, me)
+	if diff := cmp.Diff([]string{`C:\p`}, paths); diff != "" {
+		t.Errorf("begin on an older record (-want +got):\n%s", diff)
+	}
+	check("older record", map[string][]string{`C:\p`: nil, `C:\p\.git\hooks`: {y.key()}}, &old)
 
 	// A failed write takes back only what that run added.
 	var f aclRecord

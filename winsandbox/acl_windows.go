@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -72,8 +73,10 @@ func aclRecordFile() (path, user string, err error) {
 // handles); of the record, only the ACEs of agentbox's own SIDs (keepOwn).
 // create makes a missing lock and writes the record back (a run); setup
 // --uninstall, which runs elevated and may not own another user's files,
-// uses the lock only when it exists and writes nothing.
-func withRecord(path, user, groupSID string, create bool, f func(*aclRecord) error) error {
+// uses the lock only when it exists and writes nothing. f calls save to
+// write the record before it changes a DACL (a no-op without create), so
+// that no ACE is ever on disk without the record naming it.
+func withRecord(path, user, groupSID string, create bool, f func(rec *aclRecord, save func() error) error) error {
 	lock, err := openRecordFile(path+".lock", windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, create, user)
 	switch {
 	case err == nil:
@@ -92,7 +95,13 @@ func withRecord(path, user, groupSID string, create bool, f func(*aclRecord) err
 	}
 	rec.keepOwn(groupSID)
 	rec.prune(alive)
-	ferr := f(rec)
+	save := func() error {
+		if !create {
+			return nil
+		}
+		return writeRecord(path, user, rec)
+	}
+	ferr := f(rec, save)
 	if !create {
 		// Uninstall removes the record when it is done; a record it
 		// could not finish stays as it was, and names no more than what
@@ -487,7 +496,7 @@ func volumeFS(path string) (string, error) {
 // the function that ends this run's hold on them. It writes only what is
 // missing, refuses paths on volumes that keep no ACLs, adds a read ACE
 // only where Users cannot read already, and records exactly what it wrote.
-func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
+func applyACEs(s *Spec, project, groupSID string) (release func() error, err error) {
 	path, user, err := aclRecordFile()
 	if err != nil {
 		return nil, err
@@ -527,32 +536,45 @@ func applyACEs(s *Spec, project, groupSID string) (release func(), err error) {
 				continue // Users read it already: never touch it
 			}
 		}
-		want = append(want, recACE{Path: a.Path, SID: trusteeSID(a.Trustee, groupSID), Deny: a.Deny, Mask: FileRights(a.Rights), Inherit: a.Inherit})
+		want = append(want, recordACE(a, groupSID))
 	}
 	me := self()
 	project = winKey(project)
-	err = withRecord(path, user, groupSID, true, func(rec *aclRecord) error {
+	err = withRecord(path, user, groupSID, true, func(rec *aclRecord, save func() error) error {
 		paths, added := rec.begin(want, project, me)
+		// Recorded first: a run killed while it writes leaves grants its
+		// record names, and the next run removes them.
+		if err := save(); err != nil {
+			return fmt.Errorf("recording the ACEs of this run in %s before writing them: %w; nothing was granted, and the run is refused", path, err)
+		}
 		for _, p := range paths {
+			stale := rec.stale(p)
 			if err := syncPath(rec, p, groupSID); err != nil {
+				kept := slices.Clone(rec.ACEs)
 				rec.forget(p, added)
 				// Put the path back as the record now says it should be
-				// (without what failed); ignore a second failure.
-				syncPath(rec, p, groupSID)
-				return err
+				// (without what failed); when that fails too, the DACL
+				// may hold what failed, and the record keeps naming it.
+				if syncPath(rec, p, groupSID) != nil {
+					rec.ACEs = kept
+				}
+				return grantFailure(p, stale, err)
 			}
 			rec.done(p)
 		}
 		return nil
 	})
-	release = func() {
-		withRecord(path, user, groupSID, true, func(rec *aclRecord) error {
+	release = func() error {
+		return withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {
+			var errs []error
 			for _, p := range rec.end(me) {
-				if syncPath(rec, p, groupSID) == nil {
-					rec.done(p)
+				if err := syncPath(rec, p, groupSID); err != nil {
+					errs = append(errs, fmt.Errorf("removing this run's grant on %s: %w (it stays recorded: the next run removes it, or refuses to start until it can)", p, err))
+					continue
 				}
+				rec.done(p)
 			}
-			return nil
+			return errors.Join(errs...)
 		})
 	}
 	if err != nil {
@@ -581,8 +603,13 @@ func removeAllACEs(groupSID string) error {
 			errs = append(errs, fmt.Errorf("refusing %s: its name is not a user's SID", f))
 			continue
 		}
-		err := withRecord(f, user, groupSID, false, func(rec *aclRecord) error {
+		err := withRecord(f, user, groupSID, false, func(rec *aclRecord, _ func() error) error {
 			var errs []error
+			// A killed run's git placeholders go too, each only while it
+			// is the very file made (leftover.go).
+			for _, r := range rec.Placeholders {
+				removeOurs(r)
+			}
 			for _, a := range rec.ACEs {
 				a.Projects, a.Holders = nil, nil
 			}

@@ -15,8 +15,8 @@
 // The Windows half (files ending in _windows.go) applies a Spec: `agentbox
 // setup` (relaunched elevated, reporting back over a pipe) creates the
 // users, profiles, firewall rules and WFP filters; Run prepares the plan's
-// folders, writes the ACEs that are missing (they stay for the project's
-// next run), starts the allowlist proxy when the plan has one, starts the
+// folders, writes the ACEs that are missing (grants last for the run,
+// denials stay for the project's next run), starts the allowlist proxy when the plan has one, starts the
 // runner (agentbox itself, in runner mode) as the sandbox user with
 // CreateProcessWithLogonW and talks to it over two named pipes that check
 // each other's process, and the runner starts the command with a

@@ -238,6 +238,11 @@ func TestMain(m *testing.M) {
 		fmt.Printf("proxy said: %q\n", line)
 		os.Exit(0)
 	}
+	// A run of a plan (a JSON file) through the whole run path, as
+	// agentbox would do it, for a test to kill (killed_windows_test.go).
+	if planFile := os.Getenv("AGENTBOX_TEST_RUN_PLAN"); planFile != "" {
+		os.Exit(runPlanFile(planFile))
+	}
 	// A client that connects with Winsock's own connect and first uses
 	// the socket 300 ms later: under Wine before 9.17 the TCP table names
 	// no owner for it until then (TestWindowsInJobLateOwner).

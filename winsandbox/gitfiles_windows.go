@@ -1,56 +1,321 @@
 package winsandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
 )
 
-// makeGitPlaceholders makes each missing git file of the spec
-// (gitfiles.go) with its content, and returns those it made. One that
-// exists by now (git made it since the plan was made) is left alone: the
-// deny ACE applies to it all the same, and the after-run check judges it.
-// Something other than a plain file there, or a file that cannot be
-// made, fails the run: what it stands for would be unprotected.
-func makeGitPlaceholders(files []GitPlaceholder) ([]GitPlaceholder, error) {
-	var made []GitPlaceholder
-	for _, g := range files {
-		f, err := os.OpenFile(g.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, os.ErrExist) {
-			if fi, lerr := os.Lstat(g.Path); lerr == nil && fi.Mode().IsRegular() {
+// holdPlaceholders makes each missing control folder of the spec
+// (controlfolder.go), empty, and each missing git file (gitfiles.go) with
+// its content, records each one it made in the user's ACL record with its
+// identity (leftover.go), and returns those this run holds. A placeholder a killed run left that is still the very file it
+// made is taken over by this run (reused, removed after it); a recorded
+// one that is another file now is forgotten and left to the checks. One
+// that exists by now and is not ours (the user or git made it since the
+// plan was made) is left alone: the deny ACE applies to it all the same,
+// and the after-run check judges it. Something other than a plain file
+// (a plain folder) there, or one that cannot be made, fails the run: what
+// it stands for would be unprotected.
+func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([]recPlaceholder, error) {
+	path, user, err := aclRecordFile()
+	if err != nil {
+		return nil, err
+	}
+	me := self()
+	var held []recPlaceholder
+	err = withRecord(path, user, groupSID, true, func(rec *aclRecord, save func() error) error {
+		taken := map[string]bool{}
+		for i := range rec.Placeholders {
+			r := &rec.Placeholders[i]
+			if alive(r.Holder) {
 				continue
 			}
-			return made, fmt.Errorf("placeholder %s: something other than a file is there now", g.Path)
+			switch judgeLeftover(*r, false, placeholderFacts(r.Path)) {
+			case leftoverOurs:
+				r.Holder = me
+				taken[winKey(r.Path)] = true
+				held = append(held, *r)
+			default:
+				r.Holder = aclHolder{} // forgotten below
+			}
 		}
-		if err != nil {
-			return made, fmt.Errorf("placeholder %s: %w", g.Path, err)
+		rec.Placeholders = dropForgotten(rec.Placeholders)
+		for _, d := range dirs {
+			if taken[winKey(d)] {
+				continue
+			}
+			r, made, err := makeDirPlaceholder(d, me)
+			if made {
+				held = append(held, r)
+				rec.Placeholders = append(rec.Placeholders, r)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		_, werr := f.WriteString(g.Content)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
+		for _, g := range files {
+			if taken[winKey(g.Path)] {
+				continue
+			}
+			id, made, err := makeGitPlaceholder(g)
+			if made {
+				r := recPlaceholder{Path: g.Path, Content: g.Content, Volume: id.VolumeSerialNumber, FileID: uint64(id.FileIndexHigh)<<32 | uint64(id.FileIndexLow), Holder: me}
+				held = append(held, r)
+				rec.Placeholders = append(rec.Placeholders, r)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		made = append(made, g)
-		if werr != nil {
-			return made, fmt.Errorf("placeholder %s: %w", g.Path, werr)
-		}
-	}
-	return made, nil
+		return nil
+	})
+	return held, err
 }
 
-// removeGitPlaceholders removes the git files makeGitPlaceholders made
-// that still hold exactly what it wrote; one that does not (written from
-// outside the box during the run) stays, and the after-run check moves it
-// away.
-func removeGitPlaceholders(made []GitPlaceholder) {
-	for _, g := range made {
-		fi, err := os.Lstat(g.Path)
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(g.Content)) {
-			continue
-		}
-		data, err := os.ReadFile(g.Path)
-		if err == nil && bytes.Equal(data, []byte(g.Content)) {
-			os.Remove(g.Path)
+// dropForgotten drops the placeholders whose holder was cleared.
+func dropForgotten(ps []recPlaceholder) []recPlaceholder {
+	out := ps[:0]
+	for _, p := range ps {
+		if p.Holder != (aclHolder{}) {
+			out = append(out, p)
 		}
 	}
+	return out
+}
+
+// makeDirPlaceholder makes one control folder placeholder, empty, and
+// returns its record; made is set once the folder exists.
+func makeDirPlaceholder(path string, me aclHolder) (recPlaceholder, bool, error) {
+	r := recPlaceholder{Path: path, Dir: true, Holder: me}
+	err := os.Mkdir(path, 0o755)
+	if errors.Is(err, os.ErrExist) {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() && fi.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0 {
+			return r, false, nil
+		}
+		return r, false, fmt.Errorf("placeholder %s: something other than a folder is there now", path)
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("placeholder %s: %w", path, err)
+	}
+	h, f, err := openPlaceholder(path)
+	if err != nil || h == 0 {
+		return r, true, fmt.Errorf("placeholder %s: reading what was made: %v", path, err)
+	}
+	windows.CloseHandle(h)
+	r.Volume, r.FileID = f.Volume, f.FileID
+	return r, true, nil
+}
+
+// makeGitPlaceholder makes one placeholder and returns its identity; made
+// is set once the file exists, even when writing it failed.
+func makeGitPlaceholder(g GitPlaceholder) (id windows.ByHandleFileInformation, made bool, err error) {
+	f, err := os.OpenFile(g.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		if fi, lerr := os.Lstat(g.Path); lerr == nil && fi.Mode().IsRegular() {
+			return id, false, nil
+		}
+		return id, false, fmt.Errorf("placeholder %s: something other than a file is there now", g.Path)
+	}
+	if err != nil {
+		return id, false, fmt.Errorf("placeholder %s: %w", g.Path, err)
+	}
+	ierr := windows.GetFileInformationByHandle(windows.Handle(f.Fd()), &id)
+	_, werr := f.WriteString(g.Content)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = ierr
+	}
+	if werr != nil {
+		return id, true, fmt.Errorf("placeholder %s: %w", g.Path, werr)
+	}
+	return id, true, nil
+}
+
+// openPlaceholder opens path without following a reparse point, for
+// reading and deleting, and reads what it is.
+func openPlaceholder(path string) (windows.Handle, fileFacts, error) {
+	p, err := windows.UTF16PtrFromString(extendedPath(path))
+	if err != nil {
+		return 0, fileFacts{}, err
+	}
+	h, err := windows.CreateFile(p, windows.GENERIC_READ|windows.DELETE|windows.FILE_WRITE_ATTRIBUTES, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+		nil, windows.OPEN_EXISTING, windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if err != nil {
+		if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
+			return 0, fileFacts{}, nil
+		}
+		return 0, fileFacts{}, err
+	}
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		windows.CloseHandle(h)
+		return 0, fileFacts{}, err
+	}
+	f := fileFacts{
+		Exists:  true,
+		Regular: info.FileAttributes&(windows.FILE_ATTRIBUTE_DIRECTORY|windows.FILE_ATTRIBUTE_REPARSE_POINT) == 0,
+		Dir:     info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0 && info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT == 0,
+		Links:   info.NumberOfLinks,
+		Volume:  info.VolumeSerialNumber,
+		FileID:  uint64(info.FileIndexHigh)<<32 | uint64(info.FileIndexLow),
+	}
+	if f.Dir {
+		// Deleting a folder through the handle fails anyway when
+		// something is in it.
+		f.Empty = dirEmpty(h)
+	} else if f.Regular && info.FileSizeHigh == 0 && info.FileSizeLow <= 64 {
+		buf := make([]byte, 65)
+		var n uint32
+		if err := windows.ReadFile(h, buf, &n, nil); err != nil {
+			windows.CloseHandle(h)
+			return 0, fileFacts{}, err
+		}
+		f.Content = buf[:n]
+	} else {
+		f.Content = []byte("\x00too large to be a placeholder")
+	}
+	return h, f, nil
+}
+
+// dirEmpty reports whether the folder open as h holds nothing but "."
+// and ".." (read through the handle: FILE_FULL_DIR_INFO entries, the name
+// length at offset 60 and the name at 68). It is false when the folder
+// cannot be read.
+func dirEmpty(h windows.Handle) bool {
+	const fullDirInfo, fullDirRestartInfo = 14, 15
+	buf := make([]byte, 4096)
+	class := uint32(fullDirRestartInfo)
+	for {
+		err := windows.GetFileInformationByHandleEx(h, class, &buf[0], uint32(len(buf)))
+		if errors.Is(err, windows.ERROR_NO_MORE_FILES) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		class = fullDirInfo
+		for off := 0; off+68 <= len(buf); {
+			next := *(*uint32)(unsafe.Pointer(&buf[off]))
+			n := int(*(*uint32)(unsafe.Pointer(&buf[off+60])))
+			if off+68+n > len(buf) {
+				return false
+			}
+			name := unsafe.Slice((*uint16)(unsafe.Pointer(&buf[off+68])), n/2)
+			if s := windows.UTF16ToString(name); s != "." && s != ".." {
+				return false
+			}
+			if next == 0 {
+				break
+			}
+			off += int(next)
+		}
+	}
+}
+
+// placeholderFacts is what path holds now (Exists false when it cannot
+// be read: nothing is taken for ours then).
+func placeholderFacts(path string) fileFacts {
+	h, f, err := openPlaceholder(path)
+	if err != nil || h == 0 {
+		return fileFacts{}
+	}
+	windows.CloseHandle(h)
+	return f
+}
+
+// removeOurs removes path when it is still the placeholder r (judged and
+// deleted through one handle, so nothing can be swapped in between).
+func removeOurs(r recPlaceholder) bool {
+	h, f, err := openPlaceholder(r.Path)
+	if err != nil || h == 0 {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	if judgeLeftover(r, false, f) != leftoverOurs {
+		return false
+	}
+	del := uint32(1) // FILE_DISPOSITION_INFO.DeleteFile
+	dispose := func() error {
+		return windows.SetFileInformationByHandle(h, windows.FileDispositionInfo, (*byte)(unsafe.Pointer(&del)), uint32(unsafe.Sizeof(del)))
+	}
+	if dispose() == nil {
+		return true
+	}
+	// A read-only file cannot be deleted: clear the attribute on the
+	// same handle and try again.
+	var basic struct {
+		CreationTime, LastAccessTime, LastWriteTime, ChangeTime int64
+		FileAttributes                                          uint32
+		_                                                       uint32
+	}
+	basic.FileAttributes = windows.FILE_ATTRIBUTE_NORMAL
+	if windows.SetFileInformationByHandle(h, windows.FileBasicInfo, (*byte)(unsafe.Pointer(&basic)), uint32(unsafe.Sizeof(basic))) != nil {
+		return false
+	}
+	return dispose() == nil
+}
+
+// releasePlaceholders removes the placeholders this run holds that are
+// still the very files made, holding exactly what they were made with,
+// and the very folders made, still empty (judged by what this run knows
+// of them, recorded or not), last made first, and takes them out of the
+// record; one that is not (written from outside the box during the run)
+// stays, and the after-run check looks at it.
+func releasePlaceholders(held []recPlaceholder, groupSID string) {
+	if len(held) == 0 {
+		return
+	}
+	for i := len(held) - 1; i >= 0; i-- {
+		removeOurs(held[i])
+	}
+	path, user, err := aclRecordFile()
+	if err != nil {
+		return
+	}
+	withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {
+		for _, r := range held {
+			rec.dropPlaceholder(r.Path, r.Holder)
+		}
+		return nil
+	})
+}
+
+// RemoveLeftoverPlaceholders removes the placeholders (control folders,
+// git files) runs of this user that were killed left, each only while it is still the very file
+// made and untouched (leftover.go); it forgets the others. agentbox run
+// calls it before the after-run check of a killed run, which would
+// otherwise take them for files the box planted, and before planning,
+// which would take them for the user's.
+func RemoveLeftoverPlaceholders() error {
+	setup, err := loadRecord()
+	if err != nil || setup.GroupSID == "" {
+		return nil // no setup: no run made any
+	}
+	path, user, err := aclRecordFile()
+	if err != nil {
+		return err
+	}
+	// Most runs find none: look before taking the lock and writing.
+	var peek aclRecord
+	if err := readRecord(path, user, &peek); err != nil || len(peek.Placeholders) == 0 {
+		return nil
+	}
+	return withRecord(path, user, setup.GroupSID, true, func(rec *aclRecord, _ func() error) error {
+		kept := rec.Placeholders[:0]
+		for _, r := range rec.Placeholders {
+			if alive(r.Holder) {
+				kept = append(kept, r)
+				continue
+			}
+			removeOurs(r)
+		}
+		rec.Placeholders = kept
+		return nil
+	})
 }

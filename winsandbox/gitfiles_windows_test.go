@@ -20,15 +20,16 @@ import (
 // after-run check moves it away); a file that appeared since the plan was
 // made is left alone; a folder where the file goes fails the run.
 func TestWindowsGitPlaceholders(t *testing.T) {
+	recordHome(t)
 	git := filepath.Join(tempDir(t), ".git")
 	if err := os.Mkdir(git, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cd, cw := filepath.Join(git, "commondir"), filepath.Join(git, "config.worktree")
 	files := []GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}, {Path: cw, Rule: "git config.worktree"}}
-	made, err := makeGitPlaceholders(files)
+	made, err := holdPlaceholders(nil, files, testGroup)
 	if err != nil || len(made) != 2 {
-		t.Fatalf("makeGitPlaceholders = %v, %v", made, err)
+		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
 	if data, err := os.ReadFile(cd); err != nil || string(data) != ".\n" {
 		t.Errorf("commondir holds %q, %v; want \".\\n\"", data, err)
@@ -36,7 +37,7 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 	if err := os.WriteFile(cw, []byte("[core]\n\tfsmonitor = evil.exe\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	removeGitPlaceholders(made)
+	releasePlaceholders(made, testGroup)
 	if _, err := os.Lstat(cd); !os.IsNotExist(err) {
 		t.Errorf("the unchanged commondir placeholder is still there: %v", err)
 	}
@@ -44,18 +45,18 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 		t.Errorf("a changed placeholder was removed (the after-run check must see it): %v", err)
 	}
 	// config.worktree exists now: left alone, not made, not removed.
-	made, err = makeGitPlaceholders(files)
+	made, err = holdPlaceholders(nil, files, testGroup)
 	if err != nil || len(made) != 1 || made[0].Path != cd {
-		t.Fatalf("makeGitPlaceholders with config.worktree there = %v, %v; want commondir alone", made, err)
+		t.Fatalf("holdPlaceholders with config.worktree there = %v, %v; want commondir alone", made, err)
 	}
-	removeGitPlaceholders(made)
+	releasePlaceholders(made, testGroup)
 	if _, err := os.Lstat(cw); err != nil {
 		t.Errorf("a config.worktree agentbox did not make was removed: %v", err)
 	}
 	if err := os.Mkdir(cd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := makeGitPlaceholders(files[:1]); err == nil {
+	if _, err := holdPlaceholders(nil, files[:1], testGroup); err == nil {
 		t.Error("a folder where commondir goes did not fail the run")
 	}
 }
@@ -69,15 +70,16 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 // restricted token the test impersonates; a run names the sandbox group.
 func TestWindowsGitPlaceholderHolds(t *testing.T) {
 	enforcing(t)
+	recordHome(t)
 	root := tempDir(t)
 	git := filepath.Join(root, ".git")
 	if err := os.Mkdir(git, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cd := filepath.Join(git, "commondir")
-	made, err := makeGitPlaceholders([]GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}})
+	made, err := holdPlaceholders(nil, []GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}}, testGroup)
 	if err != nil || len(made) != 1 {
-		t.Fatalf("makeGitPlaceholders = %v, %v", made, err)
+		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
 	capSID := CapabilitySID(root)
 	me := selfSID(t)
@@ -94,7 +96,7 @@ func TestWindowsGitPlaceholderHolds(t *testing.T) {
 	defer func() {
 		rec.begin(nil, "test", self())
 		syncPath(rec, cd, "S-1-5-21-1-2-3-4242")
-		removeGitPlaceholders(made)
+		releasePlaceholders(made, testGroup)
 	}()
 	tok, err := restrictedToken([]string{capSID})
 	if err != nil {

@@ -32,7 +32,7 @@ func TestWindowsRecordTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []string
-	err := withRecord(path, me, group, true, func(rec *aclRecord) error {
+	err := withRecord(path, me, group, true, func(rec *aclRecord, _ func() error) error {
 		for _, a := range rec.ACEs {
 			seen = append(seen, a.SID)
 		}
@@ -67,7 +67,7 @@ func TestWindowsRecordTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	called := false
-	err = withRecord(planted, me, group, true, func(*aclRecord) error { called = true; return nil })
+	err = withRecord(planted, me, group, true, func(*aclRecord, func() error) error { called = true; return nil })
 	if underWine() {
 		// Wine keeps no owner or DACL protection for a file it did not
 		// get a security descriptor for; real Windows does.
@@ -270,26 +270,27 @@ func TestWindowsACLLongPath(t *testing.T) {
 // run and removed after it when still empty; one someone wrote into stays;
 // a file where the folder should be fails the run.
 func TestWindowsPlaceholders(t *testing.T) {
+	recordHome(t)
 	root := tempDir(t)
 	a, b, f := filepath.Join(root, ".vscode"), filepath.Join(root, ".claude"), filepath.Join(root, ".idea")
 	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	made, err := makePlaceholders([]string{a, b})
+	made, err := holdPlaceholders([]string{a, b}, nil, testGroup)
 	if err != nil || len(made) != 2 {
-		t.Fatalf("makePlaceholders = %v, %v", made, err)
+		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
 	if err := os.WriteFile(filepath.Join(b, "kept.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	removePlaceholders(made)
+	releasePlaceholders(made, testGroup)
 	if _, err := os.Lstat(a); !os.IsNotExist(err) {
 		t.Errorf("the empty placeholder %s is still there: %v", a, err)
 	}
 	if _, err := os.Lstat(filepath.Join(b, "kept.txt")); err != nil {
 		t.Errorf("a placeholder someone wrote into was removed: %v", err)
 	}
-	if _, err := makePlaceholders([]string{f}); err == nil {
+	if _, err := holdPlaceholders([]string{f}, nil, testGroup); err == nil {
 		t.Error("a file where a placeholder folder goes did not fail")
 	}
 }

@@ -33,6 +33,10 @@ func (s *Spec) Render() string {
 		if a.IfUsersCannotRead {
 			flags = append(flags, "if-users-cannot-read")
 		}
+		if !a.Deny {
+			// A grant lasts only while a run holds it (acl.go).
+			flags = append(flags, "for-the-run")
+		}
 		f := ""
 		if len(flags) > 0 {
 			f = " [" + strings.Join(flags, ",") + "]"

@@ -232,8 +232,8 @@ func (w *Windows) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	return code, err
 }
 
-// run prepares the plan's folders, applies the spec's ACEs (recorded; they
-// stay for the project's next run), starts the allowlist proxy when the
+// run prepares the plan's folders, applies the spec's ACEs (recorded;
+// grants last for the run, denials stay for the project's next run), starts the allowlist proxy when the
 // plan has one, starts the runner as the sandbox user in a kill-on-close
 // job of its own, sends the spawn request and relays stdio until the exit
 // message.
@@ -259,19 +259,15 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 			return 125, err
 		}
 	}
-	// Placeholders for missing control folders (controlfolder.go), made
-	// before their deny ACE is applied and removed, when still empty,
-	// once every process of the run has ended (this defer runs after the
-	// job's).
-	made, err := makePlaceholders(spec.Placeholders)
-	defer removePlaceholders(made)
-	if err != nil {
-		return 125, err
-	}
-	// The same for the git folders' missing commondir and config.worktree
-	// (gitfiles.go): removed, when unchanged, before the after-run check.
-	gitMade, err := makeGitPlaceholders(spec.GitPlaceholders)
-	defer removeGitPlaceholders(gitMade)
+	// Placeholders for missing control folders (controlfolder.go) and for
+	// the git folders' missing commondir and config.worktree
+	// (gitfiles.go), made before their deny ACE is applied and removed,
+	// when untouched, once every process of the run has ended (this defer
+	// runs after the job's) and before the after-run check. Each is
+	// recorded with its identity, so that one a killed run left is known
+	// for agentbox's own by the next run (leftover.go).
+	made, err := holdPlaceholders(spec.Placeholders, spec.GitPlaceholders, rec.GroupSID)
+	defer releasePlaceholders(made, rec.GroupSID)
 	if err != nil {
 		return 125, err
 	}
@@ -282,7 +278,15 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	if err != nil {
 		return 125, err
 	}
-	defer release()
+	// Grants last for the run (acl.go): removed when it ends, once every
+	// process of the run has (this defer runs after the job's). One that
+	// cannot be removed stays recorded, and the next run removes it or
+	// refuses to start.
+	defer func() {
+		if err := release(); err != nil && c.Stderr != nil {
+			fmt.Fprintf(c.Stderr, "agentbox: %v\n", err)
+		}
+	}()
 
 	// The runner's own job: when agentbox exits or dies, closing this handle
 	// kills the runner and, through it, the command's nested job.
@@ -723,37 +727,5 @@ func watchResize(w io.Writer, stdout *os.File, cols, rows uint16) {
 				return
 			}
 		}
-	}
-}
-
-// makePlaceholders makes each missing control folder as an empty folder
-// of the caller's (controlfolder.go) and returns those it made. A path
-// that exists by now (the user made it) is left alone; its deny ACE still
-// applies. A path that cannot be made fails the run: what it stands for
-// would be unprotected.
-func makePlaceholders(paths []string) ([]string, error) {
-	var made []string
-	for _, p := range paths {
-		err := os.Mkdir(p, 0o755)
-		if errors.Is(err, os.ErrExist) {
-			if fi, lerr := os.Lstat(p); lerr == nil && fi.IsDir() && fi.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0 {
-				continue
-			}
-			return made, fmt.Errorf("placeholder %s: something other than a folder is there now", p)
-		}
-		if err != nil {
-			return made, fmt.Errorf("placeholder %s: %w", p, err)
-		}
-		made = append(made, p)
-	}
-	return made, nil
-}
-
-// removePlaceholders removes the placeholders makePlaceholders made that
-// are still empty; one that is not (someone outside the box wrote there
-// during the run) stays, and the after-run check looks at it.
-func removePlaceholders(made []string) {
-	for i := len(made) - 1; i >= 0; i-- {
-		os.Remove(made[i]) // fails on a folder that is not empty
 	}
 }

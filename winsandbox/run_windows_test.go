@@ -202,29 +202,33 @@ func wineSetup(t *testing.T) string {
 	if err := savePasswords(map[string]string{OfflineUser: "Ab1!x", OnlineUser: "Ab1!x"}); err != nil {
 		t.Fatal(err)
 	}
-	launchRunner = func(exe, user, password string, pipes []string, desktop string, job windows.Handle) (windows.Handle, uint32, error) {
-		line, err := CommandLine(append(append([]string{exe, RunnerArg}, pipes...), strconv.Itoa(os.Getpid())))
-		if err != nil {
-			return 0, 0, err
-		}
-		app, _ := windows.UTF16PtrFromString(exe)
-		cmd, _ := windows.UTF16PtrFromString(line)
-		si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
-		if desktop != "" {
-			si.Desktop, _ = windows.UTF16PtrFromString(desktop)
-		}
-		var pi windows.ProcessInformation
-		if err := windows.CreateProcess(app, cmd, nil, nil, false, windows.CREATE_SUSPENDED|windows.CREATE_NO_WINDOW, nil, nil, si, &pi); err != nil {
-			return 0, 0, err
-		}
-		if err := resumeInJob(job, pi.Process, pi.Thread); err != nil {
-			windows.CloseHandle(pi.Process)
-			return 0, 0, err
-		}
-		return pi.Process, pi.ProcessId, nil
-	}
+	launchRunner = callerLauncher
 	t.Cleanup(func() { launchRunner = startRunner })
 	return me
+}
+
+// callerLauncher starts the runner as the caller (Wine's
+// CreateProcessWithLogonW is a stub), in job, as startRunner would.
+func callerLauncher(exe, user, password string, pipes []string, desktop string, job windows.Handle) (windows.Handle, uint32, error) {
+	line, err := CommandLine(append(append([]string{exe, RunnerArg}, pipes...), strconv.Itoa(os.Getpid())))
+	if err != nil {
+		return 0, 0, err
+	}
+	app, _ := windows.UTF16PtrFromString(exe)
+	cmd, _ := windows.UTF16PtrFromString(line)
+	si := &windows.StartupInfo{Cb: uint32(unsafe.Sizeof(windows.StartupInfo{}))}
+	if desktop != "" {
+		si.Desktop, _ = windows.UTF16PtrFromString(desktop)
+	}
+	var pi windows.ProcessInformation
+	if err := windows.CreateProcess(app, cmd, nil, nil, false, windows.CREATE_SUSPENDED|windows.CREATE_NO_WINDOW, nil, nil, si, &pi); err != nil {
+		return 0, 0, err
+	}
+	if err := resumeInJob(job, pi.Process, pi.Thread); err != nil {
+		windows.CloseHandle(pi.Process)
+		return 0, 0, err
+	}
+	return pi.Process, pi.ProcessId, nil
 }
 
 // winePlan is the plan of a run in project with its tmp folder a fresh

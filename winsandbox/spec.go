@@ -407,8 +407,9 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 	hidden = dedupe(hidden, func(pathRule) bool { return false })
 
 	// Reads are checked against the sandbox users' own SIDs, which every
-	// workspace's box shares (the capability SIDs restrict writes only),
-	// and a writable root keeps its ACEs between runs.
+	// workspace's box shares (the capability SIDs restrict writes only);
+	// a writable root's grants last only while a run that has them runs
+	// (acl.go), so only a box running at the same time can read it.
 	var kept []string
 	for _, w := range writable {
 		if s.Tmp == "" || winKey(w.path) != winKey(s.Tmp) {
@@ -416,7 +417,7 @@ func Build(p *plan.Plan, opts Options) (*Spec, error) {
 		}
 	}
 	if len(kept) > 0 {
-		note("the writable roots (%s) keep their grant for the sandbox group between runs, and reads are checked against the sandbox users every workspace's box runs as (the capability SIDs restrict writes only): the box of another workspace can read them (not write them) by their paths; Linux hides other workspaces and their caches", strings.Join(kept, ", "))
+		note("the writable roots (%s) are granted to the sandbox group only while a run that has them runs (the grants are removed when it ends, and a killed run's by the next run), but reads are checked against the sandbox users every workspace's box runs as (the capability SIDs restrict writes only): while this run runs, the box of another workspace can read them (not write them) by their paths; Linux hides other workspaces and their caches", strings.Join(kept, ", "))
 	}
 	// Hidden paths first: the order of ACEs on one path does not matter
 	// (SetEntriesInAcl puts explicit denies first), but the golden files

@@ -1,0 +1,341 @@
+package winsandbox
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+
+	"github.com/agentbox/agentbox/backend"
+	"github.com/agentbox/agentbox/event"
+	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/supervise"
+)
+
+// killedRunPlan resolves a plan for command in proj by real Windows
+// resolution (the registry included), completed by the Windows backend.
+func killedRunPlan(t *testing.T, home, proj, tmp, run string, command ...string) *plan.Plan {
+	t.Helper()
+	me, _ := currentUserSID()
+	env := policy.Env{
+		GOOS: "windows", UID: -1, GID: -1, User: me, Home: home, Cwd: proj, TempDir: tmp,
+		Environ: append(os.Environ(), "USERPROFILE="+home),
+		FS:      policy.OSFS{},
+	}
+	layers, err := policy.Load(env, policy.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Resolve(layers, env, command, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.RunID = run
+	w := &Windows{Facts: func(q *plan.Plan) Options {
+		o := machineFacts(q)
+		o.TempDir, o.User = tmp, me
+		return o
+	}}
+	if err := w.Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestWindowsKilledRunPlaceholders: agentbox running a box is killed
+// (TerminateProcess, as kill -9) while its placeholders (control folders,
+// git files) are in place; then, as `agentbox run` does, the leftovers are taken care of
+// before the killed run's after-run check and the next plan. Before, the
+// check moved agentbox's own .vscode, .claude, commondir and
+// config.worktree to quarantine as files the box had planted (and a plan made before it took them for
+// the user's: no placeholder of its own there, and the file stayed for
+// good). Now the very placeholder the killed run made and recorded is
+// removed, and a file of the same name and content that is not that file
+// (here config.worktree, replaced by another empty file, as the box could
+// where nothing kept it) is left to the check, which moves it away. The
+// next run makes its own placeholders and removes them.
+func TestWindowsKilledRunPlaceholders(t *testing.T) {
+	wineSetup(t)
+	base := tempDir(t)
+	home := filepath.Join(base, "home")
+	proj := filepath.Join(home, "proj")
+	tmp := filepath.Join(base, "tmp")
+	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
+		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commondir, worktree := filepath.Join(proj, ".git", "commondir"), filepath.Join(proj, ".git", "config.worktree")
+
+	// Run 1, in a process of its own, killed once its placeholders are
+	// there.
+	p1 := killedRunPlan(t, home, proj, tmp, "RUN1", "cmd", "/d", "/c", "ping -n 120 127.0.0.1 >nul")
+	var controls []string
+	if s, err := SpecOf(p1); err == nil {
+		controls = s.Placeholders
+	}
+	if len(controls) == 0 {
+		t.Fatal("the plan makes no control folder placeholder")
+	}
+	data, err := json.Marshal(p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(base, "plan1.json")
+	if err := os.WriteFile(planFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "AGENTBOX_TEST_RUN_PLAN="+planFile)
+	childOut := filepath.Join(base, "child.out")
+	if f, err := os.Create(childOut); err == nil {
+		child.Stdout, child.Stderr = f, f
+		defer f.Close()
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The record names the placeholders once they are made; the command
+	// starts after that.
+	recPath, user, _ := aclRecordFile()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		rec := &aclRecord{}
+		if readRecord(recPath, user, rec) == nil && len(rec.Placeholders) == 2+len(controls) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	childPID := uint32(child.Process.Pid)
+	child.Process.Kill()
+	child.Wait()
+	// Windows ends the run's processes with the job when agentbox dies;
+	// Wine does not, and nothing this test starts may outlive it.
+	killDescendants(childPID)
+	for _, f := range append([]string{commondir, worktree}, controls...) {
+		if _, err := os.Lstat(f); err != nil {
+			b, _ := os.ReadFile(childOut)
+			t.Fatalf("the killed run left no placeholder %s: %v (its output: %q)", f, err, b)
+		}
+	}
+	// Another empty config.worktree in place of agentbox's: same name,
+	// same content, another file.
+	replaceWithLookalike(t, worktree)
+
+	if err := RemoveLeftoverPlaceholders(); err != nil {
+		t.Fatalf("RemoveLeftoverPlaceholders: %v", err)
+	}
+	for _, f := range append([]string{commondir}, controls...) {
+		if _, err := os.Lstat(f); !os.IsNotExist(err) {
+			t.Errorf("the killed run's own placeholder %s is still there: %v", f, err)
+		}
+	}
+	if _, err := os.Lstat(worktree); err != nil {
+		t.Errorf("a config.worktree that is not agentbox's placeholder was removed: %v", err)
+	}
+	rec := &aclRecord{}
+	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
+		t.Errorf("the record after the cleanup: %+v, %v; want no placeholders", rec.Placeholders, err)
+	}
+
+	// The next run: the killed run's check, then its own placeholders.
+	p2 := killedRunPlan(t, home, proj, tmp, "RUN2", "cmd", "/d", "/c", `type .git\commondir`)
+	var ev evlog
+	outR, outW, _ := os.Pipe()
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
+	code, err := supervise.Run(New(), p2, backend.Context{Stdin: nil, Stdout: outW, Stderr: outW, Events: &ev})
+	outW.Close()
+	out := <-got
+	if err != nil || code != 0 || !strings.Contains(out, ".") {
+		t.Errorf("the next run: status %d, output %q, error %v; want commondir's \".\" (its own placeholder)", code, out, err)
+	}
+	movedWorktree := false
+	for _, e := range ev.all {
+		if e.Kind != event.Quarantine {
+			continue
+		}
+		if strings.HasSuffix(e.Path, "config.worktree") {
+			movedWorktree = true
+		} else {
+			t.Errorf("agentbox's own placeholder %s of the killed run was reported as planted by the box: %s", e.Path, e.Detail)
+		}
+	}
+	if !movedWorktree {
+		t.Error("the config.worktree that is not agentbox's was not moved away by the killed run's check")
+	}
+	for _, f := range []string{commondir, worktree} {
+		if _, err := os.Lstat(f); !os.IsNotExist(err) {
+			t.Errorf("%s is there after the next run: %v", f, err)
+		}
+	}
+}
+
+// TestWindowsLeftoverPlaceholderReused: a run whose plan took a killed
+// run's placeholder for a file that exists (planned before the leftovers
+// were removed) takes it over instead: it stays for the run, and goes
+// after it. A recorded placeholder that is another file now is forgotten
+// and left where it is.
+func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
+	recordHome(t)
+	git := filepath.Join(tempDir(t), ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := filepath.Join(git, "commondir"), filepath.Join(git, "config.worktree")
+	killed := aclHolder{PID: uint32(os.Getpid()), Started: 1}
+	var recorded []recPlaceholder
+	for _, g := range []GitPlaceholder{{Path: ours, Content: ".\n"}, {Path: theirs}} {
+		id, made, err := makeGitPlaceholder(g)
+		if err != nil || !made {
+			t.Fatal(made, err)
+		}
+		recorded = append(recorded, recPlaceholder{Path: g.Path, Content: g.Content, Volume: id.VolumeSerialNumber, FileID: uint64(id.FileIndexHigh)<<32 | uint64(id.FileIndexLow), Holder: killed})
+	}
+	recPath, user, _ := aclRecordFile()
+	if err := withRecord(recPath, user, testGroup, true, func(rec *aclRecord, _ func() error) error {
+		rec.Placeholders = recorded
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// config.worktree replaced by another file of the same content.
+	replaceWithLookalike(t, theirs)
+	held, err := holdPlaceholders(nil, nil, testGroup)
+	if err != nil || len(held) != 1 || held[0].Path != ours {
+		t.Fatalf("holdPlaceholders = %+v, %v; want the killed run's commondir taken over", held, err)
+	}
+	if _, err := os.Lstat(ours); err != nil {
+		t.Errorf("the taken-over placeholder is gone during the run: %v", err)
+	}
+	releasePlaceholders(held, testGroup)
+	if _, err := os.Lstat(ours); !os.IsNotExist(err) {
+		t.Errorf("the taken-over placeholder is still there after the run: %v", err)
+	}
+	if _, err := os.Lstat(theirs); err != nil {
+		t.Errorf("a config.worktree that is not agentbox's was removed: %v", err)
+	}
+	rec := &aclRecord{}
+	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
+		t.Errorf("the record after the run: %+v, %v; want no placeholders", rec.Placeholders, err)
+	}
+}
+
+// replaceWithLookalike puts another file with the same content in place
+// of path (made before the old one goes, so it cannot get its file ID,
+// which Wine takes from the inode and Linux reuses at once).
+func replaceWithLookalike(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killDescendants ends every process descended from pid.
+func killDescendants(pid uint32) {
+	for round := 0; round < 10; round++ {
+		snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)
+		if err != nil {
+			return
+		}
+		parents := map[uint32]bool{pid: true}
+		var all []windows.ProcessEntry32
+		e := windows.ProcessEntry32{Size: uint32(unsafe.Sizeof(windows.ProcessEntry32{}))}
+		for err := windows.Process32First(snap, &e); err == nil; err = windows.Process32Next(snap, &e) {
+			all = append(all, e)
+		}
+		windows.CloseHandle(snap)
+		for grew := true; grew; {
+			grew = false
+			for _, p := range all {
+				if parents[p.ParentProcessID] && !parents[p.ProcessID] {
+					parents[p.ProcessID], grew = true, true
+				}
+			}
+		}
+		delete(parents, pid)
+		if len(parents) == 0 {
+			return
+		}
+		for p := range parents {
+			if h, err := windows.OpenProcess(windows.PROCESS_TERMINATE|windows.SYNCHRONIZE, false, p); err == nil {
+				windows.TerminateProcess(h, 1)
+				windows.WaitForSingleObject(h, 5000)
+				windows.CloseHandle(h)
+			}
+		}
+	}
+}
+
+type evlog struct{ all []event.Event }
+
+func (e *evlog) Emit(ev event.Event) { e.all = append(e.all, ev) }
+
+// runPlanFile runs the plan in file through supervise.Run with the
+// Windows backend, the runner started as the caller (Wine), and returns
+// its status.
+func runPlanFile(file string) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 3
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 3
+	}
+	launchRunner = callerLauncher
+	if underWine() {
+		recordTrustProblem = func(f fileTrust, user string) string {
+			f.Protected = true
+			return trustProblem(f, user)
+		}
+	}
+	code, err := supervise.Run(New(), &p, backend.Context{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+	}
+	return code
+}
+
+// testGroup stands for the sandbox group in tests that keep an ACL record
+// of their own (recordHome).
+const testGroup = "S-1-5-21-1-2-3-4242"
+
+// recordHome gives the test a machine folder of its own (ProgramData),
+// where the user's ACL record is kept, trusted under Wine as on Windows.
+func recordHome(t *testing.T) {
+	t.Helper()
+	wineTrust(t)
+	t.Setenv("ProgramData", tempDir(t))
+	path, _, err := aclRecordFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
