@@ -644,3 +644,49 @@ func TestFinishedMeanwhile(t *testing.T) {
 		t.Errorf("Recover after a run finished: %v", err)
 	}
 }
+
+// The box's process group is recorded in the run's lock, which the run
+// holds; a killed run's recovery reads it there, or from <run>.pgrp as
+// earlier versions wrote it, and never reads a number that is not one.
+func TestPendingProcessGroup(t *testing.T) {
+	b := newBox(t)
+	pend, err := newPending(b.state, "run", pendingRecord{Run: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pend.done()
+	pend.pgrp(123456)
+	pend.pgrp(0) // the end of the box: nothing to record
+	if exists(filepath.Join(b.state, "pending", "run.pgrp")) {
+		t.Error("a file of its own was made for the process group")
+	}
+	if got := recordedPgrp(pend.dir, pend.fd, "run"); got != 123456 {
+		t.Errorf("from the lock: %d, want 123456", got)
+	}
+	pend.pgrp(99)
+	if got := recordedPgrp(pend.dir, pend.fd, "run"); got != 99 {
+		t.Errorf("recorded again: %d, want 99", got)
+	}
+	for _, c := range []struct {
+		file string
+		want int
+	}{{"4242\n", 4242}, {"", 99}, {"x", 0}, {"-3", 0}} {
+		f := filepath.Join(b.state, "pending", "run.pgrp")
+		if c.file == "" {
+			os.Remove(f)
+		} else if err := os.WriteFile(f, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := recordedPgrp(pend.dir, pend.fd, "run"); got != c.want {
+			t.Errorf("with run.pgrp %q: %d, want %d", c.file, got, c.want)
+		}
+	}
+	empty, err := newPending(b.state, "empty", pendingRecord{Run: "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.done()
+	if got := recordedPgrp(empty.dir, empty.fd, "empty"); got != 0 {
+		t.Errorf("before the box started: %d, want 0", got)
+	}
+}
