@@ -690,3 +690,53 @@ func TestPendingProcessGroup(t *testing.T) {
 		t.Errorf("before the box started: %d, want 0", got)
 	}
 }
+
+// A run writes its pending record once, before its box starts, not a
+// first time before its placeholders are made: killed in between, it
+// leaves a lock without a record, and the next run's recovery releases
+// its placeholders and removes the lock, with no check (no box ran) and
+// no refusal. Once saved, the record is whole on disk before the box.
+func TestPendingRecordBeforeBox(t *testing.T) {
+	b := newBox(t)
+	h := b.host()
+	p := &plan.Plan{RunID: "killed", HostExec: *h, Prepare: []plan.Prepare{
+		{Path: b.p(".claude"), Placeholder: "dir"},
+		{Path: b.p(".mcp.json"), Placeholder: "file", Content: "{}\n"},
+	}}
+	g, err := startGuard(p, &events{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(b.state, "pending")
+	if exists(filepath.Join(dir, "killed.json")) {
+		t.Error("a record was written before the run knew what its check needs")
+	}
+	if !exists(filepath.Join(dir, "killed.lock")) || !exists(filepath.Join(dir, "killed.holds")) || !exists(b.p(".claude")) {
+		t.Fatal("the lock, the placeholders or their record are missing")
+	}
+	// agentbox is killed here: its descriptors close, its lock goes.
+	g.pend.leave()
+	if err := Recover(b.state, &events{}); err != nil {
+		t.Fatalf("the next run refused to start: %v", err)
+	}
+	for _, f := range []string{b.p(".claude"), b.p(".mcp.json"), filepath.Join(dir, "killed.lock"), filepath.Join(dir, "killed.holds")} {
+		if exists(f) {
+			t.Errorf("%s is left after the recovery", f)
+		}
+	}
+
+	p.RunID = "saved"
+	g, err = startGuard(p, &events{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.release()
+	if err := g.saveRecord(nil); err != nil {
+		t.Fatal(err)
+	}
+	var r pendingRecord
+	data, err := os.ReadFile(filepath.Join(dir, "saved.json"))
+	if err != nil || json.Unmarshal(data, &r) != nil || r.Run != "saved" || len(r.HostExec.Roots) != 1 || r.Started == 0 {
+		t.Fatalf("the saved record is not whole: %v %q", err, data)
+	}
+}

@@ -91,6 +91,28 @@ func existingPendingDir(state string) (int, error) {
 
 // newPending locks this run's record and writes its first version (r).
 func newPending(state, run string, r pendingRecord) (*pending, error) {
+	p, err := lockPending(state, run)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.write(r); err != nil {
+		unix.Unlinkat(p.dir, run+".lock", 0)
+		unix.Close(p.fd)
+		unix.Close(p.dir)
+		return nil, err
+	}
+	return p, nil
+}
+
+// lockPending makes and locks this run's record's lock, with no record
+// yet: a run writes its record (saveRecord) once it knows what its check
+// needs, before its box starts. Until then a kill leaves a lock without a
+// record, which the next run's recovery takes for a run that never
+// started its box: it releases the run's placeholders (<run>.holds) and
+// removes the lock, with no check to do, since no box ran. (The record
+// used to be written, synced, a first time before the placeholders were
+// made, for a check no box could have made needed.)
+func lockPending(state, run string) (*pending, error) {
 	dfd, err := pendingDir(state)
 	if err != nil {
 		return nil, err
@@ -120,14 +142,7 @@ func newPending(state, run string, r pendingRecord) (*pending, error) {
 		unix.Close(dfd)
 		return nil, err
 	}
-	p := &pending{dir: dfd, fd: fd, run: run, path: filepath.Join(state, "pending", run+".json")}
-	if err := p.write(r); err != nil {
-		unix.Unlinkat(dfd, run+".lock", 0)
-		unix.Close(fd)
-		unix.Close(dfd)
-		return nil, err
-	}
-	return p, nil
+	return &pending{dir: dfd, fd: fd, run: run, path: filepath.Join(state, "pending", run+".json")}, nil
 }
 
 // write replaces the record with r, whole: a new file, synced, renamed
