@@ -742,6 +742,11 @@ func (c *checker) controls(dir string) {
 		if c.guarded(p) || c.keptBefore(p, rule) {
 			continue
 		}
+		// Most control files are missing: one lstat of the first part
+		// says so, where the lookup opens a folder first.
+		if first, _, _ := strings.Cut(s, "/"); lstatMissing(dfd, first) {
+			continue
+		}
 		fd, parent, name, stop, err := lookup(dfd, dir, s)
 		switch {
 		case err != nil:
@@ -777,6 +782,13 @@ func (c *checker) controls(dir string) {
 		}
 		unix.Close(fd)
 	}
+}
+
+// lstatMissing reports whether name in the folder dfd is missing (ENOENT,
+// nothing else).
+func lstatMissing(dfd int, name string) bool {
+	_, err := lstatAt(dfd, name)
+	return errors.Is(err, unix.ENOENT)
 }
 
 // lookup resolves rel (slash-separated) below the folder dfd (at path
