@@ -740,3 +740,58 @@ func TestPendingRecordBeforeBox(t *testing.T) {
 		t.Fatalf("the saved record is not whole: %v %q", err, data)
 	}
 }
+
+// The check does not write the search's index again when it differs from
+// the file there only where this run's placeholders moved it (the root's
+// change time, the placeholder folders made anew): their removal moves
+// those again. Anything else changed, and it is written.
+func TestCheckIndexPlaceholdersOnly(t *testing.T) {
+	b := newBox(t)
+	os.MkdirAll(b.p("a/b"), 0o755)
+	h := b.host()
+	p := &plan.Plan{HostExec: *h, Prepare: []plan.Prepare{
+		{Path: b.p(".vscode"), Placeholder: "dir"},
+		{Path: b.p(".mcp.json"), Placeholder: "file", Content: "{}\n"},
+	}}
+	index := hostexec.IndexFile(b.state, b.root)
+	run := func(id string, during func()) unix.Stat_t {
+		t.Helper()
+		p.RunID = id
+		g, err := startGuard(p, &events{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.saveRecord(nil); err != nil {
+			t.Fatal(err)
+		}
+		if during != nil {
+			during()
+		}
+		if err := g.check(); err != nil {
+			t.Fatal(err)
+		}
+		g.release()
+		var st unix.Stat_t
+		if err := unix.Stat(index, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	first := run("one", nil)
+	time.Sleep(20 * time.Millisecond) // a change time the file system can tell apart
+	if second := run("two", nil); second.Ino != first.Ino {
+		t.Error("the index was written again although only the placeholders moved the root")
+	}
+	time.Sleep(20 * time.Millisecond)
+	third := run("three", func() { os.Mkdir(b.p("a/new"), 0o755) })
+	if third.Ino == first.Ino {
+		t.Error("the index was not written although a folder changed")
+	}
+	data, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := hostexec.DecodeIndex(data, b.root); tr == nil || tr.Find("a/new") < 0 {
+		t.Error("the index written does not hold the new folder")
+	}
+}
