@@ -3,9 +3,13 @@
 package fslog
 
 import (
+	"bytes"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -90,7 +94,7 @@ func listenPreloadSocket(dir string, pipe bool) (int, error) {
 	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
 		return -1, fmt.Errorf("its folder %s is not yours alone", dir)
 	}
-	if err := writeLibraries(dfd, dir); err != nil {
+	if err := placeLibraries(dfd, dir); err != nil {
 		return -1, err
 	}
 	if pipe {
@@ -114,6 +118,170 @@ func listenPreloadSocket(dir string, pipe bool) (int, error) {
 	}
 	unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
 	return s, nil
+}
+
+// SharedLibraries is the folder, beside the runs' own folders for the
+// preloaded log, that keeps one copy of each library for every run to
+// link into its folder (placeLibraries).
+const SharedLibraries = "preload-libraries"
+
+// placeLibraries puts the library for each platform into the run's fresh
+// folder dir, open as dfd: a second name for the copy kept in
+// SharedLibraries beside dir, once that copy has been verified, else a
+// copy of its own. Writing two libraries into a new folder every run cost
+// two new inodes and their data; a link costs a name.
+//
+// The kept copy is used only when it is verified at this run, by
+// identity and by content: a regular file of the user's, mode 0444, with
+// no other name (no other run links it now, nothing can write it through a
+// second name), whose bytes are the library's, in a folder of the user's
+// alone; and the name linked is the descriptor verified (not the path
+// again), checked after the link by device and inode. Anything else (a
+// file another user, a box or a half-finished write left, a symlink,
+// another version's library) is not used: the kept copy is written anew,
+// and when that fails too, dir gets a copy of its own.
+func placeLibraries(dfd int, dir string) error {
+	if err := linkLibraries(dfd, filepath.Dir(dir)); err == nil {
+		return nil
+	}
+	return writeLibraries(dfd, dir)
+}
+
+// linkLibraries links the verified kept copy of each library into dfd.
+// On an error, what it linked is removed again.
+func linkLibraries(dfd int, parent string) (err error) {
+	var linked []string
+	defer func() {
+		if err != nil {
+			for _, n := range linked {
+				unix.Unlinkat(dfd, n, 0)
+			}
+		}
+	}()
+	pfd, err := unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	if err := unix.Mkdirat(pfd, SharedLibraries, 0o700); err != nil && err != unix.EEXIST {
+		return err
+	}
+	cfd, err := unix.Openat(pfd, SharedLibraries, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(cfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(cfd, &st); err != nil {
+		return err
+	}
+	if st.Uid != uint32(os.Geteuid()) || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o077 != 0 {
+		return fmt.Errorf("%s/%s is not a folder of yours alone", parent, SharedLibraries)
+	}
+	for platform, lib := range preloadLibraries {
+		name := "agentbox-fslog-" + platform + ".so"
+		fd, err := keptLibrary(cfd, name, lib)
+		if err != nil {
+			return err
+		}
+		err = linkVerified(fd, dfd, name)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		linked = append(linked, name)
+	}
+	return nil
+}
+
+// keptLibrary returns a descriptor of the kept copy name in cfd, verified
+// to hold lib (verifiedLibrary), writing it anew when what is there does
+// not verify.
+func keptLibrary(cfd int, name string, lib []byte) (int, error) {
+	if fd, err := unix.Openat(cfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+		if verifiedLibrary(fd, lib) {
+			return fd, nil
+		}
+		unix.Close(fd)
+	}
+	// A new file under a name no one can have made ahead of time, renamed
+	// over whatever stood at name: a run that linked the old one keeps
+	// its own.
+	var rnd [16]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return -1, err
+	}
+	tmp := ".new-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(cfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return -1, err
+	}
+	fail := func(err error) (int, error) {
+		unix.Close(fd)
+		unix.Unlinkat(cfd, tmp, 0)
+		return -1, err
+	}
+	for b := lib; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			return fail(err)
+		}
+		b = b[n:]
+	}
+	// The umask may have taken bits off: the mode is part of what is
+	// verified.
+	if err := unix.Fchmod(fd, 0o444); err != nil {
+		return fail(err)
+	}
+	if !verifiedLibrary(fd, lib) {
+		return fail(fmt.Errorf("the new copy of %s does not verify", name))
+	}
+	if err := unix.Renameat(cfd, tmp, cfd, name); err != nil {
+		return fail(err)
+	}
+	return fd, nil
+}
+
+// verifiedLibrary reports whether fd is a regular file of the user's,
+// mode 0444, with one name, holding exactly lib.
+func verifiedLibrary(fd int, lib []byte) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o7777 != 0o444 ||
+		st.Uid != uint32(os.Geteuid()) || st.Nlink != 1 || st.Size != int64(len(lib)) {
+		return false
+	}
+	buf := make([]byte, len(lib)+1)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return bytes.Equal(buf[:n], lib)
+}
+
+// linkVerified gives the file open as fd the name name in dfd (a new
+// name: O_EXCL's), through the descriptor, and checks that the name is
+// that file.
+func linkVerified(fd, dfd int, name string) error {
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dfd, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return err
+	}
+	var want, got unix.Stat_t
+	if unix.Fstat(fd, &want) != nil || unix.Fstatat(dfd, name, &got, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		want.Dev != got.Dev || want.Ino != got.Ino {
+		unix.Unlinkat(dfd, name, 0)
+		return fmt.Errorf("the link to %s is not the verified file", name)
+	}
+	return nil
 }
 
 // writeLibraries writes the library for each platform into the folder

@@ -166,13 +166,18 @@ func preloadReports(t *testing.T, bwrap string, pf preloadPlatform, mode string)
 			argv := append(append([]string{bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}, pf.runner...), prog)
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), "LD_PRELOAD="+dir+"/"+plan.PreloadLibrary)
+			var wf *os.File
 			if wfd >= 0 {
+				// Closed through its *os.File only: closed by number as
+				// well, the file's finalizer would close whatever
+				// descriptor has that number by then.
+				wf = os.NewFile(uintptr(wfd), "pipe")
 				cmd.ExtraFiles = make([]*os.File, plan.PreloadFD-2)
-				cmd.ExtraFiles[plan.PreloadFD-3] = os.NewFile(uintptr(wfd), "pipe")
+				cmd.ExtraFiles[plan.PreloadFD-3] = wf
 			}
 			out, err := cmd.CombinedOutput()
-			if wfd >= 0 {
-				unix.Close(wfd)
+			if wf != nil {
+				wf.Close()
 			}
 			if err != nil || len(out) > 0 {
 				// Nothing on stderr: the dynamic linker found the

@@ -94,6 +94,35 @@ func SameIndex(old []byte, t *plan.Tree) bool {
 	return bytes.Equal(EncodeIndex(&u), old)
 }
 
+// SameIndexMoving is SameIndex, but a folder of t for which moving (its
+// absolute path) says moved may have another change time in old, and one
+// for which it says replaced another identity too (the same entries and
+// notes otherwise). Those are the folders this run's placeholders stand
+// in (moved) and the placeholder folders themselves (replaced: made anew
+// every run): removing them after the check moves the change times of
+// their folders again, so a later search lists those again whatever the
+// file says, and does not find the placeholders there; writing t would
+// tell it nothing old does not.
+func SameIndexMoving(old []byte, t *plan.Tree, moving func(path string) (moved, replaced bool)) bool {
+	o := DecodeIndex(old, t.Root)
+	if o == nil || len(o.Dirs) != len(t.Dirs) {
+		return false
+	}
+	u := *t
+	u.Dirs = append([]plan.TreeDir(nil), t.Dirs...)
+	for i := range u.Dirs {
+		d, od := &u.Dirs[i], &o.Dirs[i]
+		if d.Ctime == od.Ctime && d.Dev == od.Dev && d.Ino == od.Ino {
+			continue
+		}
+		moved, replaced := moving(t.Path(i))
+		if replaced || moved && d.Dev == od.Dev && d.Ino == od.Ino {
+			d.Ctime, d.Dev, d.Ino = od.Ctime, od.Dev, od.Ino
+		}
+	}
+	return SameIndex(old, &u)
+}
+
 // DecodeIndex reads the tree of root from data; nil when data is not one
 // (another root, another form, cut short, damaged or inconsistent).
 func DecodeIndex(data []byte, root string) *plan.Tree {

@@ -112,3 +112,52 @@ func TestSameIndex(t *testing.T) {
 		t.Error("a damaged or older file counts as the same")
 	}
 }
+
+// An index need not be written again when it differs only in the change
+// times of the folders the run's placeholders stand in or are (moving):
+// anything else, in those folders or elsewhere, and it is written.
+func TestSameIndexMoving(t *testing.T) {
+	old := EncodeIndex(sampleTree())
+	// The root and a hold placeholders; x is one.
+	moving := func(p string) (bool, bool) { return p == "/r" || p == "/r/a", p == "/r/a/x" }
+	cases := []struct {
+		name   string
+		change func(*plan.Tree)
+		same   bool
+	}{
+		{"the same tree", func(*plan.Tree) {}, true},
+		{"a later search", func(tr *plan.Tree) { tr.Taken += 5_000_000_000 }, true},
+		{"the root's change time", func(tr *plan.Tree) { tr.Dirs[0].Ctime += 7 }, true},
+		{"both placeholders' folders' change times", func(tr *plan.Tree) { tr.Dirs[0].Ctime++; tr.Dirs[1].Ctime += 3 }, true},
+		{"another folder's change time", func(tr *plan.Tree) { tr.Dirs[3].Ctime++ }, false},
+		{"the root's and another folder's", func(tr *plan.Tree) { tr.Dirs[0].Ctime++; tr.Dirs[3].Ctime++ }, false},
+		{"a placeholders' folder replaced", func(tr *plan.Tree) { tr.Dirs[1].Ctime++; tr.Dirs[1].Ino++ }, false},
+		{"a placeholder made anew", func(tr *plan.Tree) { tr.Dirs[2].Ctime++; tr.Dirs[2].Ino += 40; tr.Dirs[1].Ctime++ }, true},
+		{"a placeholder made anew with an entry", func(tr *plan.Tree) { tr.Dirs[2].Ino += 40; tr.Dirs[2].Count++ }, false},
+		{"a placeholder on another device", func(tr *plan.Tree) { tr.Dirs[2].Dev++ }, true},
+		{"more entries in the root", func(tr *plan.Tree) { tr.Dirs[0].Ctime++; tr.Dirs[0].Count++ }, false},
+		{"a note in the root", func(tr *plan.Tree) { tr.Dirs[0].Ctime++; tr.Notes[tr.Dirs[0].NoteOff]++ }, false},
+		{"a flag", func(tr *plan.Tree) { tr.Dirs[0].Ctime++; tr.Dirs[1].Flags |= plan.DirGit }, false},
+		{"more in the tree", func(tr *plan.Tree) { tr.Dirs[0].Ctime++; tr.Entries++ }, false},
+		{"other names", func(tr *plan.Tree) { tr.Names = noteTable([]string{".codex"}) }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := sampleTree()
+			c.change(tr)
+			if got := SameIndexMoving(old, tr, moving); got != c.same {
+				t.Errorf("SameIndexMoving = %v, want %v", got, c.same)
+			}
+		})
+	}
+	grown := sampleTree()
+	grown.Dirs = append(grown.Dirs, grown.Dirs[3])
+	if SameIndexMoving(old, grown, moving) || SameIndexMoving(old[:len(old)-1], sampleTree(), moving) || SameIndexMoving(nil, sampleTree(), moving) {
+		t.Error("another number of folders, or a damaged file, counts as the same")
+	}
+	tr := sampleTree()
+	tr.Dirs[0].Ctime++
+	if SameIndexMoving(old, tr, func(string) (bool, bool) { return false, false }) {
+		t.Error("a change time moved in a folder no placeholder is in counts as the same")
+	}
+}

@@ -30,10 +30,11 @@ type checker struct {
 	known    map[string]bool // git folders before the run
 	seen     map[[2]uint64]bool
 	reported map[string]bool
-	specs    []string // project control paths, relative
-	failures []string // what stopped the check from finishing
-	current  string   // the path the check is reading, for a panic's report
-	started  int64    // when the run began (Unix ns, runStart): what changed since is the box's
+	specs    []string        // project control paths, relative
+	own      map[string]hold // this run's placeholders, by path
+	failures []string        // what stopped the check from finishing
+	current  string          // the path the check is reading, for a panic's report
+	started  int64           // when the run began (Unix ns, runStart): what changed since is the box's
 	shadow   map[string]bool
 	before   map[string]indexState // the git indexes' marks before the run
 	readOnly map[string]fileID     // the read-only paths in the roots before the run
@@ -168,7 +169,8 @@ func check(h *plan.HostExec, run string, started int64, recs []guardRecord, b *b
 	}
 	c.restore(recs)
 	c.created()
-	c.blocked(ownHolds(h.State, run))
+	c.own = ownHolds(h.State, run)
+	c.blocked(c.own)
 	c.readOnlyGuards()
 	c.watched()
 	c.search()
@@ -618,11 +620,31 @@ func (c *checker) saveIndex(t *plan.Tree) {
 	// Not written again when it would say the same as the file there (one
 	// of agentbox's own): no folder changed since the search that wrote
 	// it, which then stays the later searches' reference.
+	// Nor when it differs only in the change times of the folders this
+	// run's placeholders stand in, or are: their removal after the check
+	// moves those again, so a later search lists them again whatever the
+	// file says.
 	if old, st, err := readAt(dfd, filepath.Base(file), int64(len(data))+16); err == nil &&
-		st.Uid == uint32(os.Geteuid()) && st.Mode&0o077 == 0 && st.Nlink == 1 && hostexec.SameIndex(old, t) {
+		st.Uid == uint32(os.Geteuid()) && st.Mode&0o077 == 0 && st.Nlink == 1 &&
+		(hostexec.SameIndex(old, t) || hostexec.SameIndexMoving(old, t, c.placeholderMoved)) {
 		return
 	}
 	writeSmall(dfd, filepath.Base(file), data)
+}
+
+// placeholderMoved says whether the folder p holds one of this run's
+// placeholders (moved: its change time moves again when they are removed
+// after the check) or is one (replaced: made anew every run).
+func (c *checker) placeholderMoved(p string) (moved, replaced bool) {
+	for hp := range c.own {
+		if hp == p {
+			replaced = true
+		}
+		if filepath.Dir(hp) == p {
+			moved = true
+		}
+	}
+	return moved, replaced
 }
 
 // outsideLink moves away the symlink at p if it leads into a folder the
@@ -742,6 +764,11 @@ func (c *checker) controls(dir string) {
 		if c.guarded(p) || c.keptBefore(p, rule) {
 			continue
 		}
+		// Most control files are missing: one lstat of the first part
+		// says so, where the lookup opens a folder first.
+		if first, _, _ := strings.Cut(s, "/"); lstatMissing(dfd, first) {
+			continue
+		}
 		fd, parent, name, stop, err := lookup(dfd, dir, s)
 		switch {
 		case err != nil:
@@ -777,6 +804,13 @@ func (c *checker) controls(dir string) {
 		}
 		unix.Close(fd)
 	}
+}
+
+// lstatMissing reports whether name in the folder dfd is missing (ENOENT,
+// nothing else).
+func lstatMissing(dfd int, name string) bool {
+	_, err := lstatAt(dfd, name)
+	return errors.Is(err, unix.ENOENT)
 }
 
 // lookup resolves rel (slash-separated) below the folder dfd (at path

@@ -644,3 +644,154 @@ func TestFinishedMeanwhile(t *testing.T) {
 		t.Errorf("Recover after a run finished: %v", err)
 	}
 }
+
+// The box's process group is recorded in the run's lock, which the run
+// holds; a killed run's recovery reads it there, or from <run>.pgrp as
+// earlier versions wrote it, and never reads a number that is not one.
+func TestPendingProcessGroup(t *testing.T) {
+	b := newBox(t)
+	pend, err := newPending(b.state, "run", pendingRecord{Run: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pend.done()
+	pend.pgrp(123456)
+	pend.pgrp(0) // the end of the box: nothing to record
+	if exists(filepath.Join(b.state, "pending", "run.pgrp")) {
+		t.Error("a file of its own was made for the process group")
+	}
+	if got := recordedPgrp(pend.dir, pend.fd, "run"); got != 123456 {
+		t.Errorf("from the lock: %d, want 123456", got)
+	}
+	pend.pgrp(99)
+	if got := recordedPgrp(pend.dir, pend.fd, "run"); got != 99 {
+		t.Errorf("recorded again: %d, want 99", got)
+	}
+	for _, c := range []struct {
+		file string
+		want int
+	}{{"4242\n", 4242}, {"", 99}, {"x", 0}, {"-3", 0}} {
+		f := filepath.Join(b.state, "pending", "run.pgrp")
+		if c.file == "" {
+			os.Remove(f)
+		} else if err := os.WriteFile(f, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := recordedPgrp(pend.dir, pend.fd, "run"); got != c.want {
+			t.Errorf("with run.pgrp %q: %d, want %d", c.file, got, c.want)
+		}
+	}
+	empty, err := newPending(b.state, "empty", pendingRecord{Run: "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.done()
+	if got := recordedPgrp(empty.dir, empty.fd, "empty"); got != 0 {
+		t.Errorf("before the box started: %d, want 0", got)
+	}
+}
+
+// A run writes its pending record once, before its box starts, not a
+// first time before its placeholders are made: killed in between, it
+// leaves a lock without a record, and the next run's recovery releases
+// its placeholders and removes the lock, with no check (no box ran) and
+// no refusal. Once saved, the record is whole on disk before the box.
+func TestPendingRecordBeforeBox(t *testing.T) {
+	b := newBox(t)
+	h := b.host()
+	p := &plan.Plan{RunID: "killed", HostExec: *h, Prepare: []plan.Prepare{
+		{Path: b.p(".claude"), Placeholder: "dir"},
+		{Path: b.p(".mcp.json"), Placeholder: "file", Content: "{}\n"},
+	}}
+	g, err := startGuard(p, &events{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(b.state, "pending")
+	if exists(filepath.Join(dir, "killed.json")) {
+		t.Error("a record was written before the run knew what its check needs")
+	}
+	if !exists(filepath.Join(dir, "killed.lock")) || !exists(filepath.Join(dir, "killed.holds")) || !exists(b.p(".claude")) {
+		t.Fatal("the lock, the placeholders or their record are missing")
+	}
+	// agentbox is killed here: its descriptors close, its lock goes.
+	g.pend.leave()
+	if err := Recover(b.state, &events{}); err != nil {
+		t.Fatalf("the next run refused to start: %v", err)
+	}
+	for _, f := range []string{b.p(".claude"), b.p(".mcp.json"), filepath.Join(dir, "killed.lock"), filepath.Join(dir, "killed.holds")} {
+		if exists(f) {
+			t.Errorf("%s is left after the recovery", f)
+		}
+	}
+
+	p.RunID = "saved"
+	g, err = startGuard(p, &events{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.release()
+	if err := g.saveRecord(nil); err != nil {
+		t.Fatal(err)
+	}
+	var r pendingRecord
+	data, err := os.ReadFile(filepath.Join(dir, "saved.json"))
+	if err != nil || json.Unmarshal(data, &r) != nil || r.Run != "saved" || len(r.HostExec.Roots) != 1 || r.Started == 0 {
+		t.Fatalf("the saved record is not whole: %v %q", err, data)
+	}
+}
+
+// The check does not write the search's index again when it differs from
+// the file there only where this run's placeholders moved it (the root's
+// change time, the placeholder folders made anew): their removal moves
+// those again. Anything else changed, and it is written.
+func TestCheckIndexPlaceholdersOnly(t *testing.T) {
+	b := newBox(t)
+	os.MkdirAll(b.p("a/b"), 0o755)
+	h := b.host()
+	p := &plan.Plan{HostExec: *h, Prepare: []plan.Prepare{
+		{Path: b.p(".vscode"), Placeholder: "dir"},
+		{Path: b.p(".mcp.json"), Placeholder: "file", Content: "{}\n"},
+	}}
+	index := hostexec.IndexFile(b.state, b.root)
+	run := func(id string, during func()) unix.Stat_t {
+		t.Helper()
+		p.RunID = id
+		g, err := startGuard(p, &events{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.saveRecord(nil); err != nil {
+			t.Fatal(err)
+		}
+		if during != nil {
+			during()
+		}
+		if err := g.check(); err != nil {
+			t.Fatal(err)
+		}
+		g.release()
+		var st unix.Stat_t
+		if err := unix.Stat(index, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	first := run("one", nil)
+	time.Sleep(20 * time.Millisecond) // a change time the file system can tell apart
+	if second := run("two", nil); second.Ino != first.Ino {
+		t.Error("the index was written again although only the placeholders moved the root")
+	}
+	time.Sleep(20 * time.Millisecond)
+	third := run("three", func() { os.Mkdir(b.p("a/new"), 0o755) })
+	if third.Ino == first.Ino {
+		t.Error("the index was not written although a folder changed")
+	}
+	data, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := hostexec.DecodeIndex(data, b.root); tr == nil || tr.Find("a/new") < 0 {
+		t.Error("the index written does not hold the new folder")
+	}
+}

@@ -60,11 +60,13 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 	gd = g
 	var pend *pending
 	if h.State != "" {
-		// No run starts without its record whole on disk: a run killed
-		// without one would leave what it planted unchecked. Inside
-		// another box, whose state folder is read-only, the outer run's
-		// after-run check covers what this one changes, killed or not.
-		pend, err = newPending(h.State, p.RunID, pendingRecord{Run: p.RunID, HostExec: *h, Started: g.started0})
+		// No box starts without its run's record whole on disk
+		// (saveRecord): a run killed without one would leave what it
+		// planted unchecked. Its lock comes first, before anything of the
+		// run exists. Inside another box, whose state folder is
+		// read-only, the outer run's after-run check covers what this one
+		// changes, killed or not.
+		pend, err = lockPending(h.State, p.RunID)
 		if err != nil && p.Depth > 1 && errors.Is(err, unix.EROFS) {
 			pend, err = nil, nil
 		} else if err != nil {

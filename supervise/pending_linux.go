@@ -21,11 +21,13 @@ import (
 // A run's pending record lives in <state>/pending/ from before the box
 // starts until its after-run check is done: <run>.json (what the check
 // needs: the registry part of the plan and the guards recorded before the
-// run), <run>.holds (the placeholders it uses) and <run>.pgrp (the box's
-// process group). The supervisor holds an exclusive flock(2) on <run>.lock
-// for as long as it lives, so a record whose lock can be taken belongs to
-// a run whose agentbox was killed (kill -9): the next run ends what is left
-// of that run and does its check first.
+// run), <run>.holds (the placeholders it uses) and <run>.lock, which holds
+// the box's process group once the box has started, in decimal (earlier
+// versions wrote it to <run>.pgrp, which is still read). The supervisor
+// holds an exclusive flock(2) on <run>.lock for as long as it lives, so a
+// record whose lock can be taken belongs to a run whose agentbox was
+// killed (kill -9): the next run ends what is left of that run and does
+// its check first.
 //
 // <run>.json is only ever whole: each version is written to a new file,
 // synced, renamed over the last and the folder synced, and a run whose
@@ -89,6 +91,28 @@ func existingPendingDir(state string) (int, error) {
 
 // newPending locks this run's record and writes its first version (r).
 func newPending(state, run string, r pendingRecord) (*pending, error) {
+	p, err := lockPending(state, run)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.write(r); err != nil {
+		unix.Unlinkat(p.dir, run+".lock", 0)
+		unix.Close(p.fd)
+		unix.Close(p.dir)
+		return nil, err
+	}
+	return p, nil
+}
+
+// lockPending makes and locks this run's record's lock, with no record
+// yet: a run writes its record (saveRecord) once it knows what its check
+// needs, before its box starts. Until then a kill leaves a lock without a
+// record, which the next run's recovery takes for a run that never
+// started its box: it releases the run's placeholders (<run>.holds) and
+// removes the lock, with no check to do, since no box ran. (The record
+// used to be written, synced, a first time before the placeholders were
+// made, for a check no box could have made needed.)
+func lockPending(state, run string) (*pending, error) {
 	dfd, err := pendingDir(state)
 	if err != nil {
 		return nil, err
@@ -118,14 +142,7 @@ func newPending(state, run string, r pendingRecord) (*pending, error) {
 		unix.Close(dfd)
 		return nil, err
 	}
-	p := &pending{dir: dfd, fd: fd, run: run, path: filepath.Join(state, "pending", run+".json")}
-	if err := p.write(r); err != nil {
-		unix.Unlinkat(dfd, run+".lock", 0)
-		unix.Close(fd)
-		unix.Close(dfd)
-		return nil, err
-	}
-	return p, nil
+	return &pending{dir: dfd, fd: fd, run: run, path: filepath.Join(state, "pending", run+".json")}, nil
 }
 
 // write replaces the record with r, whole: a new file, synced, renamed
@@ -172,12 +189,36 @@ func writeDurable(dfd int, name string, data []byte) error {
 	return unix.Fsync(dfd)
 }
 
-// pgrp records the box's process group.
+// pgrp records the box's process group, in the lock file this run holds
+// (a file of its own cost a new inode every run): no other run reads it
+// while the lock is held, so it is never read half written.
 func (p *pending) pgrp(pid int) {
 	if p == nil || pid <= 0 {
 		return
 	}
-	writeSmall(p.dir, p.run+".pgrp", []byte(strconv.Itoa(pid)))
+	if unix.Ftruncate(p.fd, 0) == nil {
+		unix.Pwrite(p.fd, []byte(strconv.Itoa(pid)), 0)
+	}
+}
+
+// recordedPgrp is the box's process group a killed run recorded: in its
+// lock, open as fd (held), or in <run>.pgrp (earlier versions); 0 when
+// none is recorded.
+func recordedPgrp(dfd, fd int, run string) int {
+	data, _, err := readAt(dfd, run+".pgrp", 64)
+	if err != nil {
+		buf := make([]byte, 64)
+		n, rerr := unix.Pread(fd, buf, 0)
+		if rerr != nil || n <= 0 {
+			return 0
+		}
+		data = buf[:n]
+	}
+	pg, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pg <= 0 {
+		return 0
+	}
+	return pg
 }
 
 // done removes the record: the check is over.
@@ -185,7 +226,7 @@ func (p *pending) done() {
 	if p == nil {
 		return
 	}
-	for _, ext := range []string{".pgrp", ".holds", ".json", ".lock"} {
+	for _, ext := range []string{".holds", ".json", ".lock"} {
 		unix.Unlinkat(p.dir, p.run+ext, 0)
 	}
 	unix.Close(p.fd)
@@ -348,10 +389,8 @@ func recoverPending(state, self string, ev event.Emitter) error {
 			continue
 		}
 		ev.Emit(event.Event{Kind: event.Warning, Detail: "run " + run + " ended without a finished after-run check (agentbox was killed, or the check could not finish): doing it now"})
-		if data, _, err := readAt(dfd, run+".pgrp", 64); err == nil {
-			if pg, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				killGroup(pg)
-			}
+		if pg := recordedPgrp(dfd, fd, run); pg > 0 {
+			killGroup(pg)
 		}
 		var rec pendingRecord
 		data, _, rerr := readAt(dfd, n, 256<<20)

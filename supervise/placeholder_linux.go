@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/plan"
 )
@@ -235,7 +236,7 @@ func placeholdersLocked(p *plan.Plan, pend *pending) ([]hold, error) {
 		data, _ := json.Marshal(hs)
 		if err := writeSmall(pend.dir, pend.run+".holds", data); err != nil {
 			releaseList(hs, nil)
-			return nil, err
+			return nil, fmt.Errorf("%s: this run's record of its placeholders cannot be written (%w), and without it a run whose agentbox is killed leaves them behind; free space on that file system or make the folder writable, then run again", event.Escape(filepath.Join(filepath.Dir(pend.path), pend.run+".holds")), err)
 		}
 	}
 	return hs, nil
