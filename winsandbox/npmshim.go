@@ -3,6 +3,7 @@ package winsandbox
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // npm's .cmd shims, run through node (the pure half).
@@ -20,7 +21,11 @@ import (
 // npmShimLine matches the line of a cmd-shim that runs the script: the
 // older form ("%~dp0\node.exe" or node, then "%~dp0\script") and the
 // current one (…title %COMSPEC% & "%_prog%"  "%dp0%\script" %*).
-var npmShimLine = regexp.MustCompile(`^(?:endLocal & goto #_undefined_# 2>NUL \|\| title %COMSPEC% & )?(?:"%_prog%"|"%~dp0\\node\.exe"|node)\s+"(?:%dp0%|%~dp0)\\([^"%]+)"\s+%\*\s*$`)
+// Compiled on first use: the package is in every agentbox binary, and a
+// run on Linux or macOS never needs it.
+var npmShimLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:endLocal & goto #_undefined_# 2>NUL \|\| title %COMSPEC% & )?(?:"%_prog%"|"%~dp0\\node\.exe"|node)\s+"(?:%dp0%|%~dp0)\\([^"%]+)"\s+%\*\s*$`)
+})
 
 // npmShimScript returns the script a cmd-shim runs, relative to the
 // shim's folder, when content is one; ok is false otherwise. Every line
@@ -30,7 +35,7 @@ func npmShimScript(content string) (script string, ok bool) {
 	allowed := regexp.MustCompile(`^(?:@ECHO off|@SETLOCAL|GOTO start|:find_dp0|SET dp0=%~dp0|EXIT /b|:start|SETLOCAL|CALL :find_dp0|IF EXIST "%dp0%\\node\.exe" \(|IF EXIST "%~dp0\\node\.exe" \(|SET "_prog=%dp0%\\node\.exe"|SET "_prog=node"|@?SET PATHEXT=%PATHEXT:;\.JS;=;%|\) ELSE \(|\)|@IF EXIST "%~dp0\\node\.exe" \(|\) ELSE \(|)$`)
 	for _, line := range strings.Split(strings.ReplaceAll(content, "\r\n", "\n"), "\n") {
 		line = strings.TrimSpace(line)
-		if m := npmShimLine.FindStringSubmatch(line); m != nil {
+		if m := npmShimLine().FindStringSubmatch(line); m != nil {
 			if script != "" && m[1] != script {
 				return "", false
 			}
