@@ -250,19 +250,16 @@ echo "succeeded:$out"
 				// Besides the log: the after-run check's own records
 				// (index, pending, placeholders.lock), the workspace's
 				// private package caches, agentbox's own folder for
-				// temporary folders and, as root, the device nodes it
-				// makes for each box (made by agentbox, not the box).
-				// And what the Landlock notice said last, per project.
+				// temporary folders, the kept copy of the filesystem
+				// log's preloaded libraries (made by agentbox, not the
+				// box), and what the Landlock notice said last, per
+				// project.
 				if entries, _ := os.ReadDir(filepath.Dir(w.logDir())); len(entries) > 8 {
 					t.Fatalf("the state folder holds more than agentbox's own: %v", entries)
 				} else {
 					for _, e := range entries {
 						switch e.Name() {
-						case "log", "index", "pending", "placeholders.lock", "caches", "tmp", "notices":
-						case "dev":
-							if !isRoot() {
-								t.Fatalf("the state folder holds dev, which only root's runs make")
-							}
+						case "log", "index", "pending", "placeholders.lock", "caches", "tmp", "notices", "preload-libraries":
 						default:
 							t.Fatalf("the state folder holds %s", e.Name())
 						}
