@@ -3,13 +3,16 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/proctest"
 	"golang.org/x/sys/unix"
 )
 
@@ -113,5 +116,66 @@ func TestDevNodesNotBoundOnHost(t *testing.T) {
 	}
 	if ino == "" || ino == fmt.Sprintf("%d:%d", host.Dev, host.Ino) {
 		t.Errorf("the box's /dev/null is device:inode %q, the host's is %d:%d: want a node of the box's own", ino, host.Dev, host.Ino)
+	}
+}
+
+// A root run builds its box in mount namespaces below the host's: its own
+// (where the box's device nodes are made) and bwrap's. Where the host's
+// mounts propagate (a shared /, what systemd makes), nothing agentbox
+// mounts or unmounts there may reach the host (the host's /dev stays as
+// it was), and nothing the host mounts while the box runs may reach the
+// box: under a read-only path it would be a writable folder the policy
+// never granted (a USB stick mounted under /media, an sshfs in the home
+// folder). The host here is a mount namespace whose / is shared.
+func TestRootBoxMountPropagation(t *testing.T) {
+	rootOnly(t, "only a root run makes a mount namespace of its own for bwrap")
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare (util-linux) is not installed")
+	w := newWorld(t)
+	m := filepath.Join(w.base, "hostmnt")
+	out := filepath.Join(w.base, "out")
+	mkdir(t, m)
+	mkdir(t, out)
+	box := fmt.Sprintf(`echo > ready; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+grep -c agentbox-hostmnt /proc/self/mountinfo > seen
+echo x 2>/dev/null > %s/boxwrote
+true`, m)
+	host := fmt.Sprintf(`grep -E ' /dev( |/)' /proc/self/mountinfo > %[2]s/before
+"$@" & p=$!
+i=0; while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+grep -E ' /dev( |/)' /proc/self/mountinfo > %[2]s/during
+mount -t tmpfs agentbox-hostmnt %[1]s
+touch go
+wait $p; echo $? > %[2]s/rc
+ls -A %[1]s > %[2]s/listing
+umount %[1]s`, m, out)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "shared", "--", "sh", "-c", host, "sh",
+		bin, "run", "--backend", "bwrap", "--", "sh", "-c", box)
+	c.Dir, c.Env = w.project, w.env
+	var errb strings.Builder
+	c.Stdout, c.Stderr = &errb, &errb
+	if err := proctest.Run(t, c, 2*time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, errb.String())
+		}
+		return string(b)
+	}
+	if rc := strings.TrimSpace(read("rc")); rc != "0" {
+		t.Fatalf("agentbox exited %s\n%s", rc, errb.String())
+	}
+	if before, during := read("before"), read("during"); before != during || !strings.Contains(before, " /dev ") {
+		t.Errorf("the host's /dev while a root box runs:\n%s\nwant it as before:\n%s", during, before)
+	}
+	if seen, _ := os.ReadFile(filepath.Join(w.project, "seen")); strings.TrimSpace(string(seen)) != "0" {
+		t.Errorf("the box saw the host's mount made while it ran (%q lines of its mount table)", strings.TrimSpace(string(seen)))
+	}
+	if l := read("listing"); strings.Contains(l, "boxwrote") {
+		t.Errorf("the box wrote into a host mount made while it ran, under a read-only path: %q", l)
 	}
 }

@@ -493,7 +493,7 @@ func ShellWords(self string, d Detail) []string {
 	var words []string
 	// Root's box has device nodes of its own (Render): the shell makes
 	// them as agentbox run does, in a mount namespace of bwrap's own
-	// (unshare, a slave of the host's), copying the host's (cp -a makes
+	// (unshare, private), copying the host's (cp -a makes
 	// a node, with its mode) into a tmpfs on an empty folder of its own
 	// that it then moves over /dev. The empty folder stays. Unlike
 	// agentbox run, it does not put a node of the box's own over the
@@ -504,7 +504,7 @@ func ShellWords(self string, d Detail) []string {
 			script += " /dev/" + n
 		}
 		script += ` "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"`
-		words = append(words, "unshare", "--mount", "--propagation", "slave", "sh", "-c", quote(script), `"$(mktemp -d)"`)
+		words = append(words, "unshare", "--mount", "--propagation", "private", "sh", "-c", quote(script), `"$(mktemp -d)"`)
 	}
 	words = append(words, quote(d.Bwrap))
 	for _, s := range d.Args {

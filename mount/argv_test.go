@@ -476,7 +476,7 @@ func TestShellDevNodes(t *testing.T) {
 		Args:     []string{"--ro-bind", "/", "/", "--dev", "/dev", "--bind", "/dev/shm", "/dev/shm", "--", "true"},
 		DevNodes: true,
 	}
-	want := `unshare --mount --propagation slave sh -c 'mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"' "$(mktemp -d)" ` +
+	want := `unshare --mount --propagation private sh -c 'mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"' "$(mktemp -d)" ` +
 		`/usr/bin/bwrap --ro-bind / / --dev /dev --bind /dev/shm /dev/shm -- true ` +
 		`3>/dev/null 4>/dev/null 5</usr/local/bin/agentbox 6< <(/usr/local/bin/agentbox __seccomp) 8</dev/null`
 	got := Shell("/usr/local/bin/agentbox", d)

@@ -15,9 +15,10 @@ import (
 // A root box's own device nodes (see Render). bwrap's --dev binds the
 // host's /dev/null, zero, full, random, urandom and tty into the box, and a
 // root box owns them there. So agentbox run starts bwrap from a thread in a
-// mount namespace of its own, a slave of the host's (nothing mounted in it
-// reaches the host), with a tmpfs over /dev that holds a new node for each,
-// of the host node's device and mode: those are what bwrap's --dev binds.
+// mount namespace of its own, private (nothing mounted in it reaches the
+// host, and no mount the host makes while the box runs reaches the box),
+// with a tmpfs over /dev that holds a new node for each, of the host
+// node's device and mode: those are what bwrap's --dev binds.
 // They last as long as the run: what a box does to its nodes reaches
 // neither the host nor another box. With a terminal on stdout, which bwrap
 // binds at /dev/console when it finds it under /dev (here it does not: the
@@ -81,7 +82,7 @@ func charDevice(path string) (unix.Stat_t, error) {
 }
 
 // forkWithNodes starts bwrap as syscall.ForkExec does, from a thread of
-// its own in a new mount namespace, a slave of the host's, with a tmpfs
+// its own in a new mount namespace, private, with a tmpfs
 // over /dev holding d's nodes. The thread stays until release is closed
 // (bwrap's parent-death signal follows the thread that forked it), and
 // then ends with its namespace: it is never unlocked, so the Go runtime
@@ -100,7 +101,13 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 				return 0, fmt.Errorf("a mount namespace for bwrap: %w", err)
 			}
-			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+			// Private, not a slave of the host's: nothing mounted
+			// here reaches the host, and nothing the host mounts
+			// while the box runs reaches bwrap's namespace, a
+			// slave of this one. A host mount under a path the box
+			// has read-only (a USB stick under /media, an sshfs in
+			// the home folder) would come into the box writable.
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 				return 0, fmt.Errorf("a mount namespace for bwrap: %w", err)
 			}
 			// The host's /dev and what is mounted in it (its devpts,
