@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,5 +178,41 @@ umount %[1]s`, m, out)
 	}
 	if l := read("listing"); strings.Contains(l, "boxwrote") {
 		t.Errorf("the box wrote into a host mount made while it ran, under a read-only path: %q", l)
+	}
+}
+
+// A root box's /dev/console is a node of the box's own of the terminal on
+// agentbox's stdout: that very terminal, found from the descriptor, never
+// whatever its name (/dev/pts/N) is in agentbox's mount namespace, where
+// it can be another terminal or another device (a terminal handed in from
+// another namespace; here another device mounted over the name).
+func TestRootConsoleIsStdoutsTerminal(t *testing.T) {
+	rootOnly(t, "only a root box has a /dev/console of its own")
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare (util-linux) is not installed")
+	w := newWorld(t)
+	master, slave := openPty(t)
+	go io.Copy(io.Discard, master)
+	var st unix.Stat_t
+	if err := unix.Fstat(int(slave.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", `mount --bind /dev/full "$0" && exec "$@"`, slave.Name(),
+		bin, "run", "--backend", "bwrap", "--", "sh", "-c", "stat -c %t:%T /dev/console > console.dev")
+	c.Dir, c.Env = w.project, w.env
+	var errb strings.Builder
+	c.Stdin, c.Stdout, c.Stderr = nil, slave, &errb
+	if err := proctest.Run(t, c, time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	got, err := os.ReadFile(filepath.Join(w.project, "console.dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%x:%x", unix.Major(st.Rdev), unix.Minor(st.Rdev)); strings.TrimSpace(string(got)) != want {
+		t.Errorf("the box's /dev/console is device %s, want the terminal on stdout, %s", strings.TrimSpace(string(got)), want)
 	}
 }

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -44,7 +45,8 @@ type devNodes struct {
 }
 
 // hostDevNodes looks up each of the host's nodes that bwrap's --dev binds,
-// and with console the terminal on stdout: each must be a character device.
+// and with console the terminal on stdout (by its descriptor): each must
+// be a character device.
 func hostDevNodes(console bool) (*devNodes, error) {
 	d := &devNodes{}
 	for _, n := range devNodeNames {
@@ -56,13 +58,15 @@ func hostDevNodes(console bool) (*devNodes, error) {
 		d.nodes = append(d.nodes, hostNode{path: p, perm: st.Mode & 0o7777, rdev: st.Rdev})
 	}
 	if console {
-		tty, err := os.Readlink("/proc/self/fd/1")
-		if err != nil {
-			return nil, err
+		// The terminal itself, by its descriptor: its name
+		// (/proc/self/fd/1's link, /dev/pts/N) can be another node
+		// in this mount namespace, another terminal or device.
+		var st unix.Stat_t
+		if err := unix.Fstat(1, &st); err != nil {
+			return nil, &os.PathError{Op: "fstat", Path: "the terminal on stdout", Err: err}
 		}
-		st, err := charDevice(tty)
-		if err != nil {
-			return nil, err
+		if st.Mode&unix.S_IFMT != unix.S_IFCHR {
+			return nil, errors.New("the terminal on stdout is not a character device")
 		}
 		d.console = &hostNode{path: consoleNode, perm: st.Mode & 0o7777, rdev: st.Rdev}
 	}
