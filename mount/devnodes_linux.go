@@ -90,15 +90,30 @@ func charDevice(path string) (unix.Stat_t, error) {
 // over /dev holding d's nodes. The thread stays until release is closed
 // (bwrap's parent-death signal follows the thread that forked it), and
 // then ends with its namespace: it is never unlocked, so the Go runtime
-// ends it rather than run anything else on it.
+// ends it rather than run anything else on it. Never the process's main
+// thread: its namespace is the one /proc/self shows every thread (its
+// mountinfo, root, ns), and Go does not end that thread but parks it.
 func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNodes, release <-chan struct{}) (int, error) {
 	type started struct {
 		pid int
 		err error
 	}
 	sc := make(chan started, 1)
-	go func() {
+	var work func(onOther chan<- struct{})
+	work = func(onOther chan<- struct{}) {
 		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread, held locked (so unused) until the
+			// work has locked another thread, then left unchanged.
+			other := make(chan struct{})
+			go work(other)
+			<-other
+			runtime.UnlockOSThread()
+			return
+		}
+		if onOther != nil {
+			close(onOther)
+		}
 		pid, err := func() (int, error) {
 			// CLONE_NEWNS unshares the thread's root and working
 			// folder with it: nothing else of agentbox is affected.
@@ -140,7 +155,8 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 		if err == nil {
 			<-release
 		}
-	}()
+	}
+	go work(nil)
 	s := <-sc
 	return s.pid, s.err
 }
