@@ -216,3 +216,42 @@ func TestRootConsoleIsStdoutsTerminal(t *testing.T) {
 		t.Errorf("the box's /dev/console is device %s, want the terminal on stdout, %s", strings.TrimSpace(string(got)), want)
 	}
 }
+
+// A root run whose process may not make a mount namespace (a seccomp
+// filter refusing unshare, as some container runtimes' profiles have,
+// while bwrap still starts: it uses clone) cannot make the box's own
+// device nodes. Never a box with the host's nodes then: the probe finds
+// bwrap unusable here, so --backend bwrap refuses with why and the fix,
+// and auto confines with Landlock.
+func TestRootNoMountNamespace(t *testing.T) {
+	rootOnly(t, "only a root run makes a mount namespace of its own for bwrap")
+	w := newWorld(t)
+	nounshare := buildC(t, w.base, "testdata/nounshare.c")
+	run := func(args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, nounshare, append([]string{bin}, args...)...)
+		c.Dir, c.Env = w.project, w.env
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		proctest.Own(t, c)
+		err := c.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	r := run("run", "--backend", "bwrap", "--", "true")
+	expectCode(t, r, 125)
+	expectContains(t, "stderr", r.stderr, "mount namespace")
+	expectContains(t, "stderr", r.stderr, "--backend landlock")
+	needLandlock(t)
+	r = run("run", "--", "sh", "-c", "echo boxed")
+	expectCode(t, r, 0)
+	expectContains(t, "stdout", r.stdout, "boxed")
+	expectContains(t, "stderr", r.stderr, "using Landlock")
+}

@@ -3,10 +3,12 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -118,7 +120,7 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 			// CLONE_NEWNS unshares the thread's root and working
 			// folder with it: nothing else of agentbox is affected.
 			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-				return 0, fmt.Errorf("a mount namespace for bwrap: %w", err)
+				return 0, nodesError{fmt.Errorf("unshare: %w", err)}
 			}
 			// Private, not a slave of the host's: nothing mounted
 			// here reaches the host, and nothing the host mounts
@@ -127,7 +129,7 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 			// has read-only (a USB stick under /media, an sshfs in
 			// the home folder) would come into the box writable.
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-				return 0, fmt.Errorf("a mount namespace for bwrap: %w", err)
+				return 0, nodesError{fmt.Errorf("making / private: %w", err)}
 			}
 			// The host's /dev and what is mounted in it (its devpts,
 			// /dev/shm, ...) are never seen in the box, whose /dev is
@@ -138,7 +140,7 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 			unix.Unmount("/dev", unix.MNT_DETACH) //nolint:errcheck // see above
 			// Not nodev: the nodes must open.
 			if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
-				return 0, fmt.Errorf("a tmpfs for the box's device nodes: %w", err)
+				return 0, nodesError{fmt.Errorf("a tmpfs on /dev: %w", err)}
 			}
 			nodes := d.nodes
 			if d.console != nil {
@@ -146,7 +148,7 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 			}
 			for _, n := range nodes {
 				if err := makeNode(n); err != nil {
-					return 0, err
+					return 0, nodesError{err}
 				}
 			}
 			return syscall.ForkExec(bwrap, argv, attr)
@@ -160,6 +162,13 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 	s := <-sc
 	return s.pid, s.err
 }
+
+// nodesError is forkWithNodes's failure to make the mount namespace and
+// its nodes (not to start bwrap).
+type nodesError struct{ err error }
+
+func (e nodesError) Error() string { return e.err.Error() }
+func (e nodesError) Unwrap() error { return e.err }
 
 // makeNode makes n, with exactly the host's permission bits (not those
 // the umask leaves), and checks what it made.
@@ -194,4 +203,84 @@ func sweepDevDirs(parent string) {
 			os.RemoveAll(filepath.Join(parent, e.Name()))
 		}
 	}
+}
+
+// nodesPrefix starts the probe's answer when the mount namespace of a
+// root run's device nodes could not be made (fixFor).
+const nodesPrefix = "the mount namespace of the box's device nodes: "
+
+// probeWithNodes is probe for root: bwrap's trivial box started as a
+// root run starts it, from forkWithNodes. It returns why it failed, ""
+// when it worked.
+func probeWithNodes(path string) string {
+	d, err := hostDevNodes(false)
+	if err != nil {
+		return nodesPrefix + err.Error()
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err.Error()
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err.Error()
+	}
+	defer r.Close()
+	env := append(os.Environ(), "LC_ALL=C")
+	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{null.Fd(), w.Fd(), w.Fd()},
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+	release := make(chan struct{})
+	defer close(release)
+	pid, err := forkWithNodes(path, append([]string{path}, ProbeArgs...), attr, d, release)
+	w.Close()
+	if err != nil {
+		if errors.As(err, new(nodesError)) {
+			return nodesPrefix + err.Error()
+		}
+		return err.Error()
+	}
+	outc := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(r, 1<<16))
+		outc <- b
+	}()
+	type waited struct {
+		ws  unix.WaitStatus
+		err error
+	}
+	waitc := make(chan waited, 1)
+	go func() {
+		var w waited
+		for {
+			if _, w.err = unix.Wait4(pid, &w.ws, 0, nil); w.err != unix.EINTR {
+				break
+			}
+		}
+		waitc <- w
+	}()
+	var wt waited
+	select {
+	case wt = <-waitc:
+	case <-time.After(probeTimeout):
+		unix.Kill(-pid, unix.SIGKILL)
+		<-waitc
+		return "did not finish within " + probeTimeout.String()
+	}
+	if wt.err != nil {
+		return "waiting for bwrap: " + wt.err.Error()
+	}
+	ws := wt.ws
+	out := <-outc
+	if ws.Exited() && ws.ExitStatus() == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return strings.TrimPrefix(last, "bwrap: ")
+	}
+	if ws.Signaled() {
+		return "bwrap was killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("bwrap exited %d", ws.ExitStatus())
 }

@@ -244,6 +244,13 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	opened = nil
 	pins.Close()
 	if err != nil {
+		if errors.As(err, new(nodesError)) {
+			// The probe made the same namespace (probeWithNodes):
+			// what it said no longer holds.
+			Forget()
+			why := nodesPrefix + err.Error()
+			return 0, &backend.Unavailable{Code: CodeStale, Reason: "bubblewrap cannot create the sandbox: " + why, Fix: fixFor(why)}
+		}
 		return 0, &BoxError{Op: "starting", Path: d.Bwrap, Err: err}
 	}
 	ph.End()
