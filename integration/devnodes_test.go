@@ -255,3 +255,41 @@ func TestRootNoMountNamespace(t *testing.T) {
 	expectContains(t, "stdout", r.stdout, "boxed")
 	expectContains(t, "stderr", r.stderr, "using Landlock")
 }
+
+// A root box's /dev/console, its own node of the terminal on stdout, has
+// the terminal's owner, group and mode: a root box gets no access to it
+// that the terminal's own node would not give (root redirecting a run's
+// output to another user's terminal gives the box no way to read what is
+// typed there).
+func TestRootConsoleOwnedAsTerminal(t *testing.T) {
+	rootOnly(t, "only a root box has a /dev/console of its own")
+	w := newWorld(t)
+	master, slave := openPty(t)
+	go io.Copy(io.Discard, master)
+	if err := os.Chown(slave.Name(), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(slave.Name(), 0o620); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(slave.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := w.command(ctx, "run", "--backend", "bwrap", "--", "sh", "-c", "stat -c '%u:%g %a %t:%T' /dev/console > console.st")
+	var errb strings.Builder
+	c.Stdin, c.Stdout, c.Stderr = nil, slave, &errb
+	if err := proctest.Run(t, c, time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	got, err := os.ReadFile(filepath.Join(w.project, "console.st"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d:%d %o %x:%x", st.Uid, st.Gid, st.Mode&0o7777, unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	if strings.TrimSpace(string(got)) != want {
+		t.Errorf("the box's /dev/console: %s, want the terminal's owner, group, mode and device: %s", strings.TrimSpace(string(got)), want)
+	}
+}

@@ -33,11 +33,15 @@ import (
 const consoleNode = "/dev/.agentbox-console"
 
 // hostNode is a device node to make: its name under /dev, the host node's
-// permission bits and device number.
+// permission bits, device number, owner and group. With the owner and
+// group the node gives a process in the box no access the host's node
+// would not (a root box is not the owner of a terminal another user
+// owns, so it cannot open it for reading).
 type hostNode struct {
-	path string
-	perm uint32
-	rdev uint64
+	path     string
+	perm     uint32
+	rdev     uint64
+	uid, gid uint32
 }
 
 // devNodes are the nodes a root run's box gets.
@@ -57,7 +61,7 @@ func hostDevNodes(console bool) (*devNodes, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.nodes = append(d.nodes, hostNode{path: p, perm: st.Mode & 0o7777, rdev: st.Rdev})
+		d.nodes = append(d.nodes, hostNode{path: p, perm: st.Mode & 0o7777, rdev: st.Rdev, uid: st.Uid, gid: st.Gid})
 	}
 	if console {
 		// The terminal itself, by its descriptor: its name
@@ -70,7 +74,7 @@ func hostDevNodes(console bool) (*devNodes, error) {
 		if st.Mode&unix.S_IFMT != unix.S_IFCHR {
 			return nil, errors.New("the terminal on stdout is not a character device")
 		}
-		d.console = &hostNode{path: consoleNode, perm: st.Mode & 0o7777, rdev: st.Rdev}
+		d.console = &hostNode{path: consoleNode, perm: st.Mode & 0o7777, rdev: st.Rdev, uid: st.Uid, gid: st.Gid}
 	}
 	return d, nil
 }
@@ -170,12 +174,16 @@ type nodesError struct{ err error }
 func (e nodesError) Error() string { return e.err.Error() }
 func (e nodesError) Unwrap() error { return e.err }
 
-// makeNode makes n, with exactly the host's permission bits (not those
-// the umask leaves), and checks what it made.
+// makeNode makes n, with exactly the host's owner, group and permission
+// bits (not those the umask leaves), and checks what it made.
 func makeNode(n hostNode) error {
 	if err := unix.Mknod(n.path, unix.S_IFCHR|n.perm, int(n.rdev)); err != nil {
 		return &os.PathError{Op: "mknod", Path: n.path, Err: err}
 	}
+	if err := unix.Lchown(n.path, int(n.uid), int(n.gid)); err != nil {
+		return &os.PathError{Op: "chown", Path: n.path, Err: err}
+	}
+	// After the chown, which may clear setuid and setgid bits.
 	if err := unix.Chmod(n.path, n.perm); err != nil {
 		return &os.PathError{Op: "chmod", Path: n.path, Err: err}
 	}
@@ -183,8 +191,8 @@ func makeNode(n hostNode) error {
 	if err != nil {
 		return err
 	}
-	if st.Mode&0o7777 != n.perm || st.Rdev != n.rdev {
-		return fmt.Errorf("%s: made mode %o device %d, want %o %d", n.path, st.Mode&0o7777, st.Rdev, n.perm, n.rdev)
+	if st.Mode&0o7777 != n.perm || st.Rdev != n.rdev || st.Uid != n.uid || st.Gid != n.gid {
+		return fmt.Errorf("%s: made mode %o device %d owner %d:%d, want %o %d %d:%d", n.path, st.Mode&0o7777, st.Rdev, st.Uid, st.Gid, n.perm, n.rdev, n.uid, n.gid)
 	}
 	return nil
 }
