@@ -293,3 +293,51 @@ func TestRootConsoleOwnedAsTerminal(t *testing.T) {
 		t.Errorf("the box's /dev/console: %s, want the terminal's owner, group, mode and device: %s", strings.TrimSpace(string(got)), want)
 	}
 }
+
+// A root run killed (SIGKILL) at any moment of its start, while it makes
+// the mount namespace of the box's device nodes or while bwrap builds the
+// box, leaves nothing mounted on the host, whose / here is shared, and no
+// process of the box behind.
+func TestRootRunKilledLeavesNoMount(t *testing.T) {
+	rootOnly(t, "only a root run makes a mount namespace of its own for bwrap")
+	_, err := exec.LookPath("unshare")
+	need(t, err == nil, "unshare (util-linux) is not installed")
+	w := newWorld(t)
+	out := filepath.Join(w.base, "out")
+	mkdir(t, out)
+	marker := "agentbox-killed-" + filepath.Base(w.base)
+	host := fmt.Sprintf(`cat /proc/self/mountinfo > %[1]s/before
+for d in 0 0.002 0.005 0.01 0.02 0.04 0.08 0.15 0.3; do
+	"$@" & p=$!
+	sleep $d; kill -9 $p; wait $p
+done
+sleep 0.5
+cat /proc/self/mountinfo > %[1]s/after`, out)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "shared", "--", "sh", "-c", host, "sh",
+		bin, "run", "--backend", "bwrap", "--", "sh", "-c", "exec sleep 60 "+marker)
+	c.Dir, c.Env = w.project, w.env
+	var errb strings.Builder
+	c.Stdout, c.Stderr = &errb, &errb
+	if err := proctest.Run(t, c, 2*time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	before, err := os.ReadFile(filepath.Join(out, "before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(filepath.Join(out, "after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Errorf("the host's mount table after root runs killed while starting:\n%s\nwant it as before:\n%s", after, before)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), marker) && !strings.Contains(string(b), "agentbox") {
+			t.Errorf("a process of a killed run's box is still running: %s %q", p, b)
+		}
+	}
+}
