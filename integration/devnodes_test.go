@@ -341,3 +341,20 @@ cat /proc/self/mountinfo > %[1]s/after`, out)
 		}
 	}
 }
+
+// A grant under /dev works in a root bwrap box as in any other: bwrap
+// finds a bind's source by its path in the mount namespace it starts in,
+// where (as root) a tmpfs of the box's own device nodes covers the host's
+// /dev, so the granted path must be there too, the host's very folder.
+func TestDevGrantUnderDev(t *testing.T) {
+	st, err := os.Stat("/dev/shm")
+	need(t, err == nil && st.IsDir() && st.Mode()&0o002 != 0, "no world-writable /dev/shm here")
+	w := newWorld(t)
+	name := "agentbox-devgrant-" + filepath.Base(w.base)
+	t.Cleanup(func() { os.Remove(filepath.Join("/dev/shm", name)) })
+	r := w.sh([]string{"--backend", "bwrap", "--writable", "/dev/shm"}, "echo boxed > /dev/shm/"+name)
+	expectCode(t, r, 0)
+	if b, err := os.ReadFile(filepath.Join("/dev/shm", name)); err != nil || string(b) != "boxed\n" {
+		t.Errorf("the host's /dev/shm/%s after the box wrote it there: %q, %v", name, b, err)
+	}
+}

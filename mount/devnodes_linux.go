@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +49,11 @@ type hostNode struct {
 type devNodes struct {
 	nodes   []hostNode
 	console *hostNode // the terminal on stdout, or nil
+	// grants are the host paths under /dev that the box binds (a
+	// policy's grant: --writable /dev/shm). bwrap finds a bind's source
+	// by its path in the namespace it starts in, where the tmpfs covers
+	// the host's /dev: each is bound there at its path, the host's own.
+	grants []string
 }
 
 // hostDevNodes looks up each of the host's nodes that bwrap's --dev binds,
@@ -135,13 +141,28 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 				return 0, nodesError{fmt.Errorf("making / private: %w", err)}
 			}
+			// The granted paths under /dev, opened before the tmpfs
+			// covers them, in this namespace (a bind's source must
+			// be a mount of the namespace it is made in).
+			grants, err := openGrants(d.grants)
+			defer func() {
+				for _, g := range grants {
+					unix.Close(g.fd)
+				}
+			}()
+			if err != nil {
+				return 0, nodesError{err}
+			}
 			// The host's /dev and what is mounted in it (its devpts,
 			// /dev/shm, ...) are never seen in the box, whose /dev is
 			// bwrap's --dev: taken out of this namespace, they are out
 			// of the mount table bwrap reads after every bind. Where
 			// /dev is no mount of its own this does nothing, and the
-			// tmpfs covers it all the same.
-			unix.Unmount("/dev", unix.MNT_DETACH) //nolint:errcheck // see above
+			// tmpfs covers it all the same. Not with a grant there,
+			// whose mount must stay in the namespace to be bound.
+			if len(grants) == 0 {
+				unix.Unmount("/dev", unix.MNT_DETACH) //nolint:errcheck // see above
+			}
 			// Not nodev: the nodes must open.
 			if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
 				return 0, nodesError{fmt.Errorf("a tmpfs on /dev: %w", err)}
@@ -155,6 +176,11 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 					return 0, nodesError{err}
 				}
 			}
+			for _, g := range grants {
+				if err := bindGrant(g); err != nil {
+					return 0, nodesError{err}
+				}
+			}
 			return syscall.ForkExec(bwrap, argv, attr)
 		}()
 		sc <- started{pid, err}
@@ -165,6 +191,56 @@ func forkWithNodes(bwrap string, argv []string, attr *syscall.ProcAttr, d *devNo
 	go work(nil)
 	s := <-sc
 	return s.pid, s.err
+}
+
+// grant is a path under /dev the box binds, opened (O_PATH) in the
+// namespace of the box's device nodes.
+type grant struct {
+	path string
+	fd   int
+	dir  bool
+}
+
+// openGrants opens each path, not following a link at its end.
+func openGrants(paths []string) ([]grant, error) {
+	var out []grant
+	for _, p := range paths {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return out, &os.PathError{Op: "open", Path: p, Err: err}
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return out, &os.PathError{Op: "stat", Path: p, Err: err}
+		}
+		out = append(out, grant{path: p, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
+	}
+	return out, nil
+}
+
+// bindGrant binds g, the host's, at its path in the tmpfs over /dev,
+// making the folders above it and a folder or an empty file to bind on.
+// The box's init checks that every bind is the very file agentbox
+// opened: a path swapped meanwhile makes the box refuse to start.
+func bindGrant(g grant) error {
+	if err := os.MkdirAll(filepath.Dir(g.path), 0o755); err != nil {
+		return err
+	}
+	var err error
+	if g.dir {
+		err = unix.Mkdir(g.path, 0o755)
+	} else {
+		err = unix.Mknod(g.path, unix.S_IFREG|0o600, 0)
+	}
+	if err != nil && err != unix.EEXIST {
+		return &os.PathError{Op: "making a mount point", Path: g.path, Err: err}
+	}
+	src := "/proc/self/fd/" + strconv.Itoa(g.fd)
+	if err := unix.Mount(src, g.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return &os.PathError{Op: "binding the host's", Path: g.path, Err: err}
+	}
+	return nil
 }
 
 // nodesError is forkWithNodes's failure to make the mount namespace and
