@@ -357,4 +357,15 @@ func TestDevGrantUnderDev(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join("/dev/shm", name)); err != nil || string(b) != "boxed\n" {
 		t.Errorf("the host's /dev/shm/%s after the box wrote it there: %q, %v", name, b, err)
 	}
+	// plan --argv's command line builds the same box (its init then
+	// refuses to start the command without agentbox's log socket).
+	a := w.run("plan", "--argv", "--backend", "bwrap", "--writable", "/dev/shm", "--", "true")
+	expectCode(t, a, 0)
+	c := exec.Command("bash", "-c", a.stdout)
+	c.Dir, c.Env = w.cwd, w.env
+	proctest.Own(t, c)
+	out, _ := c.CombinedOutput()
+	if !strings.Contains(string(out), "the log's socket (fd 10) is not there") {
+		t.Errorf("running plan --argv's command line: want the box built and the init's refusal, got:\n%s\nargv: %s", out, a.stdout)
+	}
 }
