@@ -493,18 +493,34 @@ func ShellWords(self string, d Detail) []string {
 	var words []string
 	// Root's box has device nodes of its own (Render): the shell makes
 	// them as agentbox run does, in a mount namespace of bwrap's own
-	// (unshare, a slave of the host's), copying the host's (cp -a makes
+	// (unshare, private), copying the host's (cp -a makes
 	// a node, with its mode) into a tmpfs on an empty folder of its own
 	// that it then moves over /dev. The empty folder stays. Unlike
 	// agentbox run, it does not put a node of the box's own over the
 	// terminal bwrap binds at /dev/console.
+	// A granted path under /dev is bound into the tmpfs, the host's own
+	// (bwrap finds it by its path), and the host's /dev then stays.
 	if d.DevNodes {
 		script := `mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a`
 		for _, n := range devNodeNames {
 			script += " /dev/" + n
 		}
-		script += ` "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"`
-		words = append(words, "unshare", "--mount", "--propagation", "slave", "sh", "-c", quote(script), `"$(mktemp -d)"`)
+		script += ` "$0"/`
+		grants := false
+		for _, b := range d.Binds {
+			if b.Source == "/dev" || !plan.Within(b.Source, "/dev") {
+				continue
+			}
+			grants = true
+			at := `"$0"` + quote(strings.TrimPrefix(b.Source, "/dev"))
+			script += ` && mkdir -p "$(dirname ` + at + `)" && { if [ -d ` + quote(b.Source) + ` ]; then mkdir -p ` + at + `; else : > ` + at + `; fi; } && mount --rbind ` + quote(b.Source) + " " + at
+		}
+		if grants {
+			script += ` && mount --move "$0" /dev && exec "$@"`
+		} else {
+			script += ` && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"`
+		}
+		words = append(words, "unshare", "--mount", "--propagation", "private", "sh", "-c", quote(script), `"$(mktemp -d)"`)
 	}
 	words = append(words, quote(d.Bwrap))
 	for _, s := range d.Args {

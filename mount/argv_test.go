@@ -476,18 +476,34 @@ func TestShellDevNodes(t *testing.T) {
 		Args:     []string{"--ro-bind", "/", "/", "--dev", "/dev", "--bind", "/dev/shm", "/dev/shm", "--", "true"},
 		DevNodes: true,
 	}
-	want := `unshare --mount --propagation slave sh -c 'mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"' "$(mktemp -d)" ` +
+	want := `unshare --mount --propagation private sh -c 'mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty "$0"/ && { umount -l /dev 2>/dev/null; mount --move "$0" /dev; } && exec "$@"' "$(mktemp -d)" ` +
 		`/usr/bin/bwrap --ro-bind / / --dev /dev --bind /dev/shm /dev/shm -- true ` +
 		`3>/dev/null 4>/dev/null 5</usr/local/bin/agentbox 6< <(/usr/local/bin/agentbox __seccomp) 8</dev/null`
 	got := Shell("/usr/local/bin/agentbox", d)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Shell (-want +got):\n%s", diff)
 	}
+	// A grant under /dev is bound into the tmpfs, and the host's /dev
+	// stays in the namespace.
+	d.Args = []string{"--ro-bind", "/", "/", "--dev", "/dev", "--bind-fd", "11", "/dev/shm", "--ro-bind-fd", "12", "/dev/my dev", "--", "true"}
+	d.Binds = []Bind{{FD: 11, Source: "/dev/shm", Dir: true}, {FD: 12, Source: "/dev/my dev"}}
+	grants := `unshare --mount --propagation private sh -c 'mount -t tmpfs -o nosuid,noexec,mode=755 tmpfs "$0" && cp -a /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty "$0"/` +
+		` && mkdir -p "$(dirname "$0"/shm)" && { if [ -d /dev/shm ]; then mkdir -p "$0"/shm; else : > "$0"/shm; fi; } && mount --rbind /dev/shm "$0"/shm` +
+		` && mkdir -p "$(dirname "$0"'\''/my dev'\'')" && { if [ -d '\''/dev/my dev'\'' ]; then mkdir -p "$0"'\''/my dev'\''; else : > "$0"'\''/my dev'\''; fi; } && mount --rbind '\''/dev/my dev'\'' "$0"'\''/my dev'\''` +
+		` && mount --move "$0" /dev && exec "$@"' "$(mktemp -d)" ` +
+		`/usr/bin/bwrap --ro-bind / / --dev /dev --bind-fd 11 /dev/shm --ro-bind-fd 12 '/dev/my dev' -- true ` +
+		`3>/dev/null 4>/dev/null 5</usr/local/bin/agentbox 6< <(/usr/local/bin/agentbox __seccomp) 8</dev/null 11</dev/shm 12<'/dev/my dev'`
+	got2 := Shell("/usr/local/bin/agentbox", d)
+	if diff := cmp.Diff(grants, got2); diff != "" {
+		t.Errorf("Shell with grants under /dev (-want +got):\n%s", diff)
+	}
 	if bash, err := exec.LookPath("bash"); err == nil {
-		cmd := exec.Command(bash, "-n")
-		cmd.Stdin = strings.NewReader(got + "\n")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("bash -n: %v: %s", err, out)
+		for _, line := range []string{got, got2} {
+			cmd := exec.Command(bash, "-n")
+			cmd.Stdin = strings.NewReader(line + "\n")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("bash -n: %v: %s", err, out)
+			}
 		}
 	}
 }

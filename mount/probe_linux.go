@@ -93,6 +93,14 @@ func Forget() error {
 // probe starts the trivial sandbox and returns why it failed, "" when it
 // worked.
 func probe(path string) string {
+	if os.Geteuid() == 0 {
+		// A root run starts bwrap in a mount namespace of agentbox's
+		// own holding the box's device nodes (forkWithNodes): so does
+		// the probe, so that where that cannot be made (a seccomp
+		// filter refusing unshare, no CAP_SYS_ADMIN or CAP_MKNOD) bwrap
+		// is found unusable before a run, and auto picks Landlock.
+		return probeWithNodes(path)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, ProbeArgs...)
@@ -116,6 +124,9 @@ func probe(path string) string {
 // too, while user namespaces work.
 func fixFor(msg string) string {
 	switch {
+	case strings.HasPrefix(msg, nodesPrefix):
+		return "run as root, agentbox starts bwrap in a mount namespace of its own holding the box's device nodes, and this process may not make one " +
+			"(a seccomp filter refusing unshare, or no CAP_SYS_ADMIN or CAP_MKNOD): allow that, or let agentbox use its Landlock backend (--backend landlock; auto picks it)"
 	case strings.Contains(msg, "Can't mount proc"):
 		return "/proc cannot be mounted here (a container with a masked /proc): give the container an unmasked /proc " +
 			"(Kubernetes: spec.hostUsers: false and securityContext.procMount: Unmasked; Docker: --security-opt systempaths=unconfined), or let agentbox use its Landlock backend (--backend landlock)"

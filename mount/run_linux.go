@@ -114,6 +114,11 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		if nodes, err = hostDevNodes(isTerminal(1)); err != nil {
 			return 0, &BoxError{Op: "making the box's device nodes", Err: err}
 		}
+		for _, b := range d.Binds {
+			if b.Source != "/dev" && plan.Within(b.Source, "/dev") {
+				nodes.grants = append(nodes.grants, b.Source)
+			}
+		}
 		if nodes.console != nil {
 			// bwrap binds the terminal on stdout at /dev/console when
 			// it finds it, which a root box would own: a node of its
@@ -244,6 +249,13 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	opened = nil
 	pins.Close()
 	if err != nil {
+		if errors.As(err, new(nodesError)) {
+			// The probe made the same namespace (probeWithNodes):
+			// what it said no longer holds.
+			Forget()
+			why := nodesPrefix + err.Error()
+			return 0, &backend.Unavailable{Code: CodeStale, Reason: "bubblewrap cannot create the sandbox: " + why, Fix: fixFor(why)}
+		}
 		return 0, &BoxError{Op: "starting", Path: d.Bwrap, Err: err}
 	}
 	ph.End()
