@@ -71,13 +71,6 @@ type Context struct {
 	// uses it to leave the box's cgroup and to record the box's process
 	// group.
 	Started func(pid int)
-	// Recorded, when set, is called by the backend right before it
-	// starts the first process of the box, and no process of the box
-	// starts when it returns an error (nor without the call): the
-	// supervisor writes the run's pending record meanwhile, and it is
-	// whole on disk once Recorded has returned nil. Set only for a
-	// backend that is RecordAwaiter.
-	Recorded func() error
 	// Prepared holds the folders of the plan's Prepare list that the
 	// supervisor made and checked, opened by descriptor (on Linux; nil
 	// elsewhere). A backend hands the box these descriptors rather than
@@ -99,14 +92,6 @@ type Context struct {
 	// which a backend that is Tracked clones the box's first process
 	// (CLONE_INTO_CGROUP); 0 when there is none.
 	CgroupFD int
-}
-
-// RecordAwaiter is implemented by a backend that calls Context.Recorded
-// before it starts the box's first process, so that the supervisor's
-// pending record is written to disk while the backend prepares the box. For
-// any other backend the record is written before Run.
-type RecordAwaiter interface {
-	AwaitsRecord()
 }
 
 // Brokered is implemented by a backend that leaves some calls of the box to

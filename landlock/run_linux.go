@@ -95,10 +95,6 @@ func (l *Landlock) SelfCheck() (string, bool) {
 	return "this process has no no_new_privs or no seccomp filter", false
 }
 
-// AwaitsRecord: Run calls Context.Recorded before it starts the box's
-// first process (backend.RecordAwaiter).
-func (l *Landlock) AwaitsRecord() {}
-
 // Run confines p.Command with Landlock and returns its exit status. agentbox
 // itself is never restricted: it starts a child (itself, as ChildCommand)
 // that restricts itself with the plan's rule set right before it execs CMD,
@@ -236,13 +232,6 @@ func (l *Landlock) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		}
 		if c.PreloadPipe != nil {
 			files = append(files, c.PreloadPipe.Fd())
-		}
-	}
-	// No process of the box before the run's pending record is whole on
-	// disk (written meanwhile by the supervisor).
-	if c.Recorded != nil {
-		if err := c.Recorded(); err != nil {
-			return 0, err
 		}
 	}
 	// Only the descriptors listed reach the child and CMD: whatever

@@ -72,10 +72,6 @@ func (b *Bwrap) SelfCheck() (string, bool) {
 	return "/ is writable", false
 }
 
-// AwaitsRecord: Run calls Context.Recorded before it starts the box's
-// first process (backend.RecordAwaiter).
-func (b *Bwrap) AwaitsRecord() {}
-
 // Run confines p.Command with bwrap and returns its exit status. It stays as
 // bwrap's parent to forward signals (bwrap forwards none) and to tell a box
 // that failed to start (exit 125) from a command that failed.
@@ -199,13 +195,6 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 			continue
 		}
 		files = append(files, f.Fd())
-	}
-	// No process of the box before the run's pending record is whole on
-	// disk (written meanwhile by the supervisor).
-	if c.Recorded != nil {
-		if err := c.Recorded(); err != nil {
-			return 0, err
-		}
 	}
 	// Only the descriptors listed reach bwrap: whatever agentbox inherited
 	// from what started it (a shell redirection, an IDE, a CI runner,

@@ -3,7 +3,6 @@ package supervise
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/backend"
@@ -96,28 +95,12 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if track != nil {
 		dirs = append(dirs, track.Dir())
 	}
-	// The pending record is whole on disk before the box's first
-	// process starts. Its syncs are mostly waiting for the disk: for a
-	// backend that waits for it (Context.Recorded) right before it starts
-	// that process, it is written meanwhile, while the rest is prepared.
 	rec := trace.Begin("prepare.record")
-	if _, ok := b.(backend.RecordAwaiter); ok {
-		saved := make(chan error, 1)
-		go func() { saved <- g.saveRecord(dirs) }()
-		var once sync.Once
-		var serr error
-		c.Recorded = func() error {
-			once.Do(func() { serr = <-saved })
-			return serr
-		}
-		// Joined before the record can be removed (g.release), however
-		// the run ends.
-		defer c.Recorded()
-	} else if err := g.saveRecord(dirs); err != nil {
-		rec.End()
+	err = g.saveRecord(dirs)
+	rec.End()
+	if err != nil {
 		return 0, err
 	}
-	rec.End()
 	c.Prepared = g.prepared()
 	left := false
 	// The filesystem log: it records what the box is refused until every
