@@ -787,9 +787,18 @@ func expandHome(p, home string) string {
 func (r *resolver) home() {
 	writable := r.region(r.in.Home) != "" || r.holdsRegion(r.in.Home)
 	var refs []string // the startup files whose references are followed
+	// Most of these names are missing: one listing of each folder that
+	// would hold them says so, on the real file system (listed).
+	var ls *listed
+	if x, ok := r.in.FS.(interface{ Real() bool }); ok && x.Real() {
+		ls = newListed()
+	}
 	for _, s := range homeSpecs {
 		p := filepath.Join(r.in.Home, filepath.FromSlash(s.Path))
-		_, err := r.in.FS.Lstat(p)
+		var err error = fs.ErrNotExist
+		if !ls.missing(p) {
+			_, err = r.in.FS.Lstat(p)
+		}
 		switch {
 		case writable && r.region(p) != "" && err != nil:
 			if !r.coveredByParent(p) {

@@ -44,3 +44,33 @@ func TestTraceBoxParts(t *testing.T) {
 		}
 	})
 }
+
+// TestTracePrepareParts: the trace splits the prepare phase into its parts,
+// in order, each a well-formed line, under both backends.
+func TestTracePrepareParts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be []string) {
+		w := newWorld(t)
+		file := filepath.Join(w.base, "trace")
+		w.env = append(w.env, trace.Variable+"="+file)
+		r := w.run(append(append([]string{"run"}, be...), "--", "/bin/true")...)
+		expectCode(t, r, 0)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			name, _, _, _, ok := trace.Parse(line)
+			if !ok {
+				t.Fatalf("a trace line that does not parse: %q", line)
+			}
+			if strings.HasPrefix(name, "prepare") {
+				names = append(names, name)
+			}
+		}
+		want := []string{"prepare.lock", "prepare.folders", "prepare.placeholders", "prepare.before", "prepare.record", "prepare.log", "prepare"}
+		if strings.Join(names, " ") != strings.Join(want, " ") {
+			t.Fatalf("prepare phases %q, want %q; trace:\n%s", names, want, b)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/event"
 	"github.com/agentbox/agentbox/plan"
+	"github.com/agentbox/agentbox/trace"
 )
 
 // runGuard is one run's side of the registry of what host programs run or
@@ -54,6 +55,8 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 	}()
 	g := &runGuard{p: p, ev: ev, started0: runStart()}
 	h := &p.HostExec
+	ph := trace.Begin("prepare.lock")
+	defer func() { ph.End() }() // on an early return
 	if err := recoverPending(h.State, p.RunID, ev); err != nil {
 		return nil, err
 	}
@@ -74,6 +77,8 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 		}
 	}
 	g.pend = pend
+	ph.End()
+	ph = trace.Begin("prepare.folders")
 	// Before the box can write anything: no file it may write has
 	// another name (links_linux.go).
 	n, err := unshareTrees(h)
@@ -87,6 +92,8 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 		return nil, err
 	}
 	g.made = g.pins.stamps()
+	ph.End()
+	ph = trace.Begin("prepare.placeholders")
 	// The placeholders are made or joined and the guards recorded under
 	// one hold of the placeholder lock: another run's placeholder made in
 	// between would be recorded as the user's, and put back for good after
@@ -111,6 +118,8 @@ func startGuard(p *plan.Plan, ev event.Emitter) (gd *runGuard, err error) {
 		g.release()
 		return nil, err
 	}
+	ph.End()
+	ph = trace.Begin("prepare.before")
 	g.index = indexStates(h)
 	g.readOnly = readOnlyIDs(h)
 	return g, nil

@@ -95,7 +95,10 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if track != nil {
 		dirs = append(dirs, track.Dir())
 	}
-	if err := g.saveRecord(dirs); err != nil {
+	rec := trace.Begin("prepare.record")
+	err = g.saveRecord(dirs)
+	rec.End()
+	if err != nil {
 		return 0, err
 	}
 	c.Prepared = g.prepared()
@@ -103,6 +106,8 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	// The filesystem log: it records what the box is refused until every
 	// process of the run has ended, and its last records come before the
 	// run's end.
+	lg := trace.Begin("prepare.log")
+	defer func() { lg.End() }() // on an early return
 	var br fslog.Broker
 	if bb, ok := b.(backend.Brokered); ok {
 		var stop func()
@@ -125,6 +130,8 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	}
 	// Orphans of the box come to agentbox, so none can outlive the run.
 	subreaper()
+	lg.End()
+	lg = nil
 	ph.End()
 	ph = trace.Begin("box")
 	status, err := b.Run(p, &c)
