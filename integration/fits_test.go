@@ -57,7 +57,7 @@ func TestOutputFits(t *testing.T) {
 	for name, r := range outputs {
 		for _, stream := range []struct{ name, text string }{{"stdout", r.stdout}, {"stderr", r.stderr}} {
 			for _, l := range strings.Split(stream.text, "\n") {
-				if f := strings.Fields(strings.TrimSuffix(l, " \\")); name == "plan --argv -- true" && len(f) == 1 {
+				if name == "plan --argv -- true" && oneShellWord(strings.TrimSpace(strings.TrimSuffix(l, " \\"))) {
 					continue // one argument, which cannot be cut
 				}
 				if n := utf8.RuneCountInString(l); n > 100 {
@@ -94,4 +94,32 @@ func TestOutputFits(t *testing.T) {
 	if d := outputs["doctor"]; strings.Join(strings.Fields(r.stdout), " ") != strings.Join(strings.Fields(d.stdout), " ") {
 		t.Errorf("doctor --wide says other than doctor:\n%s\n---\n%s", r.stdout, d.stdout)
 	}
+}
+
+// oneShellWord reports whether s is one word to a POSIX shell: no blank
+// outside quotes (a quoted script, such as the one root's plan --argv
+// makes its device nodes with, is one argument however long).
+func oneShellWord(s string) bool {
+	if s == "" {
+		return false
+	}
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if quote == '"' && c == '\\' {
+				i++
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '\\':
+			i++
+		case c == ' ' || c == '\t':
+			return false
+		}
+	}
+	return quote == 0
 }
