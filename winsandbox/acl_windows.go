@@ -30,24 +30,46 @@ type aclError struct {
 func (e *aclError) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err) }
 func (e *aclError) Unwrap() error { return e.Err }
 
-func self() aclHolder {
+// self is this run: this process's ID and creation time (a variable so
+// that tests can stand for another run).
+var self = func() aclHolder {
 	var c, e, k, u windows.Filetime
 	windows.GetProcessTimes(windows.CurrentProcess(), &c, &e, &k, &u)
 	return aclHolder{PID: uint32(os.Getpid()), Started: c.Nanoseconds()}
 }
 
-func alive(h aclHolder) bool {
+// alive reports whether the run h is alive: a process of its ID, created
+// at its time, has not exited. One that cannot be opened to tell counts
+// as gone (a grant's holder: see placeholderAlive for the other way).
+func alive(h aclHolder) bool { return processAlive(h, false) }
+
+// placeholderAlive is alive for the holders of a placeholder, failing
+// the other way: a run is gone only when no process has its ID, or the
+// one that has it was created at another time or has exited. A process
+// that cannot be opened to tell (another user's, a protected one) may be
+// the run, and its placeholder stays: removing one a live run relies on
+// would let its box create what the placeholder keeps. (A grant's holder
+// is alive only when shown to be: a grant left behind lets other boxes
+// read.)
+func placeholderAlive(h aclHolder) bool { return processAlive(h, true) }
+
+// processAlive tells whether run h is alive, answering unknown when its
+// ID belongs to a process that cannot be opened to tell.
+func processAlive(h aclHolder, unknown bool) bool {
 	p, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, h.PID)
 	if err != nil {
-		return false
+		// ERROR_INVALID_PARAMETER: no process has that ID.
+		return unknown && !errors.Is(err, windows.ERROR_INVALID_PARAMETER)
 	}
 	defer windows.CloseHandle(p)
 	var c, e, k, u windows.Filetime
 	if windows.GetProcessTimes(p, &c, &e, &k, &u) != nil {
-		return false
+		return unknown
 	}
 	var code uint32
-	windows.GetExitCodeProcess(p, &code)
+	if windows.GetExitCodeProcess(p, &code) != nil {
+		return unknown
+	}
 	return c.Nanoseconds() == h.Started && code == 259 // STILL_ACTIVE
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -31,16 +32,26 @@ func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([
 		taken := map[string]bool{}
 		for i := range rec.Placeholders {
 			r := &rec.Placeholders[i]
-			if alive(r.Holder) {
-				continue
-			}
-			switch judgeLeftover(*r, false, placeholderFacts(r.Path)) {
-			case leftoverOurs:
-				r.Holder = me
+			live := r.held(placeholderAlive)
+			ours := judgeLeftover(*r, false, placeholderFacts(r.Path)) == leftoverOurs
+			switch {
+			case live && ours:
+				// Another run's, still the very one it made: this run
+				// may have planned it as there (a deny ACE on it, no
+				// placeholder of its own), so it holds it too, and it
+				// stays until the last of them ends.
+				r.join(me)
+				taken[winKey(r.Path)] = true
+				held = append(held, *r)
+			case live:
+				// Another run's, changed from outside the box: left to
+				// that run and the checks.
+			case ours:
+				r.keepHolders([]aclHolder{me})
 				taken[winKey(r.Path)] = true
 				held = append(held, *r)
 			default:
-				r.Holder = aclHolder{} // forgotten below
+				r.keepHolders(nil) // forgotten below
 			}
 		}
 		rec.Placeholders = dropForgotten(rec.Placeholders)
@@ -80,7 +91,7 @@ func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([
 func dropForgotten(ps []recPlaceholder) []recPlaceholder {
 	out := ps[:0]
 	for _, p := range ps {
-		if p.Holder != (aclHolder{}) {
+		if len(p.holders()) > 0 {
 			out = append(out, p)
 		}
 	}
@@ -261,26 +272,41 @@ func removeOurs(r recPlaceholder) bool {
 	return dispose() == nil
 }
 
-// releasePlaceholders removes the placeholders this run holds that are
-// still the very files made, holding exactly what they were made with,
-// and the very folders made, still empty (judged by what this run knows
-// of them, recorded or not), last made first, and takes them out of the
-// record; one that is not (written from outside the box during the run)
-// stays, and the after-run check looks at it.
+// releasePlaceholders ends this run's hold on the placeholders it holds
+// and removes each that no other live run holds while it is still the
+// very file made, holding exactly what it was made with, or the very
+// folder made, still empty (judged by what this run knows of it, recorded
+// or not), last made first, and takes it out of the record; one that is
+// not (written from outside the box during the run) stays, and the
+// after-run check looks at it. One that another live run holds stays for
+// that run (leftover.go), all under the record's lock, so no run can join
+// a placeholder while another removes it.
 func releasePlaceholders(held []recPlaceholder, groupSID string) {
 	if len(held) == 0 {
 		return
 	}
-	for i := len(held) - 1; i >= 0; i-- {
-		removeOurs(held[i])
-	}
+	me := self()
 	path, user, err := aclRecordFile()
 	if err != nil {
 		return
 	}
 	withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {
-		for _, r := range held {
-			rec.dropPlaceholder(r.Path, r.Holder)
+		for i := len(held) - 1; i >= 0; i-- {
+			h := held[i]
+			j := slices.IndexFunc(rec.Placeholders, func(r recPlaceholder) bool {
+				return winKey(r.Path) == winKey(h.Path) && r.Volume == h.Volume && r.FileID == h.FileID
+			})
+			if j < 0 {
+				// Not recorded (any more): this run's own knowledge
+				// decides.
+				removeOurs(h)
+				continue
+			}
+			if rec.Placeholders[j].leave(me, placeholderAlive) {
+				continue // another live run holds it
+			}
+			removeOurs(h)
+			rec.Placeholders = slices.Delete(rec.Placeholders, j, j+1)
 		}
 		return nil
 	})
@@ -297,6 +323,12 @@ func RemoveLeftoverPlaceholders() error {
 	if err != nil || setup.GroupSID == "" {
 		return nil // no setup: no run made any
 	}
+	return removeLeftoverPlaceholders(setup.GroupSID)
+}
+
+// removeLeftoverPlaceholders is RemoveLeftoverPlaceholders for the
+// sandbox group groupSID.
+func removeLeftoverPlaceholders(groupSID string) error {
 	path, user, err := aclRecordFile()
 	if err != nil {
 		return err
@@ -306,10 +338,10 @@ func RemoveLeftoverPlaceholders() error {
 	if err := readRecord(path, user, &peek); err != nil || len(peek.Placeholders) == 0 {
 		return nil
 	}
-	return withRecord(path, user, setup.GroupSID, true, func(rec *aclRecord, _ func() error) error {
+	return withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {
 		kept := rec.Placeholders[:0]
 		for _, r := range rec.Placeholders {
-			if alive(r.Holder) {
+			if r.held(placeholderAlive) {
 				kept = append(kept, r)
 				continue
 			}

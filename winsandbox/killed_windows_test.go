@@ -237,6 +237,102 @@ func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
 	}
 }
 
+// TestWindowsPlaceholderSharedByTwoRuns: two runs of one workspace at
+// once. Run A makes the placeholders (a .vscode folder, a commondir);
+// run B, planned while they were there, took them for what exists (a
+// deny ACE on each, no placeholder of its own) and relies on them. A ends
+// first: before, A's end removed them while B's box still ran, and B's
+// box (whose root grant lets it create there) could create .vscode or
+// .git\commondir for host programs to obey during its run. Now B holds
+// them too: they stay while B runs, also when A was killed and a third
+// run cleans up after it, and go when B ends. Run A is stood for by a
+// live process of its own (a sleeping ping), so that B sees it alive.
+func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
+	recordHome(t)
+	proj := tempDir(t)
+	git := filepath.Join(proj, ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	vscode, commondir := filepath.Join(proj, ".vscode"), filepath.Join(git, "commondir")
+	sleeper := exec.Command("ping", "-n", "120", "127.0.0.1")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	runA := holderOf(t, uint32(sleeper.Process.Pid))
+	orig := self
+	asA := func(f func()) {
+		self = func() aclHolder { return runA }
+		defer func() { self = orig }()
+		f()
+	}
+
+	var heldA []recPlaceholder
+	var err error
+	asA(func() {
+		heldA, err = holdPlaceholders([]string{vscode}, []GitPlaceholder{{Path: commondir, Content: ".\n"}}, testGroup)
+	})
+	if err != nil || len(heldA) != 2 {
+		t.Fatalf("run A: holdPlaceholders = %+v, %v", heldA, err)
+	}
+	// Run B planned both as there: no placeholder of its own.
+	heldB, err := holdPlaceholders(nil, nil, testGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	there := func(when string) {
+		t.Helper()
+		for _, p := range []string{vscode, commondir} {
+			if _, err := os.Lstat(p); err != nil {
+				t.Errorf("%s: the placeholder %s run B relies on is gone: %v", when, p, err)
+			}
+		}
+	}
+	asA(func() { releasePlaceholders(heldA, testGroup) })
+	there("run A ended while run B runs")
+
+	// Run A again, killed this time; a third run cleans up after it
+	// while B still runs.
+	asA(func() { heldA, err = holdPlaceholders(nil, nil, testGroup) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err := removeLeftoverPlaceholders(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	recPath, user, _ := aclRecordFile()
+	there("run A was killed and a third run cleaned up while run B runs")
+
+	releasePlaceholders(heldB, testGroup)
+	for _, p := range []string{vscode, commondir} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is there after the last run holding it ended: %v", p, err)
+		}
+	}
+	rec := &aclRecord{}
+	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
+		t.Errorf("the record after both runs: %+v, %v; want no placeholders", rec.Placeholders, err)
+	}
+}
+
+// holderOf is the run a live process stands for.
+func holderOf(t *testing.T, pid uint32) aclHolder {
+	t.Helper()
+	p, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(p)
+	var c, e, k, u windows.Filetime
+	if err := windows.GetProcessTimes(p, &c, &e, &k, &u); err != nil {
+		t.Fatal(err)
+	}
+	return aclHolder{PID: pid, Started: c.Nanoseconds()}
+}
+
 // replaceWithLookalike puts another file with the same content in place
 // of path (made before the old one goes, so it cannot get its file ID,
 // which Wine takes from the inode and Linux reuses at once).
