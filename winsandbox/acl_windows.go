@@ -627,11 +627,6 @@ func removeAllACEs(groupSID string) error {
 		}
 		err := withRecord(f, user, groupSID, false, func(rec *aclRecord, _ func() error) error {
 			var errs []error
-			// A killed run's git placeholders go too, each only while it
-			// is the very file made (leftover.go).
-			for _, r := range rec.Placeholders {
-				removeOurs(r)
-			}
 			for _, a := range rec.ACEs {
 				a.Projects, a.Holders = nil, nil
 			}
@@ -641,6 +636,16 @@ func removeAllACEs(groupSID string) error {
 					continue
 				}
 				rec.done(p)
+			}
+			// A killed run's placeholders go too, each only while it is
+			// the very file or folder made (leftover.go), and only once
+			// the grants are gone. One a live run holds is that run's to
+			// remove when it ends: removing it now would let its box
+			// create what it keeps while the run still has its grants.
+			for _, r := range rec.Placeholders {
+				if !r.held(placeholderAlive) {
+					removeOurs(r)
+				}
 			}
 			return errors.Join(errs...)
 		})

@@ -318,6 +318,54 @@ func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
 	}
 }
 
+// TestWindowsUninstallMidRun: `setup --uninstall` while a run is live.
+// Before, it removed every recorded placeholder first, the live run's
+// included, before any grant: between the two, that run's box, its root
+// grant still in place, could create the .vscode or .git\commondir the
+// placeholder kept (and a failed grant removal left it so). Now a
+// placeholder a live run holds is that run's to remove when it ends, and
+// a killed run's goes after the grants.
+func TestWindowsUninstallMidRun(t *testing.T) {
+	recordHome(t)
+	proj := tempDir(t)
+	git := filepath.Join(proj, ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	live, killed := filepath.Join(proj, ".vscode"), filepath.Join(git, "commondir")
+	held, err := holdPlaceholders([]string{live}, nil, testGroup)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("holdPlaceholders = %+v, %v", held, err)
+	}
+	id, made, err := makeGitPlaceholder(GitPlaceholder{Path: killed, Content: ".\n"})
+	if err != nil || !made {
+		t.Fatal(made, err)
+	}
+	recPath, user, _ := aclRecordFile()
+	if err := withRecord(recPath, user, testGroup, true, func(rec *aclRecord, _ func() error) error {
+		rec.Placeholders = append(rec.Placeholders, recPlaceholder{Path: killed, Content: ".\n", Volume: id.VolumeSerialNumber,
+			FileID: uint64(id.FileIndexHigh)<<32 | uint64(id.FileIndexLow), Holder: aclHolder{PID: uint32(os.Getpid()), Started: 1}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeAllACEs(testGroup); err != nil {
+		t.Fatalf("removeAllACEs: %v", err)
+	}
+	if _, err := os.Lstat(live); err != nil {
+		t.Errorf("uninstall removed the placeholder of a live run: %v", err)
+	}
+	if _, err := os.Lstat(killed); !os.IsNotExist(err) {
+		t.Errorf("uninstall left a killed run's placeholder: %v", err)
+	}
+	// The live run ends: its own knowledge of what it made decides (the
+	// record is gone).
+	releasePlaceholders(held, testGroup)
+	if _, err := os.Lstat(live); !os.IsNotExist(err) {
+		t.Errorf("the live run's placeholder is there after it ended: %v", err)
+	}
+}
+
 // holderOf is the run a live process stands for.
 func holderOf(t *testing.T, pid uint32) aclHolder {
 	t.Helper()
