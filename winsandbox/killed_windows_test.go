@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,6 +364,59 @@ func TestWindowsUninstallMidRun(t *testing.T) {
 	releasePlaceholders(held, testGroup)
 	if _, err := os.Lstat(live); !os.IsNotExist(err) {
 		t.Errorf("the live run's placeholder is there after it ended: %v", err)
+	}
+}
+
+// TestWindowsKeptFolderGoneBeforeTheRun: the plan of run B found a
+// .vscode (run A's placeholder) and kept it as what exists, with a deny
+// ACE; run A ended between B's plan and its start and removed it. Before,
+// B's deny ACE on a missing path was skipped ("nothing there to deny")
+// and B's box, its root grant in place, could create .vscode for the
+// host's editor to obey during the run. Now B makes a placeholder of its
+// own there, removed after it.
+func TestWindowsKeptFolderGoneBeforeTheRun(t *testing.T) {
+	wineSetup(t)
+	base := tempDir(t)
+	home := filepath.Join(base, "home")
+	proj := filepath.Join(home, "proj")
+	tmp := filepath.Join(base, "tmp")
+	vscode := filepath.Join(proj, ".vscode")
+	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`, ".vscode"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
+		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "if exist .vscode (echo THERE) else (echo GONE)")
+	s, err := SpecOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirs, _ := keptExisting(s); !slices.ContainsFunc(dirs, func(d string) bool { return strings.EqualFold(d, vscode) }) {
+		t.Fatalf("the plan does not keep the existing %s by a deny ACE (kept: %v)", vscode, dirs)
+	}
+	// Run A ends: its placeholder goes.
+	if err := os.Remove(vscode); err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, _ := os.Pipe()
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
+	code, err := supervise.Run(New(), p, backend.Context{Stdin: nil, Stdout: outW, Stderr: outW, Events: &evlog{}})
+	outW.Close()
+	out := <-got
+	if err != nil || code != 0 || !strings.Contains(out, "THERE") {
+		t.Errorf("the run: status %d, output %q, error %v; want .vscode there during the run (a placeholder)", code, out, err)
+	}
+	if _, err := os.Lstat(vscode); !os.IsNotExist(err) {
+		t.Errorf("%s is there after the run: %v", vscode, err)
 	}
 }
 
