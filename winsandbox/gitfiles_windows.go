@@ -280,15 +280,16 @@ func removeOurs(r recPlaceholder) bool {
 // not (written from outside the box during the run) stays, and the
 // after-run check looks at it. One that another live run holds stays for
 // that run (leftover.go), all under the record's lock, so no run can join
-// a placeholder while another removes it.
-func releasePlaceholders(held []recPlaceholder, groupSID string) {
+// a placeholder while another removes it; it returns those, still the
+// very ones made, for this run's check to leave alone (leaveToOthers).
+func releasePlaceholders(held []recPlaceholder, groupSID string) (others []recPlaceholder) {
 	if len(held) == 0 {
-		return
+		return nil
 	}
 	me := self()
 	path, user, err := aclRecordFile()
 	if err != nil {
-		return
+		return nil
 	}
 	withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {
 		for i := len(held) - 1; i >= 0; i-- {
@@ -303,13 +304,18 @@ func releasePlaceholders(held []recPlaceholder, groupSID string) {
 				continue
 			}
 			if rec.Placeholders[j].leave(me, placeholderAlive) {
-				continue // another live run holds it
+				// Another live run holds it.
+				if judgeLeftover(h, false, placeholderFacts(h.Path)) == leftoverOurs {
+					others = append(others, h)
+				}
+				continue
 			}
 			removeOurs(h)
 			rec.Placeholders = slices.Delete(rec.Placeholders, j, j+1)
 		}
 		return nil
 	})
+	return others
 }
 
 // RemoveLeftoverPlaceholders removes the placeholders (control folders,

@@ -2,6 +2,7 @@ package winsandbox
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -417,6 +418,130 @@ func TestWindowsKeptFolderGoneBeforeTheRun(t *testing.T) {
 	}
 	if _, err := os.Lstat(vscode); !os.IsNotExist(err) {
 		t.Errorf("%s is there after the run: %v", vscode, err)
+	}
+}
+
+// TestWindowsTwoRunsOneEnds: two runs of one workspace through the whole
+// run path. Run A makes the placeholders; run B, in a process of its own,
+// is planned and starts while they are there and relies on them (a deny
+// ACE each); A ends while B runs. The placeholders must stay for B: not
+// removed by A's end, not moved away by A's after-run check as something
+// that appeared during A's run, and A's check reports nothing of them.
+func TestWindowsTwoRunsOneEnds(t *testing.T) {
+	wineSetup(t)
+	base := tempDir(t)
+	home := filepath.Join(base, "home")
+	proj := filepath.Join(home, "proj")
+	tmp := filepath.Join(base, "tmp")
+	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
+		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commondir := filepath.Join(proj, ".git", "commondir")
+	flag := filepath.Join(tmp, "a-may-end")
+	pA := killedRunPlan(t, home, proj, tmp, "RUNA", "cmd", "/d", "/c", "for /l %i in (1,1,120) do @(if exist "+flag+" (exit 0) else (ping -n 2 127.0.0.1 >nul))")
+	sA, err := SpecOf(pA)
+	if err != nil || len(sA.Placeholders) == 0 {
+		t.Fatalf("run A's plan makes no control folder placeholder: %v", err)
+	}
+	kept := append([]string{commondir}, sA.Placeholders...)
+	var evA evlog
+	doneA := make(chan error, 1)
+	go func() {
+		code, err := supervise.Run(New(), pA, backend.Context{Stdin: nil, Stdout: nil, Stderr: nil, Events: &evA})
+		if err == nil && code != 0 {
+			err = fmt.Errorf("status %d", code)
+		}
+		doneA <- err
+	}()
+	endA := func() {
+		os.WriteFile(flag, nil, 0o644)
+		select {
+		case err := <-doneA:
+			if err != nil {
+				t.Errorf("run A: %v", err)
+			}
+		case <-time.After(120 * time.Second):
+			t.Fatal("run A did not end")
+		}
+	}
+	recPath, user, _ := aclRecordFile()
+	waitRecord := func(what string, ok func(*aclRecord) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			rec := &aclRecord{}
+			if readRecord(recPath, user, rec) == nil && ok(rec) {
+				return
+			}
+		}
+		rec := &aclRecord{}
+		readRecord(recPath, user, rec)
+		endA()
+		t.Fatalf("the record never showed %s: %+v", what, rec.Placeholders)
+	}
+	waitRecord("run A's placeholders", func(r *aclRecord) bool { return len(r.Placeholders) >= len(kept) })
+
+	// Run B, planned now: it finds A's placeholders there.
+	pB := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "ping -n 120 127.0.0.1 >nul")
+	data, err := json.Marshal(pB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(base, "planB.json")
+	if err := os.WriteFile(planFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "AGENTBOX_TEST_RUN_PLAN="+planFile)
+	childOut := filepath.Join(base, "childB.out")
+	if f, err := os.Create(childOut); err == nil {
+		child.Stdout, child.Stderr = f, f
+		defer f.Close()
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(childOut)
+			t.Logf("run B's output: %q", b)
+		}
+		pid := uint32(child.Process.Pid)
+		child.Process.Kill()
+		child.Wait()
+		killDescendants(pid)
+	}()
+	// B holds its grants once its placeholders are made or joined.
+	waitRecord("run B started", func(r *aclRecord) bool {
+		for _, a := range r.ACEs {
+			for _, h := range a.Holders {
+				if h.PID == uint32(child.Process.Pid) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+
+	endA()
+	for _, p := range kept {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("run A ended while run B runs: the placeholder %s B relies on is gone: %v", p, err)
+		}
+	}
+	for _, e := range evA.all {
+		if e.Kind == event.Quarantine {
+			t.Errorf("run A's check moved away %s (%s)", e.Path, e.Detail)
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package winsandbox
 import (
 	"bytes"
 	"slices"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
 // A placeholder a killed run left (the pure half; gitfiles_windows.go
@@ -136,4 +138,30 @@ func judgeLeftover(r recPlaceholder, alive bool, f fileFacts) leftover {
 		return leftoverForeign
 	}
 	return leftoverOurs
+}
+
+// leaveToOthers marks, among the guards of the after-run check, the
+// missing places where this run leaves its placeholder to another live
+// run that holds it too (releasePlaceholders): it is that run's, still
+// the very one made, which this run's box could not change, so the check
+// takes it for what was there before the run (kept read-only) rather
+// than for something that appeared during the run, which it would move
+// away from the run that relies on it.
+func leaveToOthers(h *plan.HostExec, others []recPlaceholder) {
+	for i := range h.Guards {
+		g := &h.Guards[i]
+		if g.Kind != plan.KindMissing {
+			continue
+		}
+		for _, o := range others {
+			if winKey(o.Path) != winKey(g.Path) {
+				continue
+			}
+			g.Kind, g.Keep = plan.KindFile, plan.KeepReadOnly
+			if o.Dir {
+				g.Kind = plan.KindDir
+			}
+			g.Note = "agentbox's placeholder, left after the run to another run that still runs and holds it (the box could not change it)"
+		}
+	}
 }

@@ -3,6 +3,7 @@ package winsandbox
 import (
 	"testing"
 
+	"github.com/agentbox/agentbox/plan"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -90,5 +91,29 @@ func TestPlaceholderHolders(t *testing.T) {
 	old := recPlaceholder{Path: r.Path, Holder: a}
 	if !old.held(alive) || !cmp.Equal(old.holders(), []aclHolder{a}) {
 		t.Errorf("a one-holder record: %v", old.holders())
+	}
+}
+
+// TestLeaveToOthers: where a run leaves its placeholder to another live
+// run that holds it, its after-run check takes the placeholder for what
+// was there (kept read-only), not for something the box made; the other
+// guards stay as they are.
+func TestLeaveToOthers(t *testing.T) {
+	h := plan.HostExec{Guards: []plan.Guard{
+		{Path: `C:\p\.vscode`, Rule: "vscode", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.git\commondir`, Rule: "git commondir", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.claude`, Rule: "claude", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.git\hooks`, Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepReadOnly},
+	}}
+	leaveToOthers(&h, []recPlaceholder{{Path: `c:\P\.VSCODE`, Dir: true}, {Path: `C:\p\.git\commondir`, Content: ".\n"}})
+	note := "agentbox's placeholder, left after the run to another run that still runs and holds it (the box could not change it)"
+	want := []plan.Guard{
+		{Path: `C:\p\.vscode`, Rule: "vscode", Kind: plan.KindDir, Keep: plan.KeepReadOnly, Note: note},
+		{Path: `C:\p\.git\commondir`, Rule: "git commondir", Kind: plan.KindFile, Keep: plan.KeepReadOnly, Note: note},
+		{Path: `C:\p\.claude`, Rule: "claude", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.git\hooks`, Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepReadOnly},
+	}
+	if diff := cmp.Diff(want, h.Guards); diff != "" {
+		t.Errorf("guards (-want +got):\n%s", diff)
 	}
 }

@@ -283,7 +283,7 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 		}
 	}
 	made, err := holdPlaceholders(dirs, files, rec.GroupSID)
-	defer releasePlaceholders(made, rec.GroupSID)
+	defer func() { leaveToOthers(&p.HostExec, releasePlaceholders(made, rec.GroupSID)) }()
 	if err != nil {
 		return 125, err
 	}
