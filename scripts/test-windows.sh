@@ -47,7 +47,12 @@
 #     before the command starts, a run killed with TerminateProcess whose
 #     placeholders (control folders, git files) the next run removes by
 #     their recorded identity while a look-alike of the same content is
-#     left to the check), with the runner started as the caller because
+#     left to the check, two runs of one workspace at once whose shared
+#     placeholders stay for the second when the first ends, neither
+#     removed nor moved away by the first run's check, a control folder
+#     the plan found and that is gone when the run starts there as a
+#     placeholder of its own, and uninstall during a run leaving that
+#     run's placeholders to it), with the runner started as the caller because
 #     Wine's CreateProcessWithLogonW is a stub;
 #   - the machine facts `agentbox doctor` reads on Windows are read to the
 #     end (Wine's service manager and security policy answer little, so
