@@ -21,7 +21,7 @@ import (
 // and the after-run check judges it. Something other than a plain file
 // (a plain folder) there, or one that cannot be made, fails the run: what
 // it stands for would be unprotected.
-func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([]recPlaceholder, error) {
+func holdPlaceholders(dirs []string, files []GitPlaceholder, roots []string, groupSID string) ([]recPlaceholder, error) {
 	path, user, err := aclRecordFile()
 	if err != nil {
 		return nil, err
@@ -35,11 +35,12 @@ func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([
 			live := r.held(placeholderAlive)
 			ours := judgeLeftover(*r, false, placeholderFacts(r.Path)) == leftoverOurs
 			switch {
-			case live && ours:
-				// Another run's, still the very one it made: this run
-				// may have planned it as there (a deny ACE on it, no
-				// placeholder of its own), so it holds it too, and it
-				// stays until the last of them ends.
+			case live && ours && slices.ContainsFunc(roots, func(root string) bool { return winWithin(r.Path, root) }):
+				// Another run's, still the very one it made, in a
+				// writable root of this run: this run may have planned
+				// it as there (a deny ACE on it, no placeholder of its
+				// own), so it holds it too, and it stays until the last
+				// of them ends.
 				r.join(me)
 				taken[winKey(r.Path)] = true
 				held = append(held, *r)

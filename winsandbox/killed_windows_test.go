@@ -219,7 +219,7 @@ func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
 	}
 	// config.worktree replaced by another file of the same content.
 	replaceWithLookalike(t, theirs)
-	held, err := holdPlaceholders(nil, nil, testGroup)
+	held, err := holdPlaceholders(nil, nil, nil, testGroup)
 	if err != nil || len(held) != 1 || held[0].Path != ours {
 		t.Fatalf("holdPlaceholders = %+v, %v; want the killed run's commondir taken over", held, err)
 	}
@@ -273,13 +273,17 @@ func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
 	var heldA []recPlaceholder
 	var err error
 	asA(func() {
-		heldA, err = holdPlaceholders([]string{vscode}, []GitPlaceholder{{Path: commondir, Content: ".\n"}}, testGroup)
+		heldA, err = holdPlaceholders([]string{vscode}, []GitPlaceholder{{Path: commondir, Content: ".\n"}}, nil, testGroup)
 	})
 	if err != nil || len(heldA) != 2 {
 		t.Fatalf("run A: holdPlaceholders = %+v, %v", heldA, err)
 	}
+	// A run of another workspace does not hold them.
+	if held, err := holdPlaceholders(nil, nil, []string{filepath.Join(proj, "elsewhere")}, testGroup); err != nil || len(held) != 0 {
+		t.Errorf("a run of another workspace holds %+v (%v); want none", held, err)
+	}
 	// Run B planned both as there: no placeholder of its own.
-	heldB, err := holdPlaceholders(nil, nil, testGroup)
+	heldB, err := holdPlaceholders(nil, nil, []string{proj}, testGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +300,7 @@ func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
 
 	// Run A again, killed this time; a third run cleans up after it
 	// while B still runs.
-	asA(func() { heldA, err = holdPlaceholders(nil, nil, testGroup) })
+	asA(func() { heldA, err = holdPlaceholders(nil, nil, []string{proj}, testGroup) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +339,7 @@ func TestWindowsUninstallMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	live, killed := filepath.Join(proj, ".vscode"), filepath.Join(git, "commondir")
-	held, err := holdPlaceholders([]string{live}, nil, testGroup)
+	held, err := holdPlaceholders([]string{live}, nil, nil, testGroup)
 	if err != nil || len(held) != 1 {
 		t.Fatalf("holdPlaceholders = %+v, %v", held, err)
 	}

@@ -276,7 +276,7 @@ func TestWindowsPlaceholders(t *testing.T) {
 	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	made, err := holdPlaceholders([]string{a, b}, nil, testGroup)
+	made, err := holdPlaceholders([]string{a, b}, nil, nil, testGroup)
 	if err != nil || len(made) != 2 {
 		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
@@ -290,7 +290,7 @@ func TestWindowsPlaceholders(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(b, "kept.txt")); err != nil {
 		t.Errorf("a placeholder someone wrote into was removed: %v", err)
 	}
-	if _, err := holdPlaceholders([]string{f}, nil, testGroup); err == nil {
+	if _, err := holdPlaceholders([]string{f}, nil, nil, testGroup); err == nil {
 		t.Error("a file where a placeholder folder goes did not fail")
 	}
 }

@@ -282,7 +282,11 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 			files = append(files, f)
 		}
 	}
-	made, err := holdPlaceholders(dirs, files, rec.GroupSID)
+	var roots []string
+	for _, c := range spec.Capabilities {
+		roots = append(roots, c.Root)
+	}
+	made, err := holdPlaceholders(dirs, files, roots, rec.GroupSID)
 	defer func() { leaveToOthers(&p.HostExec, releasePlaceholders(made, rec.GroupSID)) }()
 	if err != nil {
 		return 125, err
