@@ -549,6 +549,35 @@ func TestWindowsTwoRunsOneEnds(t *testing.T) {
 	}
 }
 
+// TestWindowsHolderAlive: a run is this process only with its creation
+// time (a reused process ID is another run), and an ID no process has is
+// gone, both for a grant's holder and a placeholder's; an ended process
+// whose handle is still open (its object lives on) is gone too.
+func TestWindowsHolderAlive(t *testing.T) {
+	me := self()
+	if !alive(me) || !placeholderAlive(me) {
+		t.Errorf("this run is not alive: %v, %v", alive(me), placeholderAlive(me))
+	}
+	reused := aclHolder{PID: me.PID, Started: me.Started + 1}
+	if alive(reused) || placeholderAlive(reused) {
+		t.Error("a reused process ID (another creation time) is taken for the run")
+	}
+	nobody := aclHolder{PID: 0xFFFFFFF0, Started: me.Started}
+	if alive(nobody) || placeholderAlive(nobody) {
+		t.Error("a process ID no process has is taken for a live run")
+	}
+	c := exec.Command("cmd", "/d", "/c", "exit 0")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := holderOf(t, uint32(c.Process.Pid))
+	c.Wait() // the os.Process keeps its handle open until it is released
+	if alive(h) || placeholderAlive(h) {
+		t.Error("an ended process is taken for a live run")
+	}
+	c.Process.Release()
+}
+
 // holderOf is the run a live process stands for.
 func holderOf(t *testing.T, pid uint32) aclHolder {
 	t.Helper()
