@@ -644,7 +644,7 @@ func removeAllACEs(groupSID string) error {
 			// create what it keeps while the run still has its grants.
 			for _, r := range rec.Placeholders {
 				if !r.held(placeholderAlive) {
-					removeOurs(r)
+					removeOwned(r, user)
 				}
 			}
 			return errors.Join(errs...)

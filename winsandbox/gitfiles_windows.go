@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -243,7 +244,16 @@ func placeholderFacts(path string) fileFacts {
 
 // removeOurs removes path when it is still the placeholder r (judged and
 // deleted through one handle, so nothing can be swapped in between).
-func removeOurs(r recPlaceholder) bool {
+func removeOurs(r recPlaceholder) bool { return removeOwned(r, "") }
+
+// removeOwned is removeOurs that, when owner is set, also wants the file
+// or folder owned by that SID. `setup --uninstall` runs elevated on the
+// paths every user's record names, and a user may write anything into
+// the user's own record: it removes only what that user owns (a
+// placeholder that user's run made), which the user could remove anyway,
+// never a small file or empty folder of the system's or an
+// administrator's the record names with its identity.
+func removeOwned(r recPlaceholder, owner string) bool {
 	h, f, err := openPlaceholder(r.Path)
 	if err != nil || h == 0 {
 		return false
@@ -251,6 +261,16 @@ func removeOurs(r recPlaceholder) bool {
 	defer windows.CloseHandle(h)
 	if judgeLeftover(r, false, f) != leftoverOurs {
 		return false
+	}
+	if owner != "" {
+		sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+		if err != nil {
+			return false
+		}
+		o, _, err := sd.Owner()
+		if err != nil || o == nil || !strings.EqualFold(o.String(), owner) {
+			return false
+		}
 	}
 	del := uint32(1) // FILE_DISPOSITION_INFO.DeleteFile
 	dispose := func() error {

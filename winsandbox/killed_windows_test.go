@@ -324,7 +324,8 @@ func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
 	}
 }
 
-// TestWindowsUninstallMidRun: `setup --uninstall` while a run is live.
+// TestWindowsUninstallMidRun: `setup --uninstall` while a run is live,
+// and a record naming what is not the user's.
 // Before, it removed every recorded placeholder first, the live run's
 // included, before any grant: between the two, that run's box, its root
 // grant still in place, could create the .vscode or .git\commondir the
@@ -355,8 +356,30 @@ func TestWindowsUninstallMidRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// A record is its user's to write: another user's record naming a
+	// small file that user does not own (here this user's), with its
+	// identity and content, as a killed run's placeholder must not make
+	// the elevated uninstall delete it. (That record is taken for its
+	// user's own here: its owner cannot be another user's under Wine,
+	// nor set to one on Windows without privileges.)
+	notTheirs := filepath.Join(proj, "not-theirs")
+	nid, made, err := makeGitPlaceholder(GitPlaceholder{Path: notTheirs, Content: "x"})
+	if err != nil || !made {
+		t.Fatal(made, err)
+	}
+	const otherUser = "S-1-5-21-7-7-7-1007"
+	recordTrustProblem = func(fileTrust, string) string { return "" }
+	t.Cleanup(func() { recordTrustProblem = trustProblem })
+	other := filepath.Join(filepath.Dir(recPath), otherUser+".json")
+	if err := writeRecord(other, user, &aclRecord{Version: aclRecordVersion, Placeholders: []recPlaceholder{{Path: notTheirs, Content: "x",
+		Volume: nid.VolumeSerialNumber, FileID: uint64(nid.FileIndexHigh)<<32 | uint64(nid.FileIndexLow), Holder: aclHolder{PID: uint32(os.Getpid()), Started: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := removeAllACEs(testGroup); err != nil {
 		t.Fatalf("removeAllACEs: %v", err)
+	}
+	if _, err := os.Lstat(notTheirs); err != nil {
+		t.Errorf("uninstall removed a file another user's record named, not that user's: %v", err)
 	}
 	if _, err := os.Lstat(live); err != nil {
 		t.Errorf("uninstall removed the placeholder of a live run: %v", err)
