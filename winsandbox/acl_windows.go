@@ -254,6 +254,25 @@ func readRecord(path, user string, rec *aclRecord) error {
 	return nil
 }
 
+// peekRecord reads the record at path into rec under a shared hold of its
+// lock, for a look that writes nothing: a read without the lock could
+// hold the record open just when a run renames the new record over it,
+// and that run's write would fail (and with it the run). A missing lock
+// is a missing record (os.ErrNotExist).
+func peekRecord(path, user string, rec *aclRecord) error {
+	lock, err := openRecordFile(path+".lock", windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, false, user)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(lock)
+	ol := new(windows.Overlapped)
+	if err := windows.LockFileEx(lock, 0, 0, 1, 0, ol); err != nil {
+		return fmt.Errorf("locking the ACL record: %w", err)
+	}
+	defer windows.UnlockFileEx(lock, 0, 1, 0, ol)
+	return readRecord(path, user, rec)
+}
+
 // writeRecord writes the record through a new temporary file of a random
 // name, made with the user's own security descriptor (nobody else ever
 // holds a handle to it), and a rename over the record.

@@ -360,9 +360,10 @@ func removeLeftoverPlaceholders(groupSID string) error {
 	if err != nil {
 		return err
 	}
-	// Most runs find none: look before taking the lock and writing.
+	// Most runs find none: look (under a shared hold of the lock) before
+	// taking the lock to write.
 	var peek aclRecord
-	if err := readRecord(path, user, &peek); err != nil || len(peek.Placeholders) == 0 {
+	if err := peekRecord(path, user, &peek); err != nil || len(peek.Placeholders) == 0 {
 		return nil
 	}
 	return withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -119,7 +120,7 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		rec := &aclRecord{}
-		if readRecord(recPath, user, rec) == nil && len(rec.Placeholders) == 2+len(controls) {
+		if peekRecord(recPath, user, rec) == nil && len(rec.Placeholders) == 2+len(controls) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -475,7 +476,10 @@ func TestWindowsTwoRunsOneEnds(t *testing.T) {
 	}
 	commondir := filepath.Join(proj, ".git", "commondir")
 	flag := filepath.Join(tmp, "a-may-end")
-	pA := killedRunPlan(t, home, proj, tmp, "RUNA", "cmd", "/d", "/c", "for /l %i in (1,1,120) do @(if exist "+flag+" (exit 0) else (ping -n 2 127.0.0.1 >nul))")
+	// Run A waits for the flag (a loop of looks: ping is no sleep in
+	// the box under Wine), and says so by its status when the flag never
+	// came.
+	pA := killedRunPlan(t, home, proj, tmp, "RUNA", "cmd", "/d", "/c", "(for /l %i in (1,1,400000) do @if exist "+flag+" exit 0) & exit 3")
 	sA, err := SpecOf(pA)
 	if err != nil || len(sA.Placeholders) == 0 {
 		t.Fatalf("run A's plan makes no control folder placeholder: %v", err)
@@ -490,35 +494,39 @@ func TestWindowsTwoRunsOneEnds(t *testing.T) {
 		}
 		doneA <- err
 	}()
+	var ended sync.Once
 	endA := func() {
-		os.WriteFile(flag, nil, 0o644)
-		select {
-		case err := <-doneA:
-			if err != nil {
-				t.Errorf("run A: %v", err)
+		ended.Do(func() {
+			os.WriteFile(flag, nil, 0o644)
+			select {
+			case err := <-doneA:
+				if err != nil {
+					t.Errorf("run A: %v", err)
+				}
+			case <-time.After(120 * time.Second):
+				t.Error("run A did not end")
 			}
-		case <-time.After(120 * time.Second):
-			t.Fatal("run A did not end")
-		}
+		})
 	}
+	t.Cleanup(endA)
 	recPath, user, _ := aclRecordFile()
 	waitRecord := func(what string, ok func(*aclRecord) bool) {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			rec := &aclRecord{}
-			if readRecord(recPath, user, rec) == nil && ok(rec) {
+			if peekRecord(recPath, user, rec) == nil && ok(rec) {
 				return
 			}
 		}
 		rec := &aclRecord{}
-		readRecord(recPath, user, rec)
+		peekRecord(recPath, user, rec)
 		endA()
 		t.Fatalf("the record never showed %s: %+v", what, rec.Placeholders)
 	}
 	waitRecord("run A's placeholders", func(r *aclRecord) bool { return len(r.Placeholders) >= len(kept) })
 
 	// Run B, planned now: it finds A's placeholders there.
-	pB := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "ping -n 120 127.0.0.1 >nul")
+	pB := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "(for /l %i in (1,1,400000) do @if exist "+flag+".b exit 0) & exit 3")
 	data, err := json.Marshal(pB)
 	if err != nil {
 		t.Fatal(err)
@@ -599,6 +607,57 @@ func TestWindowsHolderAlive(t *testing.T) {
 		t.Error("an ended process is taken for a live run")
 	}
 	c.Process.Release()
+}
+
+// TestWindowsPeekWaitsForWrites: a look at the record that writes
+// nothing (RemoveLeftoverPlaceholders' at every run's start) holds the
+// lock shared while it reads, so a run writing the record at that moment
+// waits instead of failing: before, the look read without the lock, and
+// a run that renamed its new record over the one held open failed to
+// record its ACEs and was refused (seen under Wine: "rename …: Access
+// denied"). Here the look is held open mid-read while another run writes.
+func TestWindowsPeekWaitsForWrites(t *testing.T) {
+	recordHome(t)
+	recPath, user, _ := aclRecordFile()
+	if err := withRecord(recPath, user, testGroup, true, func(*aclRecord, func() error) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// The look, as peekRecord takes it, stopped while it reads.
+	lock, err := openRecordFile(recPath+".lock", windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, false, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(lock)
+	ol := new(windows.Overlapped)
+	if err := windows.LockFileEx(lock, 0, 0, 1, 0, ol); err != nil {
+		t.Fatal(err)
+	}
+	reading, err := openRecordFile(recPath, windows.GENERIC_READ, windows.FILE_SHARE_READ, false, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- withRecord(recPath, user, testGroup, true, func(rec *aclRecord, _ func() error) error {
+			rec.Placeholders = append(rec.Placeholders, recPlaceholder{Path: `C:\x\.vscode`, Dir: true, FileID: 1, Holder: aclHolder{PID: 1, Started: 1}})
+			return nil
+		})
+	}()
+	time.Sleep(200 * time.Millisecond) // let the writer reach the lock
+	windows.CloseHandle(reading)
+	windows.UnlockFileEx(lock, 0, 1, 0, ol)
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Errorf("a run writing the record while another looked at it failed: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the write never finished")
+	}
+	rec := &aclRecord{}
+	if err := peekRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 1 {
+		t.Errorf("the record after the write: %+v, %v", rec.Placeholders, err)
+	}
 }
 
 // holderOf is the run a live process stands for.
