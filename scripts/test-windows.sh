@@ -79,6 +79,9 @@
 #   - that the job object kills the tree when agentbox dies, or that
 #     breakaway is refused, or that its UI restrictions and the run's own
 #     desktop keep the box from the user's windows and clipboard;
+#   - that a read grant follows no link another owner (a box) made on
+#     the way to the file (TestWindowsFollowRefusesForeignLink runs on
+#     real Windows: Wine makes no links);
 #   - that a planted ACL record is refused (Wine keeps no
 #     SE_DACL_PROTECTED, so the tests under Wine take every DACL as
 #     protected), or that a DACL is handled on a path past 260 characters

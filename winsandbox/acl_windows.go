@@ -349,6 +349,8 @@ func openACLPath(path string, write, follow bool) (h windows.Handle, dir bool, e
 	flags := uint32(windows.FILE_FLAG_BACKUP_SEMANTICS)
 	if !follow {
 		flags |= windows.FILE_FLAG_OPEN_REPARSE_POINT
+	} else if err := linksTrusted(path); err != nil {
+		return 0, false, err
 	}
 	h, err = windows.CreateFile(p, access, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING, flags, 0)
 	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
@@ -381,6 +383,59 @@ func openACLPath(path string, write, follow bool) (h windows.Handle, dir bool, e
 		return 0, false, fmt.Errorf("it leads to %s (a junction, symbolic link or mapped drive lies on the way): agentbox never sets access through a link; name that folder instead", final)
 	}
 	return h, dir, nil
+}
+
+// linksTrusted refuses path, which is about to be opened following links,
+// when a step on its way (pathSteps) is a link whose owner is not the
+// user or the system (trustedLinkOwner): one a box may have made. A step
+// whose owner cannot be read is refused too.
+func linksTrusted(path string) error {
+	user, err := currentUserSID()
+	if err != nil {
+		return err
+	}
+	open := func(step string, access uint32) (windows.Handle, error) {
+		p, err := windows.UTF16PtrFromString(extendedPath(step))
+		if err != nil {
+			return 0, err
+		}
+		return windows.CreateFile(p, access, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING,
+			windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	}
+	for _, step := range pathSteps(path) {
+		h, err := open(step, windows.FILE_READ_ATTRIBUTES)
+		if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
+			return nil // the open that follows says so
+		}
+		if err != nil {
+			return fmt.Errorf("%s, on the way: %w", step, err)
+		}
+		var tag struct{ FileAttributes, ReparseTag uint32 }
+		err = windows.GetFileInformationByHandleEx(h, windows.FileAttributeTagInfo, (*byte)(unsafe.Pointer(&tag)), uint32(unsafe.Sizeof(tag)))
+		windows.CloseHandle(h)
+		if err != nil {
+			return fmt.Errorf("%s, on the way: GetFileInformationByHandleEx: %w", step, err)
+		}
+		if !redirects(tag.FileAttributes, tag.ReparseTag) {
+			continue
+		}
+		owner := ""
+		if h, err := open(step, windows.READ_CONTROL); err == nil {
+			if sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION); err == nil {
+				if o, _, err := sd.Owner(); err == nil && o != nil {
+					owner = o.String()
+				}
+			}
+			windows.CloseHandle(h)
+		}
+		if !trustedLinkOwner(owner, user) {
+			if owner == "" {
+				owner = "an owner that cannot be read"
+			}
+			return fmt.Errorf("%s on the way is a link owned by %s, not by you or the system (a box can make links where it writes): agentbox follows no such link; remove it, or name the file it leads to", step, owner)
+		}
+	}
+	return nil
 }
 
 // finalPath is GetFinalPathNameByHandle's name of an open file.
