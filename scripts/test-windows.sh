@@ -47,7 +47,12 @@
 #     before the command starts, a run killed with TerminateProcess whose
 #     placeholders (control folders, git files) the next run removes by
 #     their recorded identity while a look-alike of the same content is
-#     left to the check), with the runner started as the caller because
+#     left to the check, two runs of one workspace at once whose shared
+#     placeholders stay for the second when the first ends, neither
+#     removed nor moved away by the first run's check, a control folder
+#     the plan found and that is gone when the run starts there as a
+#     placeholder of its own, and uninstall during a run leaving that
+#     run's placeholders to it), with the runner started as the caller because
 #     Wine's CreateProcessWithLogonW is a stub;
 #   - the machine facts `agentbox doctor` reads on Windows are read to the
 #     end (Wine's service manager and security policy answer little, so
@@ -74,6 +79,9 @@
 #   - that the job object kills the tree when agentbox dies, or that
 #     breakaway is refused, or that its UI restrictions and the run's own
 #     desktop keep the box from the user's windows and clipboard;
+#   - that a read grant follows no link another owner (a box) made on
+#     the way to the file (TestWindowsFollowRefusesForeignLink runs on
+#     real Windows: Wine makes no links);
 #   - that a planted ACL record is refused (Wine keeps no
 #     SE_DACL_PROTECTED, so the tests under Wine take every DACL as
 #     protected), or that a DACL is handled on a path past 260 characters

@@ -30,24 +30,46 @@ type aclError struct {
 func (e *aclError) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err) }
 func (e *aclError) Unwrap() error { return e.Err }
 
-func self() aclHolder {
+// self is this run: this process's ID and creation time (a variable so
+// that tests can stand for another run).
+var self = func() aclHolder {
 	var c, e, k, u windows.Filetime
 	windows.GetProcessTimes(windows.CurrentProcess(), &c, &e, &k, &u)
 	return aclHolder{PID: uint32(os.Getpid()), Started: c.Nanoseconds()}
 }
 
-func alive(h aclHolder) bool {
+// alive reports whether the run h is alive: a process of its ID, created
+// at its time, has not exited. One that cannot be opened to tell counts
+// as gone (a grant's holder: see placeholderAlive for the other way).
+func alive(h aclHolder) bool { return processAlive(h, false) }
+
+// placeholderAlive is alive for the holders of a placeholder, failing
+// the other way: a run is gone only when no process has its ID, or the
+// one that has it was created at another time or has exited. A process
+// that cannot be opened to tell (another user's, a protected one) may be
+// the run, and its placeholder stays: removing one a live run relies on
+// would let its box create what the placeholder keeps. (A grant's holder
+// is alive only when shown to be: a grant left behind lets other boxes
+// read.)
+func placeholderAlive(h aclHolder) bool { return processAlive(h, true) }
+
+// processAlive tells whether run h is alive, answering unknown when its
+// ID belongs to a process that cannot be opened to tell.
+func processAlive(h aclHolder, unknown bool) bool {
 	p, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, h.PID)
 	if err != nil {
-		return false
+		// ERROR_INVALID_PARAMETER: no process has that ID.
+		return unknown && !errors.Is(err, windows.ERROR_INVALID_PARAMETER)
 	}
 	defer windows.CloseHandle(p)
 	var c, e, k, u windows.Filetime
 	if windows.GetProcessTimes(p, &c, &e, &k, &u) != nil {
-		return false
+		return unknown
 	}
 	var code uint32
-	windows.GetExitCodeProcess(p, &code)
+	if windows.GetExitCodeProcess(p, &code) != nil {
+		return unknown
+	}
 	return c.Nanoseconds() == h.Started && code == 259 // STILL_ACTIVE
 }
 
@@ -232,6 +254,25 @@ func readRecord(path, user string, rec *aclRecord) error {
 	return nil
 }
 
+// peekRecord reads the record at path into rec under a shared hold of its
+// lock, for a look that writes nothing: a read without the lock could
+// hold the record open just when a run renames the new record over it,
+// and that run's write would fail (and with it the run). A missing lock
+// is a missing record (os.ErrNotExist).
+func peekRecord(path, user string, rec *aclRecord) error {
+	lock, err := openRecordFile(path+".lock", windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, false, user)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(lock)
+	ol := new(windows.Overlapped)
+	if err := windows.LockFileEx(lock, 0, 0, 1, 0, ol); err != nil {
+		return fmt.Errorf("locking the ACL record: %w", err)
+	}
+	defer windows.UnlockFileEx(lock, 0, 1, 0, ol)
+	return readRecord(path, user, rec)
+}
+
 // writeRecord writes the record through a new temporary file of a random
 // name, made with the user's own security descriptor (nobody else ever
 // holds a handle to it), and a rename over the record.
@@ -308,6 +349,8 @@ func openACLPath(path string, write, follow bool) (h windows.Handle, dir bool, e
 	flags := uint32(windows.FILE_FLAG_BACKUP_SEMANTICS)
 	if !follow {
 		flags |= windows.FILE_FLAG_OPEN_REPARSE_POINT
+	} else if err := linksTrusted(path); err != nil {
+		return 0, false, err
 	}
 	h, err = windows.CreateFile(p, access, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING, flags, 0)
 	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
@@ -340,6 +383,59 @@ func openACLPath(path string, write, follow bool) (h windows.Handle, dir bool, e
 		return 0, false, fmt.Errorf("it leads to %s (a junction, symbolic link or mapped drive lies on the way): agentbox never sets access through a link; name that folder instead", final)
 	}
 	return h, dir, nil
+}
+
+// linksTrusted refuses path, which is about to be opened following links,
+// when a step on its way (pathSteps) is a link whose owner is not the
+// user or the system (trustedLinkOwner): one a box may have made. A step
+// whose owner cannot be read is refused too.
+func linksTrusted(path string) error {
+	user, err := currentUserSID()
+	if err != nil {
+		return err
+	}
+	open := func(step string, access uint32) (windows.Handle, error) {
+		p, err := windows.UTF16PtrFromString(extendedPath(step))
+		if err != nil {
+			return 0, err
+		}
+		return windows.CreateFile(p, access, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING,
+			windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	}
+	for _, step := range pathSteps(path) {
+		h, err := open(step, windows.FILE_READ_ATTRIBUTES)
+		if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
+			return nil // the open that follows says so
+		}
+		if err != nil {
+			return fmt.Errorf("%s, on the way: %w", step, err)
+		}
+		var tag struct{ FileAttributes, ReparseTag uint32 }
+		err = windows.GetFileInformationByHandleEx(h, windows.FileAttributeTagInfo, (*byte)(unsafe.Pointer(&tag)), uint32(unsafe.Sizeof(tag)))
+		windows.CloseHandle(h)
+		if err != nil {
+			return fmt.Errorf("%s, on the way: GetFileInformationByHandleEx: %w", step, err)
+		}
+		if !redirects(tag.FileAttributes, tag.ReparseTag) {
+			continue
+		}
+		owner := ""
+		if h, err := open(step, windows.READ_CONTROL); err == nil {
+			if sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION); err == nil {
+				if o, _, err := sd.Owner(); err == nil && o != nil {
+					owner = o.String()
+				}
+			}
+			windows.CloseHandle(h)
+		}
+		if !trustedLinkOwner(owner, user) {
+			if owner == "" {
+				owner = "an owner that cannot be read"
+			}
+			return fmt.Errorf("%s on the way is a link owned by %s, not by you or the system (a box can make links where it writes): agentbox follows no such link; remove it, or name the file it leads to", step, owner)
+		}
+	}
+	return nil
 }
 
 // finalPath is GetFinalPathNameByHandle's name of an open file.
@@ -605,11 +701,6 @@ func removeAllACEs(groupSID string) error {
 		}
 		err := withRecord(f, user, groupSID, false, func(rec *aclRecord, _ func() error) error {
 			var errs []error
-			// A killed run's git placeholders go too, each only while it
-			// is the very file made (leftover.go).
-			for _, r := range rec.Placeholders {
-				removeOurs(r)
-			}
 			for _, a := range rec.ACEs {
 				a.Projects, a.Holders = nil, nil
 			}
@@ -619,6 +710,16 @@ func removeAllACEs(groupSID string) error {
 					continue
 				}
 				rec.done(p)
+			}
+			// A killed run's placeholders go too, each only while it is
+			// the very file or folder made (leftover.go), and only once
+			// the grants are gone. One a live run holds is that run's to
+			// remove when it ends: removing it now would let its box
+			// create what it keeps while the run still has its grants.
+			for _, r := range rec.Placeholders {
+				if !r.held(placeholderAlive) {
+					removeOwned(r, user)
+				}
 			}
 			return errors.Join(errs...)
 		})

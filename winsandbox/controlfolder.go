@@ -81,3 +81,43 @@ func keptDuringRun(s *Spec, g plan.Guard) string {
 	}
 	return ""
 }
+
+// keptExisting returns the control folders and git files the spec keeps
+// as what exists (a deny ACE on the path, in a writable root) and not by
+// a placeholder of its own. A run makes a placeholder for each that is
+// gone by the time it starts (run_windows.go): the plan took it for there
+// (another run's placeholder, which that run removed when it ended
+// between this run's plan and its start), and a deny ACE on a missing
+// path is no ACE at all, so the box could create it.
+func keptExisting(s *Spec) (dirs []string, files []GitPlaceholder) {
+	seen := map[string]bool{}
+	for _, p := range s.Placeholders {
+		seen[winKey(p)] = true
+	}
+	for _, g := range s.GitPlaceholders {
+		seen[winKey(g.Path)] = true
+	}
+	for _, a := range s.ACEs {
+		if !a.Deny || seen[winKey(a.Path)] {
+			continue
+		}
+		inRoot := false
+		for _, c := range s.Capabilities {
+			if winKey(a.Path) != winKey(c.Root) && winWithin(a.Path, c.Root) {
+				inRoot = true
+			}
+		}
+		if !inRoot {
+			continue
+		}
+		base := strings.ToLower(winBase(a.Path))
+		if controlFolders[base] {
+			seen[winKey(a.Path)] = true
+			dirs = append(dirs, a.Path)
+		} else if content, ok := gitPlaceholderContent[base]; ok {
+			seen[winKey(a.Path)] = true
+			files = append(files, GitPlaceholder{Path: a.Path, Content: content, Rule: "git " + base})
+		}
+	}
+	return dirs, files
+}

@@ -82,3 +82,40 @@ func TestCompleteKeepsControlFolders(t *testing.T) {
 		t.Error("the rendered spec does not show the placeholder")
 	}
 }
+
+// TestKeptExisting: the control folders and git files a spec keeps as
+// what exists (a deny ACE in a writable root, no placeholder of its own)
+// are the ones a run makes a placeholder for when they are gone by the
+// time it starts; grants, paths outside the roots, the root itself and
+// what already has a placeholder are not.
+func TestKeptExisting(t *testing.T) {
+	s := &Spec{
+		Capabilities:    []Capability{{Root: `C:\p`, SID: "S-1-5-21-9-9-9-9"}},
+		Placeholders:    []string{`C:\p\.claude`},
+		GitPlaceholders: []GitPlaceholder{{Path: `C:\p\.git\config.worktree`}},
+		ACEs: []ACE{
+			{Path: `C:\p`, Trustee: GroupName, Rights: RightsModify, Inherit: true},
+			{Path: `C:\p\.VSCode`, Deny: true, Trustee: GroupName, Rights: RightsWrite, Inherit: true},
+			{Path: `C:\p\.cursor`, Deny: true, Trustee: GroupName, Rights: RightsCreate},
+			{Path: `C:\p\.claude`, Deny: true, Trustee: GroupName, Rights: RightsWrite, Inherit: true},
+			{Path: `C:\p\.git\commondir`, Deny: true, Trustee: GroupName, Rights: RightsWrite, Inherit: true},
+			{Path: `C:\p\.git\config.worktree`, Deny: true, Trustee: GroupName, Rights: RightsWrite},
+			{Path: `C:\p\.git\worktrees\w\config.worktree`, Deny: true, Trustee: GroupName, Rights: RightsWrite},
+			{Path: `C:\p\.git\hooks`, Deny: true, Trustee: GroupName, Rights: RightsWrite, Inherit: true},
+			{Path: `C:\Users\u\.vscode`, Deny: true, Trustee: GroupName, Rights: RightsWrite, Inherit: true},
+			{Path: `C:\p\sub\.idea`, Trustee: GroupName, Rights: RightsRead},
+			{Path: `C:\p\.vscode`, Deny: true, Trustee: GroupName, Rights: RightsDelete},
+		},
+	}
+	dirs, files := keptExisting(s)
+	if diff := cmp.Diff([]string{`C:\p\.VSCode`, `C:\p\.cursor`}, dirs); diff != "" {
+		t.Errorf("folders (-want +got):\n%s", diff)
+	}
+	want := []GitPlaceholder{
+		{Path: `C:\p\.git\commondir`, Content: ".\n", Rule: "git commondir"},
+		{Path: `C:\p\.git\worktrees\w\config.worktree`, Rule: "git config.worktree"},
+	}
+	if diff := cmp.Diff(want, files); diff != "" {
+		t.Errorf("git files (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -20,7 +22,7 @@ import (
 // and the after-run check judges it. Something other than a plain file
 // (a plain folder) there, or one that cannot be made, fails the run: what
 // it stands for would be unprotected.
-func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([]recPlaceholder, error) {
+func holdPlaceholders(dirs []string, files []GitPlaceholder, roots []string, groupSID string) ([]recPlaceholder, error) {
 	path, user, err := aclRecordFile()
 	if err != nil {
 		return nil, err
@@ -31,16 +33,27 @@ func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([
 		taken := map[string]bool{}
 		for i := range rec.Placeholders {
 			r := &rec.Placeholders[i]
-			if alive(r.Holder) {
-				continue
-			}
-			switch judgeLeftover(*r, false, placeholderFacts(r.Path)) {
-			case leftoverOurs:
-				r.Holder = me
+			live := r.held(placeholderAlive)
+			ours := judgeLeftover(*r, false, placeholderFacts(r.Path)) == leftoverOurs
+			switch {
+			case live && ours && slices.ContainsFunc(roots, func(root string) bool { return winWithin(r.Path, root) }):
+				// Another run's, still the very one it made, in a
+				// writable root of this run: this run may have planned
+				// it as there (a deny ACE on it, no placeholder of its
+				// own), so it holds it too, and it stays until the last
+				// of them ends.
+				r.join(me)
+				taken[winKey(r.Path)] = true
+				held = append(held, *r)
+			case live:
+				// Another run's, changed from outside the box: left to
+				// that run and the checks.
+			case ours:
+				r.keepHolders([]aclHolder{me})
 				taken[winKey(r.Path)] = true
 				held = append(held, *r)
 			default:
-				r.Holder = aclHolder{} // forgotten below
+				r.keepHolders(nil) // forgotten below
 			}
 		}
 		rec.Placeholders = dropForgotten(rec.Placeholders)
@@ -80,7 +93,7 @@ func holdPlaceholders(dirs []string, files []GitPlaceholder, groupSID string) ([
 func dropForgotten(ps []recPlaceholder) []recPlaceholder {
 	out := ps[:0]
 	for _, p := range ps {
-		if p.Holder != (aclHolder{}) {
+		if len(p.holders()) > 0 {
 			out = append(out, p)
 		}
 	}
@@ -231,7 +244,16 @@ func placeholderFacts(path string) fileFacts {
 
 // removeOurs removes path when it is still the placeholder r (judged and
 // deleted through one handle, so nothing can be swapped in between).
-func removeOurs(r recPlaceholder) bool {
+func removeOurs(r recPlaceholder) bool { return removeOwned(r, "") }
+
+// removeOwned is removeOurs that, when owner is set, also wants the file
+// or folder owned by that SID. `setup --uninstall` runs elevated on the
+// paths every user's record names, and a user may write anything into
+// the user's own record: it removes only what that user owns (a
+// placeholder that user's run made), which the user could remove anyway,
+// never a small file or empty folder of the system's or an
+// administrator's the record names with its identity.
+func removeOwned(r recPlaceholder, owner string) bool {
 	h, f, err := openPlaceholder(r.Path)
 	if err != nil || h == 0 {
 		return false
@@ -239,6 +261,16 @@ func removeOurs(r recPlaceholder) bool {
 	defer windows.CloseHandle(h)
 	if judgeLeftover(r, false, f) != leftoverOurs {
 		return false
+	}
+	if owner != "" {
+		sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+		if err != nil {
+			return false
+		}
+		o, _, err := sd.Owner()
+		if err != nil || o == nil || !strings.EqualFold(o.String(), owner) {
+			return false
+		}
 	}
 	del := uint32(1) // FILE_DISPOSITION_INFO.DeleteFile
 	dispose := func() error {
@@ -261,29 +293,50 @@ func removeOurs(r recPlaceholder) bool {
 	return dispose() == nil
 }
 
-// releasePlaceholders removes the placeholders this run holds that are
-// still the very files made, holding exactly what they were made with,
-// and the very folders made, still empty (judged by what this run knows
-// of them, recorded or not), last made first, and takes them out of the
-// record; one that is not (written from outside the box during the run)
-// stays, and the after-run check looks at it.
-func releasePlaceholders(held []recPlaceholder, groupSID string) {
+// releasePlaceholders ends this run's hold on the placeholders it holds
+// and removes each that no other live run holds while it is still the
+// very file made, holding exactly what it was made with, or the very
+// folder made, still empty (judged by what this run knows of it, recorded
+// or not), last made first, and takes it out of the record; one that is
+// not (written from outside the box during the run) stays, and the
+// after-run check looks at it. One that another live run holds stays for
+// that run (leftover.go), all under the record's lock, so no run can join
+// a placeholder while another removes it; it returns those, still the
+// very ones made, for this run's check to leave alone (leaveToOthers).
+func releasePlaceholders(held []recPlaceholder, groupSID string) (others []recPlaceholder) {
 	if len(held) == 0 {
-		return
+		return nil
 	}
-	for i := len(held) - 1; i >= 0; i-- {
-		removeOurs(held[i])
-	}
+	me := self()
 	path, user, err := aclRecordFile()
 	if err != nil {
-		return
+		return nil
 	}
 	withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {
-		for _, r := range held {
-			rec.dropPlaceholder(r.Path, r.Holder)
+		for i := len(held) - 1; i >= 0; i-- {
+			h := held[i]
+			j := slices.IndexFunc(rec.Placeholders, func(r recPlaceholder) bool {
+				return winKey(r.Path) == winKey(h.Path) && r.Volume == h.Volume && r.FileID == h.FileID
+			})
+			if j < 0 {
+				// Not recorded (any more): this run's own knowledge
+				// decides.
+				removeOurs(h)
+				continue
+			}
+			if rec.Placeholders[j].leave(me, placeholderAlive) {
+				// Another live run holds it.
+				if judgeLeftover(h, false, placeholderFacts(h.Path)) == leftoverOurs {
+					others = append(others, h)
+				}
+				continue
+			}
+			removeOurs(h)
+			rec.Placeholders = slices.Delete(rec.Placeholders, j, j+1)
 		}
 		return nil
 	})
+	return others
 }
 
 // RemoveLeftoverPlaceholders removes the placeholders (control folders,
@@ -297,19 +350,26 @@ func RemoveLeftoverPlaceholders() error {
 	if err != nil || setup.GroupSID == "" {
 		return nil // no setup: no run made any
 	}
+	return removeLeftoverPlaceholders(setup.GroupSID)
+}
+
+// removeLeftoverPlaceholders is RemoveLeftoverPlaceholders for the
+// sandbox group groupSID.
+func removeLeftoverPlaceholders(groupSID string) error {
 	path, user, err := aclRecordFile()
 	if err != nil {
 		return err
 	}
-	// Most runs find none: look before taking the lock and writing.
+	// Most runs find none: look (under a shared hold of the lock) before
+	// taking the lock to write.
 	var peek aclRecord
-	if err := readRecord(path, user, &peek); err != nil || len(peek.Placeholders) == 0 {
+	if err := peekRecord(path, user, &peek); err != nil || len(peek.Placeholders) == 0 {
 		return nil
 	}
-	return withRecord(path, user, setup.GroupSID, true, func(rec *aclRecord, _ func() error) error {
+	return withRecord(path, user, groupSID, true, func(rec *aclRecord, _ func() error) error {
 		kept := rec.Placeholders[:0]
 		for _, r := range rec.Placeholders {
-			if alive(r.Holder) {
+			if r.held(placeholderAlive) {
 				kept = append(kept, r)
 				continue
 			}

@@ -27,7 +27,7 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 	}
 	cd, cw := filepath.Join(git, "commondir"), filepath.Join(git, "config.worktree")
 	files := []GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}, {Path: cw, Rule: "git config.worktree"}}
-	made, err := holdPlaceholders(nil, files, testGroup)
+	made, err := holdPlaceholders(nil, files, nil, testGroup)
 	if err != nil || len(made) != 2 {
 		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
@@ -45,7 +45,7 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 		t.Errorf("a changed placeholder was removed (the after-run check must see it): %v", err)
 	}
 	// config.worktree exists now: left alone, not made, not removed.
-	made, err = holdPlaceholders(nil, files, testGroup)
+	made, err = holdPlaceholders(nil, files, nil, testGroup)
 	if err != nil || len(made) != 1 || made[0].Path != cd {
 		t.Fatalf("holdPlaceholders with config.worktree there = %v, %v; want commondir alone", made, err)
 	}
@@ -56,7 +56,7 @@ func TestWindowsGitPlaceholders(t *testing.T) {
 	if err := os.Mkdir(cd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := holdPlaceholders(nil, files[:1], testGroup); err == nil {
+	if _, err := holdPlaceholders(nil, files[:1], nil, testGroup); err == nil {
 		t.Error("a folder where commondir goes did not fail the run")
 	}
 }
@@ -77,7 +77,7 @@ func TestWindowsGitPlaceholderHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	cd := filepath.Join(git, "commondir")
-	made, err := holdPlaceholders(nil, []GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}}, testGroup)
+	made, err := holdPlaceholders(nil, []GitPlaceholder{{Path: cd, Content: ".\n", Rule: "git commondir"}}, nil, testGroup)
 	if err != nil || len(made) != 1 {
 		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}

@@ -159,3 +159,46 @@ func containsFold(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestSameWorkspaceRunsShareGrants: two runs of one workspace at once
+// hold the same grants; the one that ends first takes only itself out,
+// and the grants stay for the other until it ends (then the paths are
+// synced and nothing is granted). A reused process ID is another run.
+func TestSameWorkspaceRunsShareGrants(t *testing.T) {
+	const group = "S-1-5-21-1-2-3-5000"
+	s, err := Build(withCaches(cache.Private, ""), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []recACE
+	for _, a := range s.ACEs {
+		want = append(want, recordACE(a, group))
+	}
+	roots := []string{`C:\Users\me\proj`, testCaches}
+	first, second := aclHolder{PID: 1, Started: 1}, aclHolder{PID: 2, Started: 2}
+	granted := func(r *aclRecord, root string) bool {
+		for _, w := range r.want(root) {
+			if !w.Deny && w.SID == group {
+				return true
+			}
+		}
+		return false
+	}
+	var r aclRecord
+	r.begin(want, `c:\users\me\proj`, first)
+	r.begin(want, `c:\users\me\proj`, second)
+	ended := r.end(first)
+	for _, root := range roots {
+		if containsFold(ended, root) || !granted(&r, root) {
+			t.Errorf("the first run ended while the second runs: %s synced (%v) or no longer granted (%v)", root, containsFold(ended, root), granted(&r, root))
+		}
+	}
+	// The second run's process ID reused by another process: not it.
+	reused := aclHolder{PID: second.PID, Started: 99}
+	r.prune(func(h aclHolder) bool { return h == reused })
+	for _, root := range roots {
+		if granted(&r, root) {
+			t.Errorf("%s still granted for a reused process ID", root)
+		}
+	}
+}

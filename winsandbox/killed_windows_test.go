@@ -2,11 +2,14 @@ package winsandbox
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -117,7 +120,7 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		rec := &aclRecord{}
-		if readRecord(recPath, user, rec) == nil && len(rec.Placeholders) == 2+len(controls) {
+		if peekRecord(recPath, user, rec) == nil && len(rec.Placeholders) == 2+len(controls) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -217,7 +220,7 @@ func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
 	}
 	// config.worktree replaced by another file of the same content.
 	replaceWithLookalike(t, theirs)
-	held, err := holdPlaceholders(nil, nil, testGroup)
+	held, err := holdPlaceholders(nil, nil, nil, testGroup)
 	if err != nil || len(held) != 1 || held[0].Path != ours {
 		t.Fatalf("holdPlaceholders = %+v, %v; want the killed run's commondir taken over", held, err)
 	}
@@ -235,6 +238,441 @@ func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
 	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
 		t.Errorf("the record after the run: %+v, %v; want no placeholders", rec.Placeholders, err)
 	}
+}
+
+// TestWindowsPlaceholderSharedByTwoRuns: two runs of one workspace at
+// once. Run A makes the placeholders (a .vscode folder, a commondir);
+// run B, planned while they were there, took them for what exists (a
+// deny ACE on each, no placeholder of its own) and relies on them. A ends
+// first: before, A's end removed them while B's box still ran, and B's
+// box (whose root grant lets it create there) could create .vscode or
+// .git\commondir for host programs to obey during its run. Now B holds
+// them too: they stay while B runs, also when A was killed and a third
+// run cleans up after it, and go when B ends. Run A is stood for by a
+// live process of its own (a sleeping ping), so that B sees it alive.
+func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
+	recordHome(t)
+	proj := tempDir(t)
+	git := filepath.Join(proj, ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	vscode, commondir := filepath.Join(proj, ".vscode"), filepath.Join(git, "commondir")
+	sleeper := exec.Command("ping", "-n", "120", "127.0.0.1")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	runA := holderOf(t, uint32(sleeper.Process.Pid))
+	orig := self
+	asA := func(f func()) {
+		self = func() aclHolder { return runA }
+		defer func() { self = orig }()
+		f()
+	}
+
+	var heldA []recPlaceholder
+	var err error
+	asA(func() {
+		heldA, err = holdPlaceholders([]string{vscode}, []GitPlaceholder{{Path: commondir, Content: ".\n"}}, nil, testGroup)
+	})
+	if err != nil || len(heldA) != 2 {
+		t.Fatalf("run A: holdPlaceholders = %+v, %v", heldA, err)
+	}
+	// A run of another workspace does not hold them.
+	if held, err := holdPlaceholders(nil, nil, []string{filepath.Join(proj, "elsewhere")}, testGroup); err != nil || len(held) != 0 {
+		t.Errorf("a run of another workspace holds %+v (%v); want none", held, err)
+	}
+	// Run B planned both as there: no placeholder of its own.
+	heldB, err := holdPlaceholders(nil, nil, []string{proj}, testGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	there := func(when string) {
+		t.Helper()
+		for _, p := range []string{vscode, commondir} {
+			if _, err := os.Lstat(p); err != nil {
+				t.Errorf("%s: the placeholder %s run B relies on is gone: %v", when, p, err)
+			}
+		}
+	}
+	asA(func() { releasePlaceholders(heldA, testGroup) })
+	there("run A ended while run B runs")
+
+	// Run A again, killed this time; a third run cleans up after it
+	// while B still runs.
+	asA(func() { heldA, err = holdPlaceholders(nil, nil, []string{proj}, testGroup) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err := removeLeftoverPlaceholders(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	recPath, user, _ := aclRecordFile()
+	there("run A was killed and a third run cleaned up while run B runs")
+
+	releasePlaceholders(heldB, testGroup)
+	for _, p := range []string{vscode, commondir} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is there after the last run holding it ended: %v", p, err)
+		}
+	}
+	rec := &aclRecord{}
+	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
+		t.Errorf("the record after both runs: %+v, %v; want no placeholders", rec.Placeholders, err)
+	}
+}
+
+// TestWindowsUninstallMidRun: `setup --uninstall` while a run is live,
+// and a record naming what is not the user's.
+// Before, it removed every recorded placeholder first, the live run's
+// included, before any grant: between the two, that run's box, its root
+// grant still in place, could create the .vscode or .git\commondir the
+// placeholder kept (and a failed grant removal left it so). Now a
+// placeholder a live run holds is that run's to remove when it ends, and
+// a killed run's goes after the grants.
+func TestWindowsUninstallMidRun(t *testing.T) {
+	recordHome(t)
+	proj := tempDir(t)
+	git := filepath.Join(proj, ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	live, killed := filepath.Join(proj, ".vscode"), filepath.Join(git, "commondir")
+	held, err := holdPlaceholders([]string{live}, nil, nil, testGroup)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("holdPlaceholders = %+v, %v", held, err)
+	}
+	id, made, err := makeGitPlaceholder(GitPlaceholder{Path: killed, Content: ".\n"})
+	if err != nil || !made {
+		t.Fatal(made, err)
+	}
+	recPath, user, _ := aclRecordFile()
+	if err := withRecord(recPath, user, testGroup, true, func(rec *aclRecord, _ func() error) error {
+		rec.Placeholders = append(rec.Placeholders, recPlaceholder{Path: killed, Content: ".\n", Volume: id.VolumeSerialNumber,
+			FileID: uint64(id.FileIndexHigh)<<32 | uint64(id.FileIndexLow), Holder: aclHolder{PID: uint32(os.Getpid()), Started: 1}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A record is its user's to write: another user's record naming a
+	// small file that user does not own (here this user's), with its
+	// identity and content, as a killed run's placeholder must not make
+	// the elevated uninstall delete it. (That record is taken for its
+	// user's own here: its owner cannot be another user's under Wine,
+	// nor set to one on Windows without privileges.)
+	notTheirs := filepath.Join(proj, "not-theirs")
+	nid, made, err := makeGitPlaceholder(GitPlaceholder{Path: notTheirs, Content: "x"})
+	if err != nil || !made {
+		t.Fatal(made, err)
+	}
+	const otherUser = "S-1-5-21-7-7-7-1007"
+	recordTrustProblem = func(fileTrust, string) string { return "" }
+	t.Cleanup(func() { recordTrustProblem = trustProblem })
+	other := filepath.Join(filepath.Dir(recPath), otherUser+".json")
+	if err := writeRecord(other, user, &aclRecord{Version: aclRecordVersion, Placeholders: []recPlaceholder{{Path: notTheirs, Content: "x",
+		Volume: nid.VolumeSerialNumber, FileID: uint64(nid.FileIndexHigh)<<32 | uint64(nid.FileIndexLow), Holder: aclHolder{PID: uint32(os.Getpid()), Started: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeAllACEs(testGroup); err != nil {
+		t.Fatalf("removeAllACEs: %v", err)
+	}
+	if _, err := os.Lstat(notTheirs); err != nil {
+		t.Errorf("uninstall removed a file another user's record named, not that user's: %v", err)
+	}
+	if _, err := os.Lstat(live); err != nil {
+		t.Errorf("uninstall removed the placeholder of a live run: %v", err)
+	}
+	if _, err := os.Lstat(killed); !os.IsNotExist(err) {
+		t.Errorf("uninstall left a killed run's placeholder: %v", err)
+	}
+	// The live run ends: its own knowledge of what it made decides (the
+	// record is gone).
+	releasePlaceholders(held, testGroup)
+	if _, err := os.Lstat(live); !os.IsNotExist(err) {
+		t.Errorf("the live run's placeholder is there after it ended: %v", err)
+	}
+}
+
+// TestWindowsKeptFolderGoneBeforeTheRun: the plan of run B found a
+// .vscode (run A's placeholder) and kept it as what exists, with a deny
+// ACE; run A ended between B's plan and its start and removed it. Before,
+// B's deny ACE on a missing path was skipped ("nothing there to deny")
+// and B's box, its root grant in place, could create .vscode for the
+// host's editor to obey during the run. Now B makes a placeholder of its
+// own there, removed after it.
+func TestWindowsKeptFolderGoneBeforeTheRun(t *testing.T) {
+	wineSetup(t)
+	base := tempDir(t)
+	home := filepath.Join(base, "home")
+	proj := filepath.Join(home, "proj")
+	tmp := filepath.Join(base, "tmp")
+	vscode := filepath.Join(proj, ".vscode")
+	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`, ".vscode"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
+		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "if exist .vscode (echo THERE) else (echo GONE)")
+	s, err := SpecOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirs, _ := keptExisting(s); !slices.ContainsFunc(dirs, func(d string) bool { return strings.EqualFold(d, vscode) }) {
+		t.Fatalf("the plan does not keep the existing %s by a deny ACE (kept: %v)", vscode, dirs)
+	}
+	// Run A ends: its placeholder goes.
+	if err := os.Remove(vscode); err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, _ := os.Pipe()
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(outR); got <- string(b) }()
+	code, err := supervise.Run(New(), p, backend.Context{Stdin: nil, Stdout: outW, Stderr: outW, Events: &evlog{}})
+	outW.Close()
+	out := <-got
+	if err != nil || code != 0 || !strings.Contains(out, "THERE") {
+		t.Errorf("the run: status %d, output %q, error %v; want .vscode there during the run (a placeholder)", code, out, err)
+	}
+	if _, err := os.Lstat(vscode); !os.IsNotExist(err) {
+		t.Errorf("%s is there after the run: %v", vscode, err)
+	}
+}
+
+// TestWindowsTwoRunsOneEnds: two runs of one workspace through the whole
+// run path. Run A makes the placeholders; run B, in a process of its own,
+// is planned and starts while they are there and relies on them (a deny
+// ACE each); A ends while B runs. The placeholders must stay for B: not
+// removed by A's end, not moved away by A's after-run check as something
+// that appeared during A's run, and A's check reports nothing of them.
+func TestWindowsTwoRunsOneEnds(t *testing.T) {
+	wineSetup(t)
+	base := tempDir(t)
+	home := filepath.Join(base, "home")
+	proj := filepath.Join(home, "proj")
+	tmp := filepath.Join(base, "tmp")
+	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
+		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commondir := filepath.Join(proj, ".git", "commondir")
+	flag := filepath.Join(tmp, "a-may-end")
+	// Run A waits for the flag (a loop of looks: ping is no sleep in
+	// the box under Wine), and says so by its status when the flag never
+	// came.
+	pA := killedRunPlan(t, home, proj, tmp, "RUNA", "cmd", "/d", "/c", "(for /l %i in (1,1,400000) do @if exist "+flag+" exit 0) & exit 3")
+	sA, err := SpecOf(pA)
+	if err != nil || len(sA.Placeholders) == 0 {
+		t.Fatalf("run A's plan makes no control folder placeholder: %v", err)
+	}
+	kept := append([]string{commondir}, sA.Placeholders...)
+	var evA evlog
+	doneA := make(chan error, 1)
+	go func() {
+		code, err := supervise.Run(New(), pA, backend.Context{Stdin: nil, Stdout: nil, Stderr: nil, Events: &evA})
+		if err == nil && code != 0 {
+			err = fmt.Errorf("status %d", code)
+		}
+		doneA <- err
+	}()
+	var ended sync.Once
+	endA := func() {
+		ended.Do(func() {
+			os.WriteFile(flag, nil, 0o644)
+			select {
+			case err := <-doneA:
+				if err != nil {
+					t.Errorf("run A: %v", err)
+				}
+			case <-time.After(120 * time.Second):
+				t.Error("run A did not end")
+			}
+		})
+	}
+	t.Cleanup(endA)
+	recPath, user, _ := aclRecordFile()
+	waitRecord := func(what string, ok func(*aclRecord) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			rec := &aclRecord{}
+			if peekRecord(recPath, user, rec) == nil && ok(rec) {
+				return
+			}
+		}
+		rec := &aclRecord{}
+		peekRecord(recPath, user, rec)
+		endA()
+		t.Fatalf("the record never showed %s: %+v", what, rec.Placeholders)
+	}
+	waitRecord("run A's placeholders", func(r *aclRecord) bool { return len(r.Placeholders) >= len(kept) })
+
+	// Run B, planned now: it finds A's placeholders there.
+	pB := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "(for /l %i in (1,1,400000) do @if exist "+flag+".b exit 0) & exit 3")
+	data, err := json.Marshal(pB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(base, "planB.json")
+	if err := os.WriteFile(planFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "AGENTBOX_TEST_RUN_PLAN="+planFile)
+	childOut := filepath.Join(base, "childB.out")
+	if f, err := os.Create(childOut); err == nil {
+		child.Stdout, child.Stderr = f, f
+		defer f.Close()
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(childOut)
+			t.Logf("run B's output: %q", b)
+		}
+		pid := uint32(child.Process.Pid)
+		child.Process.Kill()
+		child.Wait()
+		killDescendants(pid)
+	}()
+	// B holds its grants once its placeholders are made or joined.
+	waitRecord("run B started", func(r *aclRecord) bool {
+		for _, a := range r.ACEs {
+			for _, h := range a.Holders {
+				if h.PID == uint32(child.Process.Pid) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+
+	endA()
+	for _, p := range kept {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("run A ended while run B runs: the placeholder %s B relies on is gone: %v", p, err)
+		}
+	}
+	for _, e := range evA.all {
+		if e.Kind == event.Quarantine {
+			t.Errorf("run A's check moved away %s (%s)", e.Path, e.Detail)
+		}
+	}
+}
+
+// TestWindowsHolderAlive: a run is this process only with its creation
+// time (a reused process ID is another run), and an ID no process has is
+// gone, both for a grant's holder and a placeholder's; an ended process
+// whose handle is still open (its object lives on) is gone too.
+func TestWindowsHolderAlive(t *testing.T) {
+	me := self()
+	if !alive(me) || !placeholderAlive(me) {
+		t.Errorf("this run is not alive: %v, %v", alive(me), placeholderAlive(me))
+	}
+	reused := aclHolder{PID: me.PID, Started: me.Started + 1}
+	if alive(reused) || placeholderAlive(reused) {
+		t.Error("a reused process ID (another creation time) is taken for the run")
+	}
+	nobody := aclHolder{PID: 0xFFFFFFF0, Started: me.Started}
+	if alive(nobody) || placeholderAlive(nobody) {
+		t.Error("a process ID no process has is taken for a live run")
+	}
+	c := exec.Command("cmd", "/d", "/c", "exit 0")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := holderOf(t, uint32(c.Process.Pid))
+	c.Wait() // the os.Process keeps its handle open until it is released
+	if alive(h) || placeholderAlive(h) {
+		t.Error("an ended process is taken for a live run")
+	}
+	c.Process.Release()
+}
+
+// TestWindowsPeekWaitsForWrites: a look at the record that writes
+// nothing (RemoveLeftoverPlaceholders' at every run's start) holds the
+// lock shared while it reads, so a run writing the record at that moment
+// waits instead of failing: before, the look read without the lock, and
+// a run that renamed its new record over the one held open failed to
+// record its ACEs and was refused (seen under Wine: "rename …: Access
+// denied"). Here the look is held open mid-read while another run writes.
+func TestWindowsPeekWaitsForWrites(t *testing.T) {
+	recordHome(t)
+	recPath, user, _ := aclRecordFile()
+	if err := withRecord(recPath, user, testGroup, true, func(*aclRecord, func() error) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// The look, as peekRecord takes it, stopped while it reads.
+	lock, err := openRecordFile(recPath+".lock", windows.GENERIC_READ|windows.GENERIC_WRITE, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, false, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(lock)
+	ol := new(windows.Overlapped)
+	if err := windows.LockFileEx(lock, 0, 0, 1, 0, ol); err != nil {
+		t.Fatal(err)
+	}
+	reading, err := openRecordFile(recPath, windows.GENERIC_READ, windows.FILE_SHARE_READ, false, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- withRecord(recPath, user, testGroup, true, func(rec *aclRecord, _ func() error) error {
+			rec.Placeholders = append(rec.Placeholders, recPlaceholder{Path: `C:\x\.vscode`, Dir: true, FileID: 1, Holder: aclHolder{PID: 1, Started: 1}})
+			return nil
+		})
+	}()
+	time.Sleep(200 * time.Millisecond) // let the writer reach the lock
+	windows.CloseHandle(reading)
+	windows.UnlockFileEx(lock, 0, 1, 0, ol)
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Errorf("a run writing the record while another looked at it failed: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the write never finished")
+	}
+	rec := &aclRecord{}
+	if err := peekRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 1 {
+		t.Errorf("the record after the write: %+v, %v", rec.Placeholders, err)
+	}
+}
+
+// holderOf is the run a live process stands for.
+func holderOf(t *testing.T, pid uint32) aclHolder {
+	t.Helper()
+	p, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(p)
+	var c, e, k, u windows.Filetime
+	if err := windows.GetProcessTimes(p, &c, &e, &k, &u); err != nil {
+		t.Fatal(err)
+	}
+	return aclHolder{PID: pid, Started: c.Nanoseconds()}
 }
 
 // replaceWithLookalike puts another file with the same content in place

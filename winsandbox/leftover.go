@@ -3,6 +3,8 @@ package winsandbox
 import (
 	"bytes"
 	"slices"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
 // A placeholder a killed run left (the pure half; gitfiles_windows.go
@@ -28,7 +30,14 @@ import (
 // that run (kept for the run, with its deny ACE, and removed after it).
 
 // recPlaceholder is one placeholder a run made: where, a file with what
-// or a folder, its identity, and the run that holds it.
+// or a folder, its identity, and the runs that hold it.
+//
+// A run of the same workspace that starts while another holds a
+// placeholder plans it as a file or folder that exists (a deny ACE, no
+// placeholder of its own), so it relies on it being there: it joins the
+// holders, and the placeholder is removed only when the last of them
+// ends. Otherwise the first run's end would take away the second run's
+// protection while its box still runs.
 type recPlaceholder struct {
 	Path    string    `json:"path"`
 	Dir     bool      `json:"dir,omitempty"`
@@ -36,6 +45,53 @@ type recPlaceholder struct {
 	Volume  uint32    `json:"volume"`
 	FileID  uint64    `json:"file_id"`
 	Holder  aclHolder `json:"holder"`
+	// Joined are the other runs that hold it (joinPlaceholders).
+	Joined []aclHolder `json:"joined,omitempty"`
+}
+
+// holders returns every run that holds the placeholder.
+func (r *recPlaceholder) holders() []aclHolder {
+	var out []aclHolder
+	for _, h := range append([]aclHolder{r.Holder}, r.Joined...) {
+		if h != (aclHolder{}) && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// keepHolders makes hs the placeholder's holders, and reports whether
+// there is one.
+func (r *recPlaceholder) keepHolders(hs []aclHolder) bool {
+	r.Holder, r.Joined = aclHolder{}, nil
+	if len(hs) == 0 {
+		return false
+	}
+	r.Holder = hs[0]
+	if len(hs) > 1 {
+		r.Joined = slices.Clone(hs[1:])
+	}
+	return true
+}
+
+// held drops the holders that are no longer alive and reports whether a
+// live run still holds the placeholder.
+func (r *recPlaceholder) held(alive func(aclHolder) bool) bool {
+	return r.keepHolders(slices.DeleteFunc(r.holders(), func(h aclHolder) bool { return !alive(h) }))
+}
+
+// join adds run me to the placeholder's holders.
+func (r *recPlaceholder) join(me aclHolder) {
+	if hs := r.holders(); !slices.Contains(hs, me) {
+		r.keepHolders(append(hs, me))
+	}
+}
+
+// leave takes run me out of the placeholder's holders and reports
+// whether another live run still holds it (then it stays).
+func (r *recPlaceholder) leave(me aclHolder, alive func(aclHolder) bool) bool {
+	r.keepHolders(slices.DeleteFunc(r.holders(), func(h aclHolder) bool { return h == me }))
+	return r.held(alive)
 }
 
 // fileFacts is what a placeholder's path holds now, read through a
@@ -84,9 +140,28 @@ func judgeLeftover(r recPlaceholder, alive bool, f fileFacts) leftover {
 	return leftoverOurs
 }
 
-// dropPlaceholder takes path's placeholder of holder h out of the record.
-func (r *aclRecord) dropPlaceholder(path string, h aclHolder) {
-	r.Placeholders = slices.DeleteFunc(r.Placeholders, func(p recPlaceholder) bool {
-		return p.Holder == h && winKey(p.Path) == winKey(path)
-	})
+// leaveToOthers marks, among the guards of the after-run check, the
+// missing places where this run leaves its placeholder to another live
+// run that holds it too (releasePlaceholders): it is that run's, still
+// the very one made, which this run's box could not change, so the check
+// takes it for what was there before the run (kept read-only) rather
+// than for something that appeared during the run, which it would move
+// away from the run that relies on it.
+func leaveToOthers(h *plan.HostExec, others []recPlaceholder) {
+	for i := range h.Guards {
+		g := &h.Guards[i]
+		if g.Kind != plan.KindMissing {
+			continue
+		}
+		for _, o := range others {
+			if winKey(o.Path) != winKey(g.Path) {
+				continue
+			}
+			g.Kind, g.Keep = plan.KindFile, plan.KeepReadOnly
+			if o.Dir {
+				g.Kind = plan.KindDir
+			}
+			g.Note = "agentbox's placeholder, left after the run to another run that still runs and holds it (the box could not change it)"
+		}
+	}
 }

@@ -3,6 +3,7 @@ package winsandbox
 import (
 	"testing"
 
+	"github.com/agentbox/agentbox/plan"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -51,18 +52,68 @@ func TestJudgeLeftover(t *testing.T) {
 	}
 }
 
-// TestDropPlaceholder: a run's release takes only its own entry for the
-// path out of the record.
-func TestDropPlaceholder(t *testing.T) {
-	me, other := aclHolder{PID: 1, Started: 1}, aclHolder{PID: 2, Started: 2}
-	r := aclRecord{Placeholders: []recPlaceholder{
-		{Path: `C:\a\.git\commondir`, Holder: me},
-		{Path: `C:\a\.git\commondir`, Holder: other},
-		{Path: `C:\b\.git\commondir`, Holder: me},
+// TestPlaceholderHolders: a placeholder stays while any run that holds
+// it is alive. Run B of the same workspace, started while run A holds
+// the placeholder, planned it as there (a deny ACE, no placeholder of its
+// own) and joins its holders: when A ends first, the placeholder stays
+// for B (before, A's end removed it and B's box could create what it
+// kept), and it goes when B ends; a holder that died is dropped.
+func TestPlaceholderHolders(t *testing.T) {
+	a, b, c := aclHolder{PID: 1, Started: 1}, aclHolder{PID: 2, Started: 2}, aclHolder{PID: 3, Started: 3}
+	live := map[aclHolder]bool{a: true, b: true, c: true}
+	alive := func(h aclHolder) bool { return live[h] }
+	r := recPlaceholder{Path: `C:\p\.vscode`, Dir: true, Volume: 7, FileID: 77, Holder: a}
+	r.join(b)
+	r.join(b)
+	if diff := cmp.Diff([]aclHolder{a, b}, r.holders()); diff != "" {
+		t.Errorf("holders after B joined (twice) (-want +got):\n%s", diff)
+	}
+	if !r.leave(a, alive) {
+		t.Error("A ended while B runs: the placeholder was given up; want it kept for B")
+	}
+	if diff := cmp.Diff(recPlaceholder{Path: r.Path, Dir: true, Volume: 7, FileID: 77, Holder: b}, r); diff != "" {
+		t.Errorf("after A left (-want +got):\n%s", diff)
+	}
+	if r.leave(b, alive) {
+		t.Error("B, the last holder, ended: the placeholder is still held")
+	}
+	// A holder that died (killed) holds nothing.
+	r = recPlaceholder{Path: r.Path, Holder: a, Joined: []aclHolder{b, c}}
+	live[b] = false
+	if !r.leave(a, alive) || !cmp.Equal(r.holders(), []aclHolder{c}) {
+		t.Errorf("after A left with B dead: holders %v; want C's only, still held", r.holders())
+	}
+	live[c] = false
+	if r.held(alive) || len(r.holders()) != 0 {
+		t.Errorf("every holder dead: held, holders %v; want none", r.holders())
+	}
+	// A record of the format before Joined: one holder.
+	old := recPlaceholder{Path: r.Path, Holder: a}
+	if !old.held(alive) || !cmp.Equal(old.holders(), []aclHolder{a}) {
+		t.Errorf("a one-holder record: %v", old.holders())
+	}
+}
+
+// TestLeaveToOthers: where a run leaves its placeholder to another live
+// run that holds it, its after-run check takes the placeholder for what
+// was there (kept read-only), not for something the box made; the other
+// guards stay as they are.
+func TestLeaveToOthers(t *testing.T) {
+	h := plan.HostExec{Guards: []plan.Guard{
+		{Path: `C:\p\.vscode`, Rule: "vscode", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.git\commondir`, Rule: "git commondir", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.claude`, Rule: "claude", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.git\hooks`, Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepReadOnly},
 	}}
-	r.dropPlaceholder(`c:\A\.git\COMMONDIR`, me)
-	want := []recPlaceholder{{Path: `C:\a\.git\commondir`, Holder: other}, {Path: `C:\b\.git\commondir`, Holder: me}}
-	if diff := cmp.Diff(want, r.Placeholders); diff != "" {
-		t.Errorf("after dropPlaceholder (-want +got):\n%s", diff)
+	leaveToOthers(&h, []recPlaceholder{{Path: `c:\P\.VSCODE`, Dir: true}, {Path: `C:\p\.git\commondir`, Content: ".\n"}})
+	note := "agentbox's placeholder, left after the run to another run that still runs and holds it (the box could not change it)"
+	want := []plan.Guard{
+		{Path: `C:\p\.vscode`, Rule: "vscode", Kind: plan.KindDir, Keep: plan.KeepReadOnly, Note: note},
+		{Path: `C:\p\.git\commondir`, Rule: "git commondir", Kind: plan.KindFile, Keep: plan.KeepReadOnly, Note: note},
+		{Path: `C:\p\.claude`, Rule: "claude", Kind: plan.KindMissing, Keep: plan.KeepChecked},
+		{Path: `C:\p\.git\hooks`, Rule: "git hooks", Kind: plan.KindDir, Keep: plan.KeepReadOnly},
+	}
+	if diff := cmp.Diff(want, h.Guards); diff != "" {
+		t.Errorf("guards (-want +got):\n%s", diff)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -276,7 +277,7 @@ func TestWindowsPlaceholders(t *testing.T) {
 	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	made, err := holdPlaceholders([]string{a, b}, nil, testGroup)
+	made, err := holdPlaceholders([]string{a, b}, nil, nil, testGroup)
 	if err != nil || len(made) != 2 {
 		t.Fatalf("holdPlaceholders = %v, %v", made, err)
 	}
@@ -290,7 +291,118 @@ func TestWindowsPlaceholders(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(b, "kept.txt")); err != nil {
 		t.Errorf("a placeholder someone wrote into was removed: %v", err)
 	}
-	if _, err := holdPlaceholders([]string{f}, nil, testGroup); err == nil {
+	if _, err := holdPlaceholders([]string{f}, nil, nil, testGroup); err == nil {
 		t.Error("a file where a placeholder folder goes did not fail")
+	}
+}
+
+// TestWindowsFollowRefusesForeignLink: a read grant on one file follows
+// links only when you or the system own them. A junction on the way to
+// the command's program that another owner's (a box's) stands for is
+// refused, and the file it leads to gets nothing; the same junction of
+// yours is followed. Giving a junction another owner needs
+// SeRestorePrivilege (an administrator's), so this runs on real Windows
+// as one.
+func TestWindowsFollowRefusesForeignLink(t *testing.T) {
+	enforcing(t)
+	base := tempDir(t)
+	proj, secret := filepath.Join(base, "proj"), filepath.Join(base, "ssh")
+	for _, d := range []string{proj, secret} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(secret, "tool.exe"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(proj, "bin")
+	if out, err := exec.Command("cmd", "/c", "mklink", "/J", bin, secret).CombinedOutput(); err != nil {
+		t.Fatalf("mklink /J: %v: %s", err, out)
+	}
+	program := filepath.Join(bin, "tool.exe")
+	if _, _, err := readDACL(program, true); err != nil {
+		t.Fatalf("a junction of your own on the way is not followed: %v", err)
+	}
+	// The junction, owned by another: BUILTIN\Users stands for a sandbox
+	// user.
+	restore := testPrivilege(t, "SeRestorePrivilege")
+	defer restore()
+	p, _ := windows.UTF16PtrFromString(bin)
+	h, err := windows.CreateFile(p, windows.WRITE_OWNER|windows.READ_CONTROL, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING,
+		windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, _ := windows.StringToSid("S-1-5-32-545")
+	err = windows.SetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION, users, nil, nil, nil)
+	windows.CloseHandle(h)
+	if err != nil {
+		t.Fatalf("giving the junction another owner: %v", err)
+	}
+	restore()
+	if _, _, err := readDACL(program, true); err == nil || !strings.Contains(err.Error(), "owned by") {
+		t.Errorf("readDACL through another owner's junction = %v, want a refusal", err)
+	}
+	const group = "S-1-5-21-1-2-3-4242"
+	rec := &aclRecord{}
+	rec.begin([]recACE{{Path: program, SID: group, Mask: FileRights(RightsRead)}}, "project", self())
+	if err := syncPath(rec, program, group); err == nil {
+		t.Error("a read grant through another owner's junction was written")
+	}
+	d, _, err := readDACL(filepath.Join(secret, "tool.exe"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range d.aces {
+		if strings.EqualFold(a.SID, group) {
+			t.Errorf("the file behind the junction got an ACE of the group: %+v", a)
+		}
+	}
+}
+
+// testPrivilege enables a privilege of this process's token for the
+// test (refusing the test where the token does not hold it) and returns
+// what disables it again.
+func testPrivilege(t *testing.T, name string) func() {
+	t.Helper()
+	var tok windows.Token
+	if err := windows.OpenProcessToken(windows.CurrentProcess(), windows.TOKEN_ADJUST_PRIVILEGES|windows.TOKEN_QUERY, &tok); err != nil {
+		t.Fatal(err)
+	}
+	var luid windows.LUID
+	n, _ := windows.UTF16PtrFromString(name)
+	if err := windows.LookupPrivilegeValue(nil, n, &luid); err != nil {
+		tok.Close()
+		t.Fatal(err)
+	}
+	set := func(attr uint32) error {
+		// ERROR_NOT_ALL_ASSIGNED comes as the thread's last error of a
+		// call that succeeded.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tp := windows.Tokenprivileges{PrivilegeCount: 1}
+		tp.Privileges[0] = windows.LUIDAndAttributes{Luid: luid, Attributes: attr}
+		if err := windows.AdjustTokenPrivileges(tok, false, &tp, 0, nil, nil); err != nil {
+			return err
+		}
+		if e := windows.GetLastError(); e == windows.ERROR_NOT_ALL_ASSIGNED {
+			return e
+		}
+		return nil
+	}
+	if err := set(windows.SE_PRIVILEGE_ENABLED); err != nil {
+		tok.Close()
+		if os.Getenv("AGENTBOX_WINDOWS_MUST_ENFORCE") == "1" {
+			t.Fatalf("%s cannot be enabled (%v): run the package tests as an administrator", name, err)
+		}
+		t.Skipf("%s cannot be enabled (%v): needs an administrator", name, err)
+	}
+	done := false
+	return func() {
+		if !done {
+			done = true
+			set(0)
+			tok.Close()
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package winsandbox
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // ACLs by handle, never through a link (the pure half; acl_windows.go
 // opens the handles).
@@ -100,4 +103,44 @@ func extendedPath(path string) string {
 		return `\\?\UNC\` + strings.Join(parts, `\`)
 	}
 	return `\\?\` + strings.Join(parts, `\`)
+}
+
+// A link on the way to a file agentbox follows (mayFollow) must be one the
+// user or the system made: a symbolic link or junction a box made (owned
+// by a sandbox user; Developer Mode lets any user make symbolic links,
+// and junctions need no privilege) in a folder it could write, such as
+// another workspace's writable root holding the command's program, would
+// otherwise have agentbox grant the sandbox users read on whatever file
+// the box chose (~\.ssh\id_rsa), and remove agentbox's ACEs there when the
+// grant ends.
+
+// wellKnownLinkOwners are the owners besides the user whose links are
+// followed: SYSTEM, Administrators (what an elevated installer makes) and
+// TrustedInstaller.
+var wellKnownLinkOwners = map[string]bool{
+	"S-1-5-18":     true,
+	"S-1-5-32-544": true,
+	"S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464": true,
+}
+
+// trustedLinkOwner reports whether a link owned by owner may be followed
+// for the user whose SID is user.
+func trustedLinkOwner(owner, user string) bool {
+	return wellKnownLinkOwners[strings.ToUpper(owner)] || user != "" && strings.EqualFold(owner, user)
+}
+
+// pathSteps returns each folder on the way to path below its volume's
+// root, and path itself, outermost first: `C:\a\b` gives `C:\a`, `C:\a\b`.
+func pathSteps(path string) []string {
+	var out []string
+	for p := strings.TrimRight(strings.ReplaceAll(path, "/", `\`), `\`); ; {
+		d := winDir(p)
+		if d == p || len(p) <= 3 || strings.HasPrefix(p, `\\`) && strings.Count(strings.TrimPrefix(p, `\\`), `\`) < 2 {
+			break
+		}
+		out = append(out, p)
+		p = strings.TrimRight(d, `\`)
+	}
+	slices.Reverse(out)
+	return out
 }

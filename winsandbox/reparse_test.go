@@ -3,6 +3,8 @@ package winsandbox
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestRedirects(t *testing.T) {
@@ -85,5 +87,43 @@ func TestExtendedPath(t *testing.T) {
 		if got := extendedPath(tc.in); got != tc.want {
 			t.Errorf("extendedPath(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestLinkFollowing: the links on the way to a file agentbox follows are
+// judged step by step, each folder below the volume's root and the file,
+// and only one the user, SYSTEM, Administrators or TrustedInstaller owns
+// is followed (a sandbox user's, a box's, is not).
+func TestLinkFollowing(t *testing.T) {
+	for in, want := range map[string][]string{
+		`C:\Users\me\AppData\Local\Microsoft\WinGet\Links\tool.exe`: {`C:\Users`, `C:\Users\me`, `C:\Users\me\AppData`, `C:\Users\me\AppData\Local`, `C:\Users\me\AppData\Local\Microsoft`, `C:\Users\me\AppData\Local\Microsoft\WinGet`, `C:\Users\me\AppData\Local\Microsoft\WinGet\Links`, `C:\Users\me\AppData\Local\Microsoft\WinGet\Links\tool.exe`},
+		`C:\tool.exe`:                 {`C:\tool.exe`},
+		`C:\a\b\`:                     {`C:\a`, `C:\a\b`},
+		`C:/a/b`:                      {`C:\a`, `C:\a\b`},
+		`\\server\share\dir\tool.exe`: {`\\server\share\dir`, `\\server\share\dir\tool.exe`},
+		`C:\`:                         nil,
+	} {
+		if diff := cmp.Diff(want, pathSteps(in)); diff != "" {
+			t.Errorf("pathSteps(%q) (-want +got):\n%s", in, diff)
+		}
+	}
+	const me = "S-1-5-21-1-2-3-1001"
+	for owner, want := range map[string]bool{
+		me:                    true,
+		"s-1-5-21-1-2-3-1001": true,
+		"S-1-5-18":            true,
+		"S-1-5-32-544":        true,
+		"S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464": true,
+		"S-1-5-21-1-2-3-1002": false, // a sandbox user (a box), another user
+		"S-1-5-32-545":        false, // Users
+		"S-1-1-0":             false, // Everyone
+		"":                    false,
+	} {
+		if got := trustedLinkOwner(owner, me); got != want {
+			t.Errorf("trustedLinkOwner(%q) = %v, want %v", owner, got, want)
+		}
+	}
+	if trustedLinkOwner("", "") {
+		t.Error("an unknown owner with no user is trusted")
 	}
 }

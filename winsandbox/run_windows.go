@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -266,8 +267,27 @@ func (w *Windows) run(p *plan.Plan, spec *Spec, c *backend.Context) (int, error)
 	// runs after the job's) and before the after-run check. Each is
 	// recorded with its identity, so that one a killed run left is known
 	// for agentbox's own by the next run (leftover.go).
-	made, err := holdPlaceholders(spec.Placeholders, spec.GitPlaceholders, rec.GroupSID)
-	defer releasePlaceholders(made, rec.GroupSID)
+	// What the plan took for there and is gone now gets one too
+	// (keptExisting).
+	dirs, files := slices.Clone(spec.Placeholders), slices.Clone(spec.GitPlaceholders)
+	keptDirs, keptFiles := keptExisting(spec)
+	for _, d := range keptDirs {
+		if _, err := os.Lstat(d); errors.Is(err, os.ErrNotExist) {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, f := range keptFiles {
+		_, err := os.Lstat(f.Path)
+		if _, derr := os.Lstat(winDir(f.Path)); errors.Is(err, os.ErrNotExist) && derr == nil {
+			files = append(files, f)
+		}
+	}
+	var roots []string
+	for _, c := range spec.Capabilities {
+		roots = append(roots, c.Root)
+	}
+	made, err := holdPlaceholders(dirs, files, roots, rec.GroupSID)
+	defer func() { leaveToOthers(&p.HostExec, releasePlaceholders(made, rec.GroupSID)) }()
 	if err != nil {
 		return 125, err
 	}
