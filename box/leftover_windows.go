@@ -4,8 +4,13 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/agentbox/agentbox/supervise"
 	"github.com/agentbox/agentbox/winsandbox"
 )
+
+// A killed run's after-run check leaves alone the placeholders a live run
+// holds (winsandbox.MarkLivePlaceholders).
+func init() { supervise.KeptByLiveRuns = winsandbox.MarkLivePlaceholders }
 
 // removeLeftovers removes the git placeholders a killed run of the
 // Windows backend left (winsandbox.RemoveLeftoverPlaceholders), before

@@ -173,6 +173,9 @@ func recoverPending(state, self string, ev event.Emitter) error {
 			continue
 		}
 		ev.Emit(event.Event{Kind: event.Warning, Detail: fmt.Sprintf("run %s ended without a finished after-run check (agentbox was killed, or the check could not finish): doing it now", rec.Run)})
+		if KeptByLiveRuns != nil {
+			KeptByLiveRuns(&rec.HostExec)
+		}
 		if err := check(&rec.HostExec, rec.Run, rec.Records, rec.Explorer, ev); err != nil {
 			if failed == nil {
 				failed = err
@@ -183,6 +186,14 @@ func recoverPending(state, self string, ev event.Emitter) error {
 	}
 	return failed
 }
+
+// KeptByLiveRuns, when set (package box sets it to winsandbox's
+// MarkLivePlaceholders), marks among the guards of a killed run's plan the
+// places where a live run of this user holds its placeholder, still the
+// very one made, before the killed run's check: without it that check,
+// done by a later run, took the placeholder for something the killed
+// run's box planted and moved it away from the live run that relies on it.
+var KeptByLiveRuns func(h *plan.HostExec)
 
 // safeRun is a run ID as a file name.
 func safeRun(run string) string {

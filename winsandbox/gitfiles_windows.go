@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/agentbox/agentbox/plan"
 )
 
 // holdPlaceholders makes each missing control folder of the spec
@@ -337,6 +339,33 @@ func releasePlaceholders(held []recPlaceholder, groupSID string) (others []recPl
 		return nil
 	})
 	return others
+}
+
+// MarkLivePlaceholders marks, among the guards of a killed run's plan h,
+// the missing places where a live run of this user holds its placeholder
+// (the record names a live holder and it is still the very file or folder
+// made): the killed run's after-run check, done by a later run, then takes
+// it for what was there before (kept read-only; the box could not change
+// it) rather than for something the killed run's box planted, which it
+// would move away from the live run that relies on it. A record it cannot
+// read marks nothing: the check then moves such a placeholder away, as
+// before.
+func MarkLivePlaceholders(h *plan.HostExec) {
+	path, user, err := aclRecordFile()
+	if err != nil {
+		return
+	}
+	var rec aclRecord
+	if peekRecord(path, user, &rec) != nil {
+		return
+	}
+	var live []recPlaceholder
+	for _, r := range rec.Placeholders {
+		if r.held(placeholderAlive) && judgeLeftover(r, false, placeholderFacts(r.Path)) == leftoverOurs {
+			live = append(live, r)
+		}
+	}
+	leaveToOthers(h, live)
 }
 
 // RemoveLeftoverPlaceholders removes the placeholders (control folders,

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/windows"
 
 	"github.com/agentbox/agentbox/backend"
@@ -775,5 +776,55 @@ func recordHome(t *testing.T) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWindowsMarkLivePlaceholders: a killed run's after-run check, done
+// by a later run, leaves alone a placeholder a live run holds, still the
+// very one made (before, it moved it away as something the killed run's
+// box planted, while the live run's box relied on it): its guard is
+// marked existing and read-only. A placeholder only a dead run holds, and
+// a live run's that was replaced by a look-alike, stay missing, for the
+// check to judge.
+func TestWindowsMarkLivePlaceholders(t *testing.T) {
+	recordHome(t)
+	git := filepath.Join(tempDir(t), ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	live, dead, swapped := filepath.Join(git, "commondir"), filepath.Join(git, "config.worktree"), filepath.Join(git, "other")
+	holders := map[string]aclHolder{live: self(), dead: {PID: uint32(os.Getpid()), Started: 1}, swapped: self()}
+	var recorded []recPlaceholder
+	for _, p := range []string{live, dead, swapped} {
+		id, made, err := makeGitPlaceholder(GitPlaceholder{Path: p, Content: ".\n"})
+		if err != nil || !made {
+			t.Fatal(made, err)
+		}
+		recorded = append(recorded, recPlaceholder{Path: p, Content: ".\n", Volume: id.VolumeSerialNumber,
+			FileID: uint64(id.FileIndexHigh)<<32 | uint64(id.FileIndexLow), Holder: holders[p]})
+	}
+	recPath, user, _ := aclRecordFile()
+	if err := withRecord(recPath, user, testGroup, true, func(rec *aclRecord, _ func() error) error {
+		rec.Placeholders = recorded
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	replaceWithLookalike(t, swapped)
+	h := &plan.HostExec{}
+	for _, p := range []string{live, dead, swapped} {
+		h.Guards = append(h.Guards, plan.Guard{Path: p, Kind: plan.KindMissing, Rule: "git " + filepath.Base(p)})
+	}
+	MarkLivePlaceholders(h)
+	got := map[string]string{}
+	for _, g := range h.Guards {
+		got[filepath.Base(g.Path)] = g.Kind
+		if g.Path == live && g.Keep != plan.KeepReadOnly {
+			t.Errorf("the live run's placeholder is marked %v, not kept read-only", g.Keep)
+		}
+	}
+	want := map[string]string{"commondir": plan.KindFile, "config.worktree": plan.KindMissing, "other": plan.KindMissing}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("guards after MarkLivePlaceholders (-want +got):\n%s", diff)
 	}
 }
