@@ -178,3 +178,16 @@ func TestBoxHasNoCapabilities(t *testing.T) {
 		})
 	}
 }
+
+// agentbox doctor starts the C init once, outside a box, to learn whether
+// it runs here. The init refuses to start its command while it holds any
+// capability it cannot drop, and an ordinary user's bounding set is full:
+// doctor runs it as a box does, in a user namespace of its own holding
+// CAP_SETPCAP, and must report that it runs, as root and not.
+func TestDoctorInitRuns(t *testing.T) {
+	w := newWorld(t)
+	r := w.run("doctor")
+	if !strings.Contains(r.stdout+r.stderr, "box init: agentbox's C init, from a sealed memory file") {
+		t.Errorf("doctor does not report that the C init runs here:\n%v", r)
+	}
+}
