@@ -230,6 +230,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		return strconv.Itoa(next - 1)
 	}
 	devNodes := false
+	privateMounts := false
 	var nr netRender
 	if p.Network.Mode == plan.NetAllowlist {
 		var err error
@@ -333,8 +334,24 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			if p.Identity.Root() {
 				// Run as root, bwrap creates no user namespace and keeps every
 				// capability, so `mount -o remount,rw /` inside would make
-				// the host's / writable. Drop them all.
-				add("--cap-drop", "ALL")
+				// the host's / writable. Drop them all but CAP_SETPCAP,
+				// which the init needs to empty the bounding set before it
+				// starts CMD (it drops every capability and checks that
+				// none is left, or CMD does not start).
+				add("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
+			} else {
+				// bwrap makes the box's mount namespace a slave of the
+				// host's, so a mount the host makes later under a path the
+				// box sees read-only (a USB disk, sshfs, an automount the
+				// box triggers) would reach the box writable. The init
+				// makes the box's mounts private first (--private-mounts):
+				// bwrap leaves it CAP_SYS_ADMIN of the box's own user
+				// namespace for that, and CAP_SETPCAP to empty the
+				// bounding set; then it drops every capability and checks
+				// that none is left, or CMD does not start. (A root run's
+				// namespace is made private before bwrap starts.)
+				add("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
+				privateMounts = true
 			}
 			switch p.Network.Mode {
 			case plan.NetNone:
@@ -398,6 +415,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	// own command line: the command starts here.
 	commandAt := len(a)
 	add("--", "/proc/self/fd/"+strconv.Itoa(selfFD), InitCommand, "--ready-fd", strconv.Itoa(readyFD), "--check-fd", strconv.Itoa(checkFD))
+	if privateMounts {
+		add("--private-mounts")
+	}
 	if o.Foreground {
 		add("--foreground")
 	}

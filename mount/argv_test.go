@@ -322,6 +322,7 @@ func TestRenderSmallPlan(t *testing.T) {
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--ro-bind", "/proc/sys", "/proc/sys",
 		"--unshare-pid", "--die-with-parent",
+		"--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
 		"--tmpfs", "/tmp",
 		"--bind-fd", "10", "/home/u/proj",
 		"--ro-bind-data", "11", "/home/u/.netrc",
@@ -336,7 +337,7 @@ func TestRenderSmallPlan(t *testing.T) {
 		"--setenv", "AGENTBOX_NETWORK", "open",
 		"--setenv", "TMPDIR", "/tmp",
 		"--info-fd", "3",
-		"--as-pid-1", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--check-fd", "8", "--foreground", "--log-fd", "9",
+		"--as-pid-1", "--", "/proc/self/fd/5", InitCommand, "--ready-fd", "4", "--check-fd", "8", "--private-mounts", "--foreground", "--log-fd", "9",
 		"--rlimit", "nproc=10", "--rlimit", "nofile=20", "--rlimit", "as=30", "--rlimit", "cpu=40", "--rlimit", "fsize=50",
 		"--", "true",
 	}

@@ -73,6 +73,21 @@ func (a cinitArch) command(t *testing.T, args ...string) *exec.Cmd {
 	argv := append(append(append([]string(nil), a.runner...), exe, InitCommand), args...)
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir = t.TempDir()
+	if os.Getuid() != 0 {
+		// The init drops every capability, the bounding set too, and
+		// refuses to start CMD if one is left; an ordinary user's
+		// bounding set is full and only CAP_SETPCAP may empty it. In a
+		// box bwrap leaves the init that capability of the box's user
+		// namespace (Render); here a user namespace of its own, mapping
+		// this user only, does.
+		uid, gid := os.Getuid(), os.Getgid()
+		c.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			AmbientCaps: []uintptr{unix.CAP_SETPCAP},
+		}
+	}
 	return c
 }
 
@@ -368,10 +383,16 @@ func TestCInitClosesWithoutCloseRange(t *testing.T) {
 	defer leak1.Close()
 	defer leak2.Close()
 	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent"}
+	// The capabilities Render leaves the init, to drop before it starts
+	// CMD (and, not as root, to make the box's mounts private).
+	initArgs := []string{exe, InitCommand}
 	if os.Getuid() == 0 {
-		args = append(args, "--cap-drop", "ALL")
+		args = append(args, "--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
+	} else {
+		args = append(args, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
+		initArgs = append(initArgs, "--private-mounts")
 	}
-	args = append(args, "--seccomp", "3", "--as-pid-1", "--", exe, InitCommand, "--", "sh", "-c", `ls /proc/self/fd | tr '\n' ' '`)
+	args = append(append(append(args, "--seccomp", "3", "--as-pid-1", "--"), initArgs...), "--", "sh", "-c", `ls /proc/self/fd | tr '\n' ' '`)
 	c := exec.Command(bwrap, args...)
 	c.ExtraFiles = []*os.File{filter, leak1, leak2}
 	var b bytes.Buffer

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -25,7 +26,7 @@ import (
 
 // Init is pid 1 inside the box:
 //
-//	agentbox __init --ready-fd N [--check-fd N] [--foreground] [--scope-abstract-unix] [--log-fd N [--log-reads]] [--preload-fd N] [--rlimit NAME=VALUE]...
+//	agentbox __init --ready-fd N [--check-fd N] [--private-mounts] [--foreground] [--scope-abstract-unix] [--log-fd N [--log-reads]] [--preload-fd N] [--rlimit NAME=VALUE]...
 //	    [--net-fd N [--net-port PORT] [--forward HOST:PORT]... [--publish PORT]...] -- CMD ARGS...
 //
 // It first checks that the box's mounts are what agentbox asked for (the
@@ -45,6 +46,19 @@ import (
 // --publish it also answers agentbox's requests for sockets to reach the
 // box's servers on the published ports (netproxy.AnswerSockets).
 func Init(args []string) int {
+	// Before anything else: no host mount reaches the box from here on
+	// (--private-mounts), and the init holds no capability.
+	private := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		private = private || a == "--private-mounts"
+	}
+	if err := privatize(private); err != nil {
+		fmt.Fprintf(os.Stderr, "agentbox: error: init: %v\n", err)
+		return 125
+	}
 	// First of all: the init holds no limits and the box's descriptors;
 	// no process of the box may open its memory (/proc/1/mem) or its
 	// descriptors (/proc/1/fd).
@@ -75,6 +89,8 @@ func Init(args []string) int {
 			foreground = true
 		case "--scope-abstract-unix":
 			scope = true
+		case "--private-mounts":
+			// done above
 		case "--log-reads":
 			logReads = true
 		case "--log-fd":
@@ -337,4 +353,86 @@ func listenLoopback(ch *net.UnixConn, addr string) (net.Listener, error) {
 		return nil, err
 	}
 	return net.FileListener(f)
+}
+
+// privatize makes every mount of the box's namespace private when told
+// (--private-mounts), then drops every capability of every thread (the
+// bounding set, ambient, inheritable, permitted, effective) and reads them
+// back; an error means CMD must not start.
+//
+// bwrap makes the box's mount namespace a slave of the host's, so a mount
+// the host makes later under a path the box sees read-only (a USB disk, an
+// sshfs or FUSE mount, an automount the box itself triggers) would reach
+// the box writable: bwrap's read-only flags only cover the mounts it saw.
+// A run that is not root has bwrap leave CAP_SYS_ADMIN and CAP_SETPCAP of
+// the box's user namespace to the init alone, for this (see Render); a
+// root run's namespace is made private by agentbox before bwrap starts.
+// Capabilities belong to each thread, so they are dropped on all of them
+// (syscall.AllThreadsSyscall, which needs a build without cgo).
+func privatize(private bool) error {
+	if private {
+		// bwrap's last step is a user namespace of its own for CMD's
+		// user, which does not own the box's mount namespace: a copy of
+		// it that this namespace owns, then every mount private. The
+		// mount namespace belongs to each thread: every thread moves
+		// to a copy of its own, all alike and all private.
+		if _, _, e := syscall.AllThreadsSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWNS, 0, 0); e != 0 {
+			return fmt.Errorf("a mount namespace of the box's own (so no host mount reaches the box): %w", e)
+		}
+		root := []byte("/\x00")
+		_, _, e := syscall.AllThreadsSyscall6(unix.SYS_MOUNT, 0, uintptr(unsafe.Pointer(&root[0])), 0, unix.MS_REC|unix.MS_PRIVATE, 0, 0)
+		runtime.KeepAlive(root)
+		if e != 0 {
+			return fmt.Errorf("making the box's mounts private (so no host mount reaches the box): %w", e)
+		}
+	}
+	for c := uintptr(0); c < 64; c++ {
+		r, _, e := syscall.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, c, 0)
+		if e == syscall.EINVAL {
+			break
+		}
+		if e != 0 {
+			return fmt.Errorf("reading the capability bounding set: %w", e)
+		}
+		if r == 1 {
+			if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); e != 0 {
+				return fmt.Errorf("dropping the capability bounding set: %w", e)
+			}
+		}
+	}
+	if _, _, e := syscall.AllThreadsSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != syscall.EINVAL {
+		return fmt.Errorf("clearing the ambient capabilities: %w", e)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	_, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	runtime.KeepAlive(&hdr)
+	runtime.KeepAlive(&data)
+	if e != 0 {
+		return fmt.Errorf("dropping capabilities: %w", e)
+	}
+	// Read back: anything left and CMD does not start.
+	hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading capabilities: %w", err)
+	}
+	for _, d := range data {
+		if d.Effective|d.Permitted|d.Inheritable != 0 {
+			return errors.New("a capability is left after dropping them all")
+		}
+	}
+	for c := uintptr(0); c < 64; c++ {
+		r, _, e := syscall.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, c, 0)
+		if e == syscall.EINVAL {
+			break
+		}
+		if e != 0 || r != 0 {
+			return errors.New("a capability is left in the bounding set")
+		}
+		r, _, e = syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, c, 0, 0, 0)
+		if e != syscall.EINVAL && (e != 0 || r != 0) {
+			return errors.New("an ambient capability is left")
+		}
+	}
+	return nil
 }

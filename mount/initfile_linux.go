@@ -62,6 +62,9 @@ func initFile(d Detail) (*os.File, error) {
 	return os.Open("/proc/self/exe")
 }
 
+// capSetpcap is CAP_SETPCAP (linux/capability.h).
+const capSetpcap = 8
+
 // InitReport says which init a run's box starts here, for agentbox doctor,
 // having started the C init once from its memory file.
 func InitReport() string {
@@ -73,14 +76,30 @@ func InitReport() string {
 		}
 		defer f.Close()
 		// What a security module may refuse: executing it.
-		pid, err := syscall.ForkExec("/proc/self/fd/3", []string{"agentbox-init", InitCommand, "--", "/bin/true"},
-			&syscall.ProcAttr{Files: []uintptr{^uintptr(0), ^uintptr(0), ^uintptr(0), f.Fd()}})
+		attr := &syscall.ProcAttr{Files: []uintptr{^uintptr(0), ^uintptr(0), ^uintptr(0), f.Fd()}}
+		if os.Getuid() != 0 {
+			// The init drops every capability, the bounding set too,
+			// and refuses to start CMD if one is left: as in a box that
+			// is not root's, where bwrap leaves it CAP_SETPCAP of the
+			// box's own user namespace (Render), it runs in a user
+			// namespace of its own holding that capability.
+			attr.Sys = &syscall.SysProcAttr{
+				Cloneflags:  syscall.CLONE_NEWUSER,
+				UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+				GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+				AmbientCaps: []uintptr{capSetpcap},
+			}
+		}
+		pid, err := syscall.ForkExec("/proc/self/fd/3", []string{"agentbox-init", InitCommand, "--", "/bin/true"}, attr)
 		if err == nil {
 			var ws syscall.WaitStatus
 			_, err = syscall.Wait4(pid, &ws, 0, nil)
 			if err == nil && ws.ExitStatus() != 0 {
-				err = fmt.Errorf("it exited with %v", ws)
+				err = fmt.Errorf("it exited with %d", ws.ExitStatus())
 			}
+		}
+		if err != nil && attr.Sys != nil {
+			return "agentbox's C init, which does not run here in a user namespace of its own, as in a box (" + err.Error() + "): if bwrap runs, every run fails; set " + InitEnv + "=go"
 		}
 		if err != nil {
 			return "agentbox's C init, which does not run here (" + err.Error() + "): every run fails; set " + InitEnv + "=go"

@@ -1,10 +1,11 @@
 /* agentbox's init: pid 1 inside a bwrap box, in C so a run does not pay for
  * a second Go runtime. It does exactly what the Go init (mount.Init) does:
  *
- *   INIT __init --ready-fd N [--check-fd N] [--foreground] [--log-fd N] [--preload-fd N] [--rlimit NAME=VALUE]...
+ *   INIT __init --ready-fd N [--check-fd N] [--private-mounts] [--foreground] [--log-fd N] [--preload-fd N] [--rlimit NAME=VALUE]...
  *        [--net-fd N [--net-port PORT] [--forward HOST:PORT]... [--publish PORT]...] -- CMD ARGS...
  *
- * It makes itself non-dumpable, blocks the signals it forwards (so none is
+ * It first makes the box's mounts private (--private-mounts) and drops every
+ * capability, then makes itself non-dumpable, blocks the signals it forwards (so none is
  * lost before CMD exists), checks that the box's mounts are what agentbox
  * asked for, sets up the allowlist relay (and answers agentbox's questions
  * for sockets to published ports), writes the ready byte,
@@ -866,6 +867,68 @@ static long scopeabstract(void)
 	return r;
 }
 
+/* ---- the box's mounts made private, and every capability dropped ----
+ *
+ * bwrap makes the box's mount namespace a slave of the host's, so a mount
+ * the host makes later under a path the box sees read-only (a USB disk, an
+ * sshfs or FUSE mount, an automount the box itself triggers) would reach
+ * the box writable: bwrap's read-only flags only cover the mounts it saw.
+ * With --private-mounts (a run that is not root: bwrap creates a user
+ * namespace and leaves CAP_SYS_ADMIN and CAP_SETPCAP of that namespace to
+ * the init alone) the init first moves to a copy of the box's mount
+ * namespace that its own user namespace owns and makes every mount there
+ * private, so
+ * nothing made on the host reaches it any more. Then, always, it drops
+ * every capability (the bounding set, ambient, inheritable, permitted,
+ * effective) and reads them back: CMD starts only with none left. A root
+ * run's namespace is made private by agentbox before bwrap starts. */
+
+static __attribute__((noreturn)) void capfail(const char *what, long e)
+{
+	char eb[32];
+	say("init: ", what, e ? ": " : "", e ? errtext(e, eb) : "");
+	quit(EXIT_FAILURE_);
+}
+
+static void privatize(int private_mounts)
+{
+	if (private_mounts) {
+		/* bwrap's last step is a user namespace of its own for CMD's
+		 * user, which does not own the box's mount namespace: a copy
+		 * of it that this namespace owns, then every mount private. */
+		long r = sys1(NR_unshare, CLONE_NEWNS);
+		if (r < 0) capfail("a mount namespace of the box's own (so no host mount reaches the box)", -r);
+		r = sys5(NR_mount, 0, (long)"/", 0, MS_REC | MS_PRIVATE, 0);
+		if (r < 0) capfail("making the box's mounts private (so no host mount reaches the box)", -r);
+	}
+	for (int c = 0; c < 64; c++) {
+		long r = sys2(NR_prctl, PR_CAPBSET_READ, c);
+		if (r == -EINVAL) break;
+		if (r < 0) capfail("reading the capability bounding set", -r);
+		if (r == 1 && (r = sys2(NR_prctl, PR_CAPBSET_DROP, c)) < 0) capfail("dropping the capability bounding set", -r);
+	}
+	long r = sys5(NR_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (r < 0 && r != -EINVAL) capfail("clearing the ambient capabilities", -r);
+	struct cap_header h = {CAP_V3, 0};
+	struct cap_data d[2];
+	memset(d, 0, sizeof d);
+	r = sys2(NR_capset, &h, d);
+	if (r < 0) capfail("dropping capabilities", -r);
+	/* Read back: anything left and CMD does not start. */
+	memset(d, 0xff, sizeof d);
+	r = sys2(NR_capget, &h, d);
+	if (r < 0) capfail("reading capabilities", -r);
+	for (int k = 0; k < 2; k++)
+		if (d[k].effective | d[k].permitted | d[k].inheritable) capfail("a capability is left after dropping them all", 0);
+	for (int c = 0; c < 64; c++) {
+		r = sys2(NR_prctl, PR_CAPBSET_READ, c);
+		if (r == -EINVAL) break;
+		if (r != 0) capfail("a capability is left in the bounding set", r < 0 ? -r : 0);
+		r = sys5(NR_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0);
+		if (r != 0 && r != -EINVAL) capfail("an ambient capability is left", r < 0 ? -r : 0);
+	}
+}
+
 /* ---- main ---- */
 
 __attribute__((used, noreturn)) void cmain(long *sp)
@@ -879,6 +942,13 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 	char eb[32];
 
 	if (argc > 1 && seq(argv[1], "__landlock")) landlock_exec(argc - 2, argv + 2, envp);
+
+	/* Before anything else: no host mount reaches the box from here on,
+	 * and the init holds no capability. */
+	int privmounts = 0;
+	for (int k = 1; k < argc && !seq(argv[k], "--"); k++)
+		if (seq(argv[k], "--private-mounts")) privmounts = 1;
+	privatize(privmounts);
 
 	/* No /proc/1/mem, /proc/1/fd or ptrace of the init for the box's
 	 * processes: they could otherwise change what the init does (it holds
@@ -902,6 +972,8 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 			fg = 1;
 		} else if (seq(a, "--scope-abstract-unix")) {
 			scope = 1;
+		} else if (seq(a, "--private-mounts")) {
+			/* done above */
 		} else if (v && seq(a, "--ready-fd")) {
 			readyfd = parseu(v, 1 << 30, &n) < 0 ? -1 : (int)n;
 			i++;

@@ -22,7 +22,7 @@ enum {
 	NR_wait4 = 61, NR_kill = 62, NR_fcntl = 72, NR_setpgid = 109, NR_prctl = 157,
 	NR_exit_group = 231, NR_ppoll = 271, NR_signalfd4 = 289, NR_accept4 = 288,
 	NR_prlimit64 = 302, NR_statx = 332, NR_faccessat2 = 439, NR_close_range = 436,
-	NR_pread64 = 17, NR_getdents64 = 217, NR_seccomp = 317, NR_sendto = 44, NR_recvfrom = 45, NR_capset = 126, NR_landlock_create_ruleset = 444, NR_landlock_restrict_self = 446, NR_openat = 257, NR_openat2 = 437, NR_fstatfs = 138, NR_dup3 = 292,
+	NR_pread64 = 17, NR_getdents64 = 217, NR_seccomp = 317, NR_sendto = 44, NR_recvfrom = 45, NR_capset = 126, NR_landlock_create_ruleset = 444, NR_landlock_restrict_self = 446, NR_openat = 257, NR_openat2 = 437, NR_fstatfs = 138, NR_dup3 = 292, NR_mount = 165, NR_capget = 125, NR_unshare = 272,
 };
 /* open(2) flags that differ between the two architectures */
 #define O_NOFOLLOW_ 0400000
@@ -53,7 +53,7 @@ enum {
 	NR_wait4 = 260, NR_kill = 129, NR_fcntl = 25, NR_setpgid = 154, NR_prctl = 167,
 	NR_exit_group = 94, NR_ppoll = 73, NR_signalfd4 = 74, NR_accept4 = 242,
 	NR_prlimit64 = 261, NR_statx = 291, NR_faccessat2 = 439, NR_close_range = 436,
-	NR_pread64 = 67, NR_getdents64 = 61, NR_seccomp = 277, NR_sendto = 206, NR_recvfrom = 207, NR_capset = 91, NR_landlock_create_ruleset = 444, NR_landlock_restrict_self = 446, NR_openat = 56, NR_openat2 = 437, NR_fstatfs = 44, NR_dup3 = 24,
+	NR_pread64 = 67, NR_getdents64 = 61, NR_seccomp = 277, NR_sendto = 206, NR_recvfrom = 207, NR_capset = 91, NR_landlock_create_ruleset = 444, NR_landlock_restrict_self = 446, NR_openat = 56, NR_openat2 = 437, NR_fstatfs = 44, NR_dup3 = 24, NR_mount = 40, NR_capget = 90, NR_unshare = 97,
 };
 #define O_NOFOLLOW_ 0100000
 #define O_DIRECTORY_ 040000
@@ -104,12 +104,15 @@ enum {
 enum { SIG_BLOCK = 0, SIG_SETMASK = 2 };
 
 enum { WNOHANG = 1, WUNTRACED = 2 };
-enum { PR_SET_DUMPABLE = 4, PR_SET_SECCOMP = 22, PR_CAPBSET_DROP = 24, PR_SET_NO_NEW_PRIVS = 38,
-       PR_CAP_AMBIENT = 47, PR_CAP_AMBIENT_CLEAR_ALL = 4, SECCOMP_MODE_FILTER = 2 };
+enum { PR_SET_DUMPABLE = 4, PR_SET_SECCOMP = 22, PR_CAPBSET_READ = 23, PR_CAPBSET_DROP = 24, PR_SET_NO_NEW_PRIVS = 38,
+       PR_CAP_AMBIENT = 47, PR_CAP_AMBIENT_IS_SET = 1, PR_CAP_AMBIENT_CLEAR_ALL = 4, SECCOMP_MODE_FILTER = 2 };
 enum { SECCOMP_SET_MODE_FILTER = 1, SECCOMP_FILTER_FLAG_NEW_LISTENER = 8, SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV = 32 };
 struct cap_header { u32 version; int pid; };
 struct cap_data { u32 effective, permitted, inheritable; };
 #define CAP_V3 0x20080522
+#define MS_REC 0x4000
+#define CLONE_NEWNS 0x20000
+#define MS_PRIVATE 0x40000
 struct sock_fprog_ { u16 len; void *filter; };
 enum { F_GETFD = 1, F_SETFD = 2, F_GETFL = 3, F_SETFL = 4, FD_CLOEXEC = 1 };
 #define O_NONBLOCK 04000
