@@ -82,14 +82,14 @@ func probeBwrapFull() Bwrap {
 	if err != nil {
 		return Bwrap{}
 	}
-	b := Bwrap{Path: bin, Probe: bin + " " + strings.Join(mount.ProbeArgs, " ")}
+	b := Bwrap{Path: bin, Probe: bin + " " + strings.Join(mount.BoxProbeArgs(), " ")}
 	if out, err := run(bin, "--version"); err == nil {
 		b.Version = strings.TrimSpace(out)
 	}
 	b.Init = mount.InitReport()
 	s := mount.Reprobe(bin)
 	b.Works, b.Error = s.Works, s.Reason
-	netArgs := append([]string{"--unshare-net"}, mount.ProbeArgs...)
+	netArgs := append([]string{"--unshare-net"}, mount.BoxProbeArgs()...)
 	if out, err := run(bin, netArgs...); err != nil {
 		b.NetworkNoneError = failure(out, err)
 	} else {

@@ -348,6 +348,9 @@ func diagnose(r Report) []Problem {
 		add(bwrapProblem(r)+" (inside a "+r.Container.Kind+" container, which forbids namespaces)",
 			"allow user namespaces in the container (docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or podman, which allows them), run agentbox on the host, or keep the Landlock backend",
 			"a looser container profile lets everything in the container reach more of the kernel")
+	case CauseSetuid:
+		add(bwrapProblem(r)+" (this bwrap is setuid root: it refuses --cap-add to every user but root, and a box keeps CAP_SYS_ADMIN and CAP_SETPCAP for its init, which makes the box's mounts private and drops every capability before the command)",
+			"where user namespaces are allowed, use a bwrap that is not setuid (chmod u-s on it), or keep the Landlock backend, which auto picks here", "")
 	case CauseOther:
 		add(bwrapProblem(r), "read bwrap's message above; `agentbox run --backend landlock` needs no namespaces", "")
 	case CauseNone:
@@ -431,6 +434,7 @@ const (
 	CauseContainer                // a container that forbids namespaces
 	CauseOther                    // anything else: bwrap's own message says
 	CauseChroot                   // a chroot: the kernel refuses user namespaces there
+	CauseSetuid                   // a setuid-root bwrap, which refuses the init's capabilities
 )
 
 // Short says the cause in a few words, for the one line a run prints when
@@ -449,6 +453,8 @@ func (c Cause) Short() string {
 		return "this container forbids namespaces"
 	case CauseChroot:
 		return "a chroot, where the kernel allows no user namespaces"
+	case CauseSetuid:
+		return "bwrap is setuid root and refuses the box's init its capabilities"
 	case CauseOther:
 		return "bwrap cannot start a box here"
 	}
@@ -465,6 +471,8 @@ func BwrapCause(r Report) Cause {
 		return CauseMissing
 	case r.Bwrap.Works:
 		return CauseNone
+	case strings.Contains(r.Bwrap.Error, "--cap-add in setuid mode"):
+		return CauseSetuid
 	case r.Container.Chroot:
 		return CauseChroot
 	case r.AppArmor.RestrictUserns == "1" && r.UID != 0:

@@ -63,6 +63,10 @@ func TestDiagnose(t *testing.T) {
 			r.Container = Container{Chroot: true}
 			r.Auto.Backend = "landlock"
 		}, []string{"agentbox runs in a chroot, where the kernel refuses new user namespaces"}, []string{"run agentbox outside the chroot"}},
+		{"setuid bwrap in a container", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap cannot create a sandbox: --cap-add in setuid mode can be used only by root"
+			r.Container = Container{Detected: true, Kind: "docker"}
+		}, []string{"this bwrap is setuid root"}, []string{"chmod u-s"}},
 		{"debian knob", func(r *Report) {
 			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to creating new namespace"
 			r.UserNS.Sysctls[sysctlUsernsClone] = "0"
@@ -219,6 +223,10 @@ func TestBwrapCause(t *testing.T) {
 			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to create new namespace"
 			r.Container = Container{Chroot: true}
 		}, CauseChroot},
+		{"setuid bwrap in a container", func(r *Report) {
+			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap cannot create a sandbox: --cap-add in setuid mode can be used only by root"
+			r.Container = Container{Detected: true, Kind: "docker"}
+		}, CauseSetuid},
 		{"debian knob", func(r *Report) {
 			r.Bwrap.Works, r.Bwrap.Error = false, "bwrap: No permissions to creating new namespace"
 			r.UserNS.Sysctls[sysctlUsernsClone] = "0"

@@ -19,6 +19,24 @@ import (
 var ProbeArgs = []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 	"--unshare-pid", "--die-with-parent", "--", "true"}
 
+// userCaps are the capabilities bwrap keeps, for the init alone, in a box
+// not run as root: the init makes the box's mounts private (so that a
+// mount the host makes during the run cannot reach the box) and empties
+// its bounding set, then drops them all before the command. A setuid-root
+// bwrap refuses --cap-add to anyone but root ("--cap-add in setuid mode
+// can be used only by root"): it cannot start agentbox's box, and the
+// probe asks for them too, so that it fails there and auto picks Landlock.
+var userCaps = []string{"--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"}
+
+// BoxProbeArgs are the probe's arguments for this process: ProbeArgs,
+// with the capabilities a box keeps for its init when not run as root.
+func BoxProbeArgs() []string {
+	if os.Geteuid() == 0 {
+		return ProbeArgs
+	}
+	return append(append([]string{}, userCaps...), ProbeArgs...)
+}
+
 // probeTimeout bounds the probe: a wedged bwrap must not hang a run.
 const probeTimeout = 2 * time.Second
 
@@ -103,7 +121,7 @@ func probe(path string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, ProbeArgs...)
+	cmd := exec.CommandContext(ctx, path, BoxProbeArgs()...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	out, err := cmd.CombinedOutput()
 	switch {
@@ -124,6 +142,9 @@ func probe(path string) string {
 // too, while user namespaces work.
 func fixFor(msg string) string {
 	switch {
+	case strings.Contains(msg, "--cap-add in setuid mode"):
+		return "this bwrap is setuid root, and refuses to any user but root the capabilities agentbox's init keeps to make the box's mounts private (so that a mount made on the host during the run cannot reach the box): " +
+			"use a bwrap that is not setuid where user namespaces are allowed (chmod u-s on it), or let agentbox use its Landlock backend (--backend landlock; auto picks it)"
 	case strings.HasPrefix(msg, nodesPrefix):
 		return "run as root, agentbox starts bwrap in a mount namespace of its own holding the box's device nodes, and this process may not make one " +
 			"(a seccomp filter refusing unshare, or no CAP_SYS_ADMIN or CAP_MKNOD): allow that, or let agentbox use its Landlock backend (--backend landlock; auto picks it)"
@@ -244,7 +265,7 @@ func cacheKeyText(bin string) string {
 	}
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	line("format", "3")
+	line("format", "4") // 4: the probe asks for the init's capabilities (userCaps)
 	line("bwrap", bin)
 	var st unix.Stat_t
 	if unix.Stat(bin, &st) == nil {
