@@ -7,7 +7,7 @@
 #
 # Every round runs raw bwrap and `agentbox run -- /bin/true` under bwrap and
 # Landlock with each binary, once each in a new random order, in a git
-# repository of one commit, with a HOME of its own. A ratio is the median
+# repository of one commit, each binary with a HOME of its own. A ratio is the median
 # of the per-round ratios. A report, not a test: it exits 0.
 set -euo pipefail
 old=$(realpath "${1:?usage: scripts/bench-pair.sh OLD NEW [rounds]}")
@@ -16,14 +16,19 @@ rounds=${3:-40}
 command -v bwrap >/dev/null || { echo "bench-pair: bwrap is not installed; nothing measured" >&2; exit 0; }
 work=$(mktemp -d /var/tmp/agentbox-bench-pair-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/home" "$work/repo"
-export HOME="$work/home"
+# A HOME of each binary's own: the state folder and the bwrap probe's
+# cache are not shared (two builds whose probe cache keys differ would
+# each make the other probe again at every run).
+mkdir -p "$work/home-old" "$work/home-new" "$work/repo"
+export HOME="$work/home-old"
 unset XDG_CONFIG_HOME XDG_STATE_HOME XDG_CACHE_HOME XDG_DATA_HOME
 cd "$work/repo"
 git init -q && echo a >a && git add a && git -c user.name=bench -c user.email=bench@example.invalid commit -qm init
-for b in "$old" "$new"; do
-	"$b" run -- /bin/true >/dev/null 2>&1 || true
-	"$b" run --backend landlock -- /bin/true >/dev/null 2>&1 || true
+for side in old new; do
+	b=$old
+	[ "$side" = new ] && b=$new
+	HOME="$work/home-$side" "$b" run -- /bin/true >/dev/null 2>&1 || true
+	HOME="$work/home-$side" "$b" run --backend landlock -- /bin/true >/dev/null 2>&1 || true
 done
 python3 - "$rounds" "$old" "$new" "$work" <<'PY'
 import os, random, statistics, sys, time
@@ -40,6 +45,7 @@ def once(n):
     env = dict(os.environ)
     if n in trace:
         env["AGENTBOX_TRACE"] = trace[n]
+        env["HOME"] = os.path.join(work, "home-" + n.split()[0])
     t = time.perf_counter()
     pid = os.posix_spawnp(cmds[n][0], cmds[n], env, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, i) for i in (0, 1, 2)])
     _, st, ru = os.wait4(pid, 0)
