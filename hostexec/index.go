@@ -77,21 +77,7 @@ func EncodeIndex(t *plan.Tree) []byte {
 // not be written again: what it says still holds, and by its older time a
 // later search trusts no folder this one's would not.
 func SameIndex(old []byte, t *plan.Tree) bool {
-	rest, ok := bytes.CutPrefix(old, []byte(indexMagic))
-	if !ok {
-		return false
-	}
-	r := &indexReader{b: rest}
-	if string(r.str()) != t.Root {
-		return false
-	}
-	taken := r.varint()
-	if r.bad {
-		return false
-	}
-	u := *t
-	u.Taken = taken
-	return bytes.Equal(EncodeIndex(&u), old)
+	return sameIndex(old, t, nil)
 }
 
 // SameIndexMoving is SameIndex, but a folder of t for which moving (its
@@ -104,23 +90,64 @@ func SameIndex(old []byte, t *plan.Tree) bool {
 // file says, and does not find the placeholders there; writing t would
 // tell it nothing old does not.
 func SameIndexMoving(old []byte, t *plan.Tree, moving func(path string) (moved, replaced bool)) bool {
-	o := DecodeIndex(old, t.Root)
-	if o == nil || len(o.Dirs) != len(t.Dirs) {
+	return sameIndex(old, t, moving)
+}
+
+// sameIndex compares old with t as it reads it, folder by folder, with
+// no copy of either (a project of many folders would hold its tree
+// several times over at the end of a run otherwise): every value EncodeIndex
+// writes but the search's time, and a folder's identity and change time
+// as moving allows (nil: none may differ).
+func sameIndex(old []byte, t *plan.Tree, moving func(path string) (moved, replaced bool)) bool {
+	rest, ok := bytes.CutPrefix(old, []byte(indexMagic))
+	if !ok {
 		return false
 	}
-	u := *t
-	u.Dirs = append([]plan.TreeDir(nil), t.Dirs...)
-	for i := range u.Dirs {
-		d, od := &u.Dirs[i], &o.Dirs[i]
-		if d.Ctime == od.Ctime && d.Dev == od.Dev && d.Ino == od.Ino {
-			continue
-		}
-		moved, replaced := moving(t.Path(i))
-		if replaced || moved && d.Dev == od.Dev && d.Ino == od.Ino {
-			d.Ctime, d.Dev, d.Ino = od.Ctime, od.Dev, od.Ino
+	r := &indexReader{b: rest}
+	if string(r.str()) != t.Root {
+		return false
+	}
+	r.varint() // the time its search began
+	if r.uvarint() != uint64(len(t.Names)) {
+		return false
+	}
+	for _, n := range t.Names {
+		if string(r.str()) != n {
+			return false
 		}
 	}
-	return SameIndex(old, &u)
+	if r.uvarint() != uint64(t.Entries) || r.uvarint() != uint64(len(t.Dirs)) {
+		return false
+	}
+	for i := range t.Dirs {
+		d := &t.Dirs[i]
+		if r.uvarint() != uint64(d.End-int32(i)) || !bytes.Equal(r.str(), t.NameBytes(i)) {
+			return false
+		}
+		dev, ino, ctime := r.uvarint(), r.uvarint(), r.varint()
+		if r.uvarint() != uint64(d.Count) || r.byte() != d.Flags&^plan.DirListed || r.uvarint() != uint64(d.NoteLen) {
+			return false
+		}
+		for _, x := range t.Notes[d.NoteOff : d.NoteOff+uint32(d.NoteLen)] {
+			if r.uvarint() != uint64(x) {
+				return false
+			}
+		}
+		if r.bad {
+			return false
+		}
+		if dev == d.Dev && ino == d.Ino && ctime == d.Ctime {
+			continue
+		}
+		if moving == nil {
+			return false
+		}
+		moved, replaced := moving(t.Path(i))
+		if !replaced && !(moved && dev == d.Dev && ino == d.Ino) {
+			return false
+		}
+	}
+	return !r.bad && len(r.b) == 0
 }
 
 // DecodeIndex reads the tree of root from data; nil when data is not one
