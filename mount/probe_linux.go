@@ -34,7 +34,8 @@ func BoxProbeArgs() []string {
 	if os.Geteuid() == 0 {
 		return ProbeArgs
 	}
-	return append(append([]string{}, userCaps...), ProbeArgs...)
+	n := len(ProbeArgs) - 2 // before "--", "true"
+	return append(append(append([]string{}, ProbeArgs[:n]...), userCaps...), ProbeArgs[n:]...)
 }
 
 // probeTimeout bounds the probe: a wedged bwrap must not hang a run.

@@ -128,3 +128,18 @@ func TestCacheKeyChange(t *testing.T) {
 		t.Errorf("after the fresh probe: %+v, want the cached answer", s)
 	}
 }
+
+// The probe's arguments keep ProbeArgs' order (callers and tests tell a
+// probe from a box by its first word), and a user's probe asks, before
+// "--", for the capabilities a box keeps for its init (a setuid-root bwrap
+// refuses them: the probe must fail where a box would).
+func TestBoxProbeArgs(t *testing.T) {
+	got := BoxProbeArgs()
+	if got[0] != ProbeArgs[0] || strings.Join(got[len(got)-2:], " ") != "-- true" {
+		t.Fatalf("BoxProbeArgs() = %q: not ProbeArgs' first word and last two", got)
+	}
+	caps := strings.Contains(strings.Join(got, " "), "--cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --")
+	if want := os.Geteuid() != 0; caps != want {
+		t.Errorf("BoxProbeArgs() = %q: asks for the init's capabilities %v, want %v", got, caps, want)
+	}
+}
