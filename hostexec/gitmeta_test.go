@@ -92,4 +92,10 @@ func TestHgrcRefs(t *testing.T) {
 	if d := cmp.Diff(want, HgrcRefs([]byte(in))); d != "" {
 		t.Errorf("HgrcRefs (-want +got):\n%s", d)
 	}
+	// hg cuts lines as Python's bytes.splitlines does (a lone \r ends one)
+	// and its \s holds \v: found by fuzzing.
+	odd := "[hooks]\rpre-commit = ./evil.sh\r%include inc.rc\v\n"
+	if d := cmp.Diff([]string{"inc.rc", "../evil.sh"}, HgrcRefs([]byte(odd))); d != "" {
+		t.Errorf("HgrcRefs with a lone \\r and a \\v (-want +got):\n%s", d)
+	}
 }

@@ -6,11 +6,14 @@ import (
 )
 
 // Mercurial's config grammar (mercurial/config.py), which Sapling shares.
+// Its patterns are Python's over bytes, whose \s holds the vertical tab
+// (\v) too; Go's does not, so the classes are spelled out: "%include x\v"
+// includes "x" for hg.
 var (
 	hgSection  = lazyRegexp(`^\[([^\[]+)\]`)
-	hgItem     = lazyRegexp(`^([^=\s][^=]*?)\s*=\s*(.*\S|)`)
-	hgCont     = lazyRegexp(`^\s+(\S|\S.*\S)\s*$`)
-	hgInclude  = lazyRegexp(`^%include\s+(\S|\S.*\S)\s*$`)
+	hgItem     = lazyRegexp(`^([^=\t\n\v\f\r ][^=]*?)[\t\n\v\f\r ]*=[\t\n\v\f\r ]*(.*[^\t\n\v\f\r ]|)`)
+	hgCont     = lazyRegexp(`^[\t\n\v\f\r ]+([^\t\n\v\f\r ]|[^\t\n\v\f\r ].*[^\t\n\v\f\r ])[\t\n\v\f\r ]*$`)
+	hgInclude  = lazyRegexp(`^%include[\t\n\v\f\r ]+([^\t\n\v\f\r ]|[^\t\n\v\f\r ].*[^\t\n\v\f\r ])[\t\n\v\f\r ]*$`)
 	hgPyHook   = lazyRegexp(`^python:(.+):[^:]+$`)
 	hgHookWord = lazyRegexp(`^(?:\.{0,2}/|~/|\$)`)
 )
@@ -33,8 +36,10 @@ func HgrcRefs(data []byte) []string {
 		}
 		values[k] = v
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSuffix(line, "\r")
+	// Lines as Python's bytes.splitlines cuts them, which hg reads with:
+	// at "\r\n", "\n" and a lone "\r" ("[hooks]\rx = ./y" is two lines).
+	text := strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n")
+	for _, line := range strings.Split(text, "\n") {
 		if item != "" {
 			if m := hgCont().FindStringSubmatch(line); m != nil {
 				set(item, values[item]+"\n"+m[1])
