@@ -11,30 +11,39 @@ import (
 	"github.com/agentbox/agentbox/trace"
 )
 
+// tracedPhases runs /bin/true under the backend be with a trace, and
+// returns the names of its phases that start with prefix, in order, and
+// the trace; every line must parse.
+func tracedPhases(t *testing.T, be []string, prefix string) ([]string, []byte) {
+	t.Helper()
+	w := newWorld(t)
+	file := filepath.Join(w.base, "trace")
+	w.env = append(w.env, trace.Variable+"="+file)
+	r := w.run(append(append([]string{"run"}, be...), "--", "/bin/true")...)
+	expectCode(t, r, 0)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		name, _, _, _, ok := trace.Parse(line)
+		if !ok {
+			t.Fatalf("a trace line that does not parse: %q", line)
+		}
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	return names, b
+}
+
 // TestTraceBoxParts: the trace splits the box phase into its parts, in
 // order, each a well-formed line: under bubblewrap box.start, box.built and
 // box.command; under Landlock box.start and box.command.
 func TestTraceBoxParts(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be []string) {
-		w := newWorld(t)
-		file := filepath.Join(w.base, "trace")
-		w.env = append(w.env, trace.Variable+"="+file)
-		r := w.run(append(append([]string{"run"}, be...), "--", "/bin/true")...)
-		expectCode(t, r, 0)
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			name, _, _, _, ok := trace.Parse(line)
-			if !ok {
-				t.Fatalf("a trace line that does not parse: %q", line)
-			}
-			if strings.HasPrefix(name, "box") {
-				names = append(names, name)
-			}
-		}
+		names, b := tracedPhases(t, be, "box")
 		want := []string{"box.start", "box.built", "box.command", "box"}
 		if be[1] == "landlock" {
 			want = []string{"box.start", "box.command", "box"}
@@ -49,25 +58,7 @@ func TestTraceBoxParts(t *testing.T) {
 // in order, each a well-formed line, under both backends.
 func TestTracePrepareParts(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be []string) {
-		w := newWorld(t)
-		file := filepath.Join(w.base, "trace")
-		w.env = append(w.env, trace.Variable+"="+file)
-		r := w.run(append(append([]string{"run"}, be...), "--", "/bin/true")...)
-		expectCode(t, r, 0)
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			name, _, _, _, ok := trace.Parse(line)
-			if !ok {
-				t.Fatalf("a trace line that does not parse: %q", line)
-			}
-			if strings.HasPrefix(name, "prepare") {
-				names = append(names, name)
-			}
-		}
+		names, b := tracedPhases(t, be, "prepare")
 		want := []string{"prepare.lock", "prepare.folders", "prepare.placeholders", "prepare.before", "prepare.record", "prepare.log", "prepare"}
 		if strings.Join(names, " ") != strings.Join(want, " ") {
 			t.Fatalf("prepare phases %q, want %q; trace:\n%s", names, want, b)
