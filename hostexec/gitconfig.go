@@ -364,8 +364,15 @@ var lfsFilter = map[string]string{
 
 // Safe reports whether a box-written config may keep v. inTree says
 // whether a folder (for core.worktree) lies where the box may write
-// anyway; nil refuses every core.worktree.
+// anyway; nil refuses every core.worktree. A value or subsection holding
+// a control character other than a tab (a newline, a backspace, a
+// carriage return) is never kept, whatever its name: git reads it, but a
+// program that reads `git config --list` line by line, or a terminal that
+// shows it, sees something else.
 func Safe(v ConfigVar, inTree func(string) bool) bool {
+	if hasControl(v.Value) || hasControl(v.Sub) {
+		return false
+	}
 	if v.Sub == "" {
 		if v.Section == "core" && v.Key == "worktree" {
 			return inTree != nil && !v.Bool && inTree(v.Value)
@@ -395,6 +402,15 @@ func Safe(v ConfigVar, inTree func(string) bool) bool {
 		}
 	}
 	return safeSubKeys[v.Section+"."+v.Key]
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // Sanitize returns a config keeping only the safe variables of data, and
