@@ -65,3 +65,22 @@ func TestTracePrepareParts(t *testing.T) {
 		}
 	})
 }
+
+// TestTraceRunEnd: after the box, the trace accounts for every part of the
+// run's end in order, the release of its placeholders and record included
+// (that time showed in no phase before, only in total).
+func TestTraceRunEnd(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be []string) {
+		names, b := tracedPhases(t, be, "")
+		i := len(names)
+		for j, n := range names {
+			if n == "box" {
+				i = j + 1
+			}
+		}
+		want := []string{"end", "check", "release", "log", "total"}
+		if got := names[min(i, len(names)):]; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("phases after the box %q, want %q; trace:\n%s", got, want, b)
+		}
+	})
+}

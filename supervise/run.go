@@ -69,8 +69,14 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer Cleanup(p)
-	defer g.release()
+	defer func() {
+		// The run's placeholders, pending record and fresh folders go
+		// last, after the check; their cost is a phase of its own.
+		rel := trace.Begin("release")
+		g.release()
+		Cleanup(p)
+		rel.End()
+	}()
 	var grp *cgroup.Group
 	if l := p.Limits.Cgroup; l.Pids > 0 || l.Memory > 0 {
 		grp, err = cgroup.Enter("agentbox-"+p.RunID, cgroup.Limits{Pids: l.Pids, Memory: l.Memory})
@@ -169,7 +175,10 @@ func run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	}
 	ph.End()
 	ph = trace.Begin("check")
-	if cerr := g.check(); cerr != nil {
+	cerr := g.check()
+	ph.End()
+	ph = nil // the release, deferred above, is a phase of its own
+	if cerr != nil {
 		if err == nil {
 			err = fmt.Errorf("the command exited with status %d, but %w", status, cerr)
 		}
