@@ -276,15 +276,44 @@ func makeNode(n hostNode) error {
 // sweepDevDirs removes from parent (<state>/dev) the folders of device
 // nodes that earlier versions of agentbox (and shells running their
 // agentbox plan --argv) left there, once they are a minute old: no run
-// uses them any more.
+// uses them any more. parent is opened once without following a symlink
+// on its path and must be agentbox's user's alone; everything is then
+// removed through that descriptor, never by path again, so whoever swaps
+// a folder on the way for a symlink meanwhile makes it fail, never land
+// elsewhere. A parent that is not so is left as it is.
 func sweepDevDirs(parent string) {
-	entries, err := os.ReadDir(parent)
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, parent, &how)
 	if err != nil {
 		return
 	}
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
-			os.RemoveAll(filepath.Join(parent, e.Name()))
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return
+	}
+	// The folder the descriptor holds, as an os.Root: nothing below it
+	// resolves out of it.
+	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	var here unix.Stat_t
+	serr := unix.Fstat(int(f.Fd()), &here)
+	f.Close()
+	if serr != nil || here.Dev != st.Dev || here.Ino != st.Ino {
+		return
+	}
+	for _, n := range names {
+		if info, err := root.Lstat(n); err == nil && time.Since(info.ModTime()) > time.Minute {
+			root.RemoveAll(n)
 		}
 	}
 }
