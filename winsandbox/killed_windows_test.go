@@ -67,24 +67,7 @@ func killedRunPlan(t *testing.T, home, proj, tmp, run string, command ...string)
 // where nothing kept it) is left to the check, which moves it away. The
 // next run makes its own placeholders and removes them.
 func TestWindowsKilledRunPlaceholders(t *testing.T) {
-	wineSetup(t)
-	base := tempDir(t)
-	home := filepath.Join(base, "home")
-	proj := filepath.Join(home, "proj")
-	tmp := filepath.Join(base, "tmp")
-	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`} {
-		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
-		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base, home, proj, tmp := wineRepo(t)
 	commondir, worktree := filepath.Join(proj, ".git", "commondir"), filepath.Join(proj, ".git", "config.worktree")
 
 	// Run 1, in a process of its own, killed once its placeholders are
@@ -97,24 +80,7 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	if len(controls) == 0 {
 		t.Fatal("the plan makes no control folder placeholder")
 	}
-	data, err := json.Marshal(p1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	planFile := filepath.Join(base, "plan1.json")
-	if err := os.WriteFile(planFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "AGENTBOX_TEST_RUN_PLAN="+planFile)
-	childOut := filepath.Join(base, "child.out")
-	if f, err := os.Create(childOut); err == nil {
-		child.Stdout, child.Stderr = f, f
-		defer f.Close()
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child, childOut := startPlanChild(t, base, "1", p1)
 	// The record names the placeholders once they are made; the command
 	// starts after that.
 	recPath, user, _ := aclRecordFile()
@@ -153,10 +119,7 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 	if _, err := os.Lstat(worktree); err != nil {
 		t.Errorf("a config.worktree that is not agentbox's placeholder was removed: %v", err)
 	}
-	rec := &aclRecord{}
-	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
-		t.Errorf("the record after the cleanup: %+v, %v; want no placeholders", rec.Placeholders, err)
-	}
+	noPlaceholdersLeft(t, "after the cleanup")
 
 	// The next run: the killed run's check, then its own placeholders.
 	p2 := killedRunPlan(t, home, proj, tmp, "RUN2", "cmd", "/d", "/c", `type .git\commondir`)
@@ -197,11 +160,7 @@ func TestWindowsKilledRunPlaceholders(t *testing.T) {
 // after it. A recorded placeholder that is another file now is forgotten
 // and left where it is.
 func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
-	recordHome(t)
-	git := filepath.Join(tempDir(t), ".git")
-	if err := os.Mkdir(git, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	_, git := gitProject(t)
 	ours, theirs := filepath.Join(git, "commondir"), filepath.Join(git, "config.worktree")
 	killed := aclHolder{PID: uint32(os.Getpid()), Started: 1}
 	var recorded []recPlaceholder
@@ -235,10 +194,7 @@ func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
 	if _, err := os.Lstat(theirs); err != nil {
 		t.Errorf("a config.worktree that is not agentbox's was removed: %v", err)
 	}
-	rec := &aclRecord{}
-	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
-		t.Errorf("the record after the run: %+v, %v; want no placeholders", rec.Placeholders, err)
-	}
+	noPlaceholdersLeft(t, "after the run")
 }
 
 // TestWindowsPlaceholderSharedByTwoRuns: two runs of one workspace at
@@ -252,12 +208,7 @@ func TestWindowsLeftoverPlaceholderReused(t *testing.T) {
 // run cleans up after it, and go when B ends. Run A is stood for by a
 // live process of its own (a sleeping ping), so that B sees it alive.
 func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
-	recordHome(t)
-	proj := tempDir(t)
-	git := filepath.Join(proj, ".git")
-	if err := os.Mkdir(git, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	proj, git := gitProject(t)
 	vscode, commondir := filepath.Join(proj, ".vscode"), filepath.Join(git, "commondir")
 	sleeper := exec.Command("ping", "-n", "120", "127.0.0.1")
 	if err := sleeper.Start(); err != nil {
@@ -311,7 +262,6 @@ func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
 	if err := removeLeftoverPlaceholders(testGroup); err != nil {
 		t.Fatal(err)
 	}
-	recPath, user, _ := aclRecordFile()
 	there("run A was killed and a third run cleaned up while run B runs")
 
 	releasePlaceholders(heldB, testGroup)
@@ -320,10 +270,7 @@ func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
 			t.Errorf("%s is there after the last run holding it ended: %v", p, err)
 		}
 	}
-	rec := &aclRecord{}
-	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
-		t.Errorf("the record after both runs: %+v, %v; want no placeholders", rec.Placeholders, err)
-	}
+	noPlaceholdersLeft(t, "after both runs")
 }
 
 // TestWindowsUninstallMidRun: `setup --uninstall` while a run is live,
@@ -335,12 +282,7 @@ func TestWindowsPlaceholderSharedByTwoRuns(t *testing.T) {
 // placeholder a live run holds is that run's to remove when it ends, and
 // a killed run's goes after the grants.
 func TestWindowsUninstallMidRun(t *testing.T) {
-	recordHome(t)
-	proj := tempDir(t)
-	git := filepath.Join(proj, ".git")
-	if err := os.Mkdir(git, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	proj, git := gitProject(t)
 	live, killed := filepath.Join(proj, ".vscode"), filepath.Join(git, "commondir")
 	held, err := holdPlaceholders([]string{live}, nil, nil, testGroup)
 	if err != nil || len(held) != 1 {
@@ -405,24 +347,10 @@ func TestWindowsUninstallMidRun(t *testing.T) {
 // host's editor to obey during the run. Now B makes a placeholder of its
 // own there, removed after it.
 func TestWindowsKeptFolderGoneBeforeTheRun(t *testing.T) {
-	wineSetup(t)
-	base := tempDir(t)
-	home := filepath.Join(base, "home")
-	proj := filepath.Join(home, "proj")
-	tmp := filepath.Join(base, "tmp")
+	_, home, proj, tmp := wineRepo(t)
 	vscode := filepath.Join(proj, ".vscode")
-	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`, ".vscode"} {
-		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	if err := os.Mkdir(vscode, 0o755); err != nil {
 		t.Fatal(err)
-	}
-	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
-		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	p := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "if exist .vscode (echo THERE) else (echo GONE)")
 	s, err := SpecOf(p)
@@ -457,24 +385,7 @@ func TestWindowsKeptFolderGoneBeforeTheRun(t *testing.T) {
 // removed by A's end, not moved away by A's after-run check as something
 // that appeared during A's run, and A's check reports nothing of them.
 func TestWindowsTwoRunsOneEnds(t *testing.T) {
-	wineSetup(t)
-	base := tempDir(t)
-	home := filepath.Join(base, "home")
-	proj := filepath.Join(home, "proj")
-	tmp := filepath.Join(base, "tmp")
-	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`} {
-		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
-		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base, home, proj, tmp := wineRepo(t)
 	commondir := filepath.Join(proj, ".git", "commondir")
 	flag := filepath.Join(tmp, "a-may-end")
 	// Run A waits for the flag (a loop of looks: ping is no sleep in
@@ -528,24 +439,7 @@ func TestWindowsTwoRunsOneEnds(t *testing.T) {
 
 	// Run B, planned now: it finds A's placeholders there.
 	pB := killedRunPlan(t, home, proj, tmp, "RUNB", "cmd", "/d", "/c", "(for /l %i in (1,1,400000) do @if exist "+flag+".b exit 0) & exit 3")
-	data, err := json.Marshal(pB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	planFile := filepath.Join(base, "planB.json")
-	if err := os.WriteFile(planFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "AGENTBOX_TEST_RUN_PLAN="+planFile)
-	childOut := filepath.Join(base, "childB.out")
-	if f, err := os.Create(childOut); err == nil {
-		child.Stdout, child.Stderr = f, f
-		defer f.Close()
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child, childOut := startPlanChild(t, base, "B", pB)
 	defer func() {
 		if t.Failed() {
 			b, _ := os.ReadFile(childOut)
@@ -787,11 +681,7 @@ func recordHome(t *testing.T) {
 // a live run's that was replaced by a look-alike, stay missing, for the
 // check to judge.
 func TestWindowsMarkLivePlaceholders(t *testing.T) {
-	recordHome(t)
-	git := filepath.Join(tempDir(t), ".git")
-	if err := os.Mkdir(git, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	_, git := gitProject(t)
 	live, dead, swapped := filepath.Join(git, "commondir"), filepath.Join(git, "config.worktree"), filepath.Join(git, "other")
 	holders := map[string]aclHolder{live: self(), dead: {PID: uint32(os.Getpid()), Started: 1}, swapped: self()}
 	var recorded []recPlaceholder
@@ -827,4 +717,80 @@ func TestWindowsMarkLivePlaceholders(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("guards after MarkLivePlaceholders (-want +got):\n%s", diff)
 	}
+}
+
+// gitProject makes a project folder holding an empty .git folder, with
+// the ACL record in a home of the test's own, and returns both folders.
+func gitProject(t *testing.T) (proj, git string) {
+	t.Helper()
+	recordHome(t)
+	proj = tempDir(t)
+	git = filepath.Join(proj, ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return proj, git
+}
+
+// noPlaceholdersLeft fails t when the ACL record still names a
+// placeholder; when says at which point.
+func noPlaceholdersLeft(t *testing.T, when string) {
+	t.Helper()
+	recPath, user, _ := aclRecordFile()
+	rec := &aclRecord{}
+	if err := readRecord(recPath, user, rec); err != nil || len(rec.Placeholders) != 0 {
+		t.Errorf("the record %s: %+v, %v; want no placeholders", when, rec.Placeholders, err)
+	}
+}
+
+// wineRepo makes, in a fresh folder base, a home holding a git project
+// (proj, with HEAD, config, hooks, objects and refs) and a folder for
+// temporary files, after wineSetup.
+func wineRepo(t *testing.T) (base, home, proj, tmp string) {
+	t.Helper()
+	wineSetup(t)
+	base = tempDir(t)
+	home = filepath.Join(base, "home")
+	proj = filepath.Join(home, "proj")
+	tmp = filepath.Join(base, "tmp")
+	for _, d := range []string{`.git\hooks`, `.git\objects`, `.git\refs`} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[core]\n\trepositoryformatversion = 0\n"} {
+		if err := os.WriteFile(filepath.Join(proj, ".git", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base, home, proj, tmp
+}
+
+// startPlanChild starts this test binary as a process of its own that
+// runs the plan p (AGENTBOX_TEST_RUN_PLAN), its output in a file of base
+// named after name, and returns the process and that file.
+func startPlanChild(t *testing.T, base, name string, p *plan.Plan) (*exec.Cmd, string) {
+	t.Helper()
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(base, "plan"+name+".json")
+	if err := os.WriteFile(planFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "AGENTBOX_TEST_RUN_PLAN="+planFile)
+	out := filepath.Join(base, "child"+name+".out")
+	if f, err := os.Create(out); err == nil {
+		child.Stdout, child.Stderr = f, f
+		t.Cleanup(func() { f.Close() })
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return child, out
 }
