@@ -84,3 +84,20 @@ func TestTraceRunEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestTraceAudit: between setup and prepare the trace names the run's
+// first line in the audit log (the plan's digest), which was in no phase.
+func TestTraceAudit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be []string) {
+		names, b := tracedPhases(t, be, "")
+		var top []string
+		for _, n := range names {
+			if !strings.Contains(n, ".") {
+				top = append(top, n)
+			}
+		}
+		if got := strings.Join(top, " "); !strings.Contains(got, "setup audit prepare box") {
+			t.Fatalf("phases %q, want setup, audit, prepare, box in a row; trace:\n%s", top, b)
+		}
+	})
+}

@@ -1,10 +1,10 @@
 package plan
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 )
 
 // Level says how well the chosen backend honours one rule of the plan.
@@ -93,7 +93,7 @@ func (p *Plan) Digest() string {
 		return ""
 	}
 	if id != "" {
-		data = []byte(strings.ReplaceAll(string(data), id, "RUN"))
+		data = bytes.ReplaceAll(data, []byte(id), []byte("RUN"))
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])

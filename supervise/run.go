@@ -35,12 +35,14 @@ func Run(b backend.Backend, p *plan.Plan, c backend.Context) (int, error) {
 	// The digest is for the audit log; without one nothing records it,
 	// and computing it (the whole plan as JSON) costs more than the rest
 	// of the run's start.
+	ph := trace.Begin("audit")
 	digest := ""
 	if p.Log.Enabled {
 		digest = p.Digest()
 	}
 	c.Emit(event.Event{Kind: event.RunStart, Backend: b.Name(), Digest: digest, Command: p.Command,
 		Cwd: p.Cwd, Project: Project(p), Workspace: p.Workspace.ID, Network: p.Network.Mode})
+	ph.End()
 	status, err := run(b, p, c)
 	end := event.Event{Kind: event.RunEnd, DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 	switch {
