@@ -300,6 +300,20 @@ func TestCInitCheckMatchesGo(t *testing.T) {
 			name, data string
 			ok         bool
 		}{"read-only", rec("ro", 0, 0, ro), true})
+		var rost unix.Stat_t
+		if unix.Stat(ro, &rost) == nil {
+			cases = append(cases, struct {
+				name, data string
+				ok         bool
+			}{"a read-only bind", rec("bind-ro", rost.Dev, rost.Ino, ro), true})
+		}
+	}
+	var rootfs unix.Statfs_t
+	if unix.Statfs("/", &rootfs) == nil && rootfs.Flags&unix.ST_RDONLY == 0 {
+		cases = append(cases, struct {
+			name, data string
+			ok         bool
+		}{"a read-only bind that is writable", rec("bind-ro", root.Dev, root.Ino, "/"), false})
 	}
 	var shm unix.Statfs_t
 	var shmx unix.Statx_t
@@ -562,4 +576,76 @@ func readOnlyMount(t *testing.T) string {
 		return f[4]
 	}
 	return ""
+}
+
+// TestCInitMakesReadOnlyBinds: the binds the C init makes in bwrap's place
+// (make-ro records, InitMount), in a mount namespace of its own made
+// private first (--private-mounts, as in a box): the folder is read-only
+// for CMD by its path and as its working folder (entered again over the
+// bind: bwrap had entered it before), and the bind-ro record agentbox adds
+// for it passes. A path that is not the file agentbox opened, or one
+// reached through a symlink, is refused before anything is mounted.
+func TestCInitMakesReadOnlyBinds(t *testing.T) {
+	if !MountAPI() {
+		t.Fatal("this kernel has no mount API (mount_setattr): the C init's binds cannot be tested here")
+	}
+	rec := func(kind string, dev, ino uint64, path string) string {
+		return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
+	}
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ro := filepath.Join(dir, "ro")
+			if err := os.Mkdir(ro, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			os.Symlink(ro, filepath.Join(dir, "link"))
+			var st unix.Stat_t
+			if err := unix.Stat(ro, &st); err != nil {
+				t.Fatal(err)
+			}
+			run := func(data string, script string) (int, string, string) {
+				t.Helper()
+				f, err := supervise.SealedFile("checks", []byte(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd := a.command(t, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script)
+				cmd.ExtraFiles = []*os.File{f}
+				cmd.Dir = ro
+				if cmd.SysProcAttr != nil {
+					// A user's own user namespace gives the init
+					// CAP_SYS_ADMIN there too, as bwrap does in a box.
+					cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
+				}
+				return runCInit(t, cmd)
+			}
+			probe := `for p in "$0" .; do if touch "$p/x" 2>/dev/null; then echo "$p writable"; else echo "$p read-only"; fi; done`
+			code, out, stderr := run(rec("make-ro", st.Dev, st.Ino, ro)+rec("bind-ro", st.Dev, st.Ino, ro), strings.Replace(probe, "$0", ro, 1))
+			if a.runner != nil {
+				// Emulated (qemu-user 7.2 has no open_tree): where the
+				// system call is missing the init refuses, nothing runs.
+				if code != 125 || out != "" || !strings.Contains(stderr, "open_tree") {
+					t.Errorf("emulated, without the mount API: exit %d, %q, %q; want 125 and nothing run", code, out, stderr)
+				}
+			} else if want := ro + " read-only\n. read-only\n"; code != 0 || out != want {
+				t.Errorf("made read-only: exit %d, %q (stderr %q), want %q", code, out, stderr, want)
+			}
+			if _, err := os.Lstat(filepath.Join(ro, "x")); err == nil {
+				t.Error("CMD wrote into the folder made read-only")
+			}
+			for name, data := range map[string]string{
+				"another inode":      rec("make-ro", st.Dev, st.Ino+1, ro),
+				"through a symlink":  rec("make-ro", st.Dev, st.Ino, filepath.Join(dir, "link")),
+				"missing":            rec("make-ro", st.Dev, st.Ino, filepath.Join(dir, "gone")),
+				"a check that fails": rec("make-ro", st.Dev, st.Ino, ro) + rec("bind-ro", st.Dev, st.Ino+1, ro),
+			} {
+				code, out, stderr := run(data, "echo ran")
+				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
+					t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
+				}
+			}
+		})
+	}
 }
