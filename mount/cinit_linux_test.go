@@ -649,3 +649,59 @@ func TestCInitMakesReadOnlyBinds(t *testing.T) {
 		})
 	}
 }
+
+// TestCInitUnreachableWorkingFolder: when the init's working folder cannot
+// be reached from its root (the host moved it out of the box's view, or
+// its mount is gone), getcwd answers "(unreachable)/..." — a relative
+// path. The init, which enters its working folder again over its binds,
+// must refuse then, not open that path relative to the old working folder
+// (where a folder of that name would become CMD's working folder).
+func TestCInitUnreachableWorkingFolder(t *testing.T) {
+	if !MountAPI() {
+		t.Fatal("this kernel has no mount API (mount_setattr): the C init's binds cannot be tested here")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		if os.Getenv("AGENTBOX_MUST_WORK") != "" {
+			t.Fatal("unshare (util-linux) is not installed")
+		}
+		t.Skip("unshare (util-linux) is not installed")
+	}
+	a := cinitArch{name: runtime.GOARCH}
+	var err error
+	if a.file, err = filepath.Abs(filepath.Join("..", "cinit", "c", "init-linux-"+runtime.GOARCH)); err != nil {
+		t.Fatal(err)
+	}
+	exe := a.command(t).Path
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	ro := filepath.Join(dir, "ro")
+	gone := filepath.Join(dir, "gone")
+	for _, d := range []string{ro, gone} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(ro, &st); err != nil {
+		t.Fatal(err)
+	}
+	f, err := supervise.SealedFile("checks", []byte(fmt.Sprintf("make-ro\t%d\t%d\t%s\x00", st.Dev, st.Ino, ro)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// A tmpfs of its own, entered at d, then detached: the working folder
+	// is unreachable, and "(unreachable)/d" exists below it.
+	script := `mount -t tmpfs t "$0" && mkdir -p "$0/d/(unreachable)/d" && cd "$0/d" && umount -l "$0" && exec "$@"`
+	wrap := []string{"unshare", "--mount", "--propagation", "private"}
+	if os.Getuid() != 0 {
+		wrap = []string{"unshare", "--user", "--map-current-user", "--keep-caps", "--mount", "--propagation", "private"}
+	}
+	argv := append(wrap, "sh", "-c", script, gone, exe, InitCommand, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", "echo ran in; pwd")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.ExtraFiles = []*os.File{f}
+	code, out, stderr := runCInit(t, cmd)
+	if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: (unreachable)/d: the working folder is not reachable") {
+		t.Errorf("an unreachable working folder: exit %d, %q, %q; want 125 and nothing run", code, out, stderr)
+	}
+}

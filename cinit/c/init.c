@@ -686,6 +686,10 @@ static void makemounts(int fd)
 	if (!made_) return;
 	long r = sys2(NR_getcwd, pathbuf, sizeof pathbuf);
 	if (r < 0) capfail("the working folder, to enter it again over the init's binds", -r);
+	/* A folder the box's root does not reach comes back as
+	 * "(unreachable)/...": relative, it would be opened below the old
+	 * working folder. */
+	if (pathbuf[0] != '/') checkfail(pathbuf, "the working folder is not reachable from the box's root", swapped);
 	long cwd = opennofollow(pathbuf);
 	if (cwd == -ELOOP) checkfail(pathbuf, symlinked, swapped);
 	if (cwd < 0) checkfail(pathbuf, errtext(-cwd, eb), swapped);
