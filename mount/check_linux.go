@@ -158,17 +158,35 @@ func verifyReadOnly(fd int, err error) error {
 
 // MountAPI reports whether this kernel lets agentbox use the mount API the
 // C init makes binds with (open_tree and move_mount: Linux 5.2;
-// mount_setattr: 5.12), asked without a capability, as any user may:
-// open_tree without a clone is an open, which on no descriptor fails with
-// EBADF, and mount_setattr refuses an unknown flag with EINVAL before it
-// looks at anything else. Missing, they fail with ENOSYS; a filter that
-// refuses them answers something else too. Either way the binds stay
-// bwrap's.
+// mount_setattr: 5.12), each of the three asked without a capability, as
+// any user may: open_tree without a clone is an open, which on no
+// descriptor fails with EBADF, and mount_setattr and move_mount refuse an
+// unknown flag with EINVAL before they look at anything else (move_mount
+// after its capability check). Missing,
+// they fail with ENOSYS; a filter that refuses one (a container's seccomp
+// profile) answers something else too. Either way the binds stay bwrap's,
+// rather than every box failing at the init's first bind.
 var MountAPI = sync.OnceValue(func() bool {
 	fd, err := unix.OpenTree(-1, "", unix.AT_EMPTY_PATH)
 	if err == nil {
 		unix.Close(fd)
 		return false
 	}
-	return errors.Is(err, unix.EBADF) && errors.Is(unix.MountSetattr(-1, "", 1<<31, &unix.MountAttr{}), unix.EINVAL)
+	if !errors.Is(err, unix.EBADF) || !errors.Is(unix.MountSetattr(-1, "", 1<<31, &unix.MountAttr{}), unix.EINVAL) {
+		return false
+	}
+	// move_mount asks for CAP_SYS_ADMIN first: without it (a user's
+	// agentbox; the init has it in the box) EPERM is all it says.
+	err = unix.MoveMount(-1, "", -1, "", 1<<31)
+	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) && !canMount()
 })
+
+// canMount reports whether this process holds CAP_SYS_ADMIN.
+func canMount() bool {
+	h := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var d [2]unix.CapUserData
+	if unix.Capget(&h, &d[0]) != nil {
+		return true // unknown: EPERM then means refused
+	}
+	return d[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
+}
