@@ -121,7 +121,13 @@ func TestRaceSwappedFolder(t *testing.T) {
 			t.Fatalf("the swapping box did not start: %q %s", line, aerr.String())
 		}
 		won := filepath.Join(other, "won")
-		ran, refused := 0, 0
+		// A box whose plan bound the read-only file (its mount is at
+		// one of the two names the swap gives it) writes it by both
+		// names: it stays read-only under either. (A plan made while
+		// the name was the link binds nothing there: the path named
+		// the other project's file then, read-only without a bind.)
+		writeRO := `if awk -v a="$0" -v b="$1" '$5 == a || $5 == b' /proc/self/mountinfo | grep -q .; then echo bound; echo pwn >> "$0"; echo pwn >> "$1"; fi 2>/dev/null; touch "$2"`
+		ran, refused, bound := 0, 0, 0
 		// A bound on the test's time on a loaded machine (the suite runs
 		// under go test's timeout); at least minTries starts either way.
 		const budget, minTries = 90 * time.Second, 100
@@ -131,17 +137,28 @@ func TestRaceSwappedFolder(t *testing.T) {
 				t.Logf("stopped after %d starts: the machine is slow (%v)", i, time.Since(start).Round(time.Second))
 				break
 			}
-			r := w.run(args([]string{"run"}, be, []string{"--read-only", filepath.Join(d, "ro"), "--", "touch", won})...)
+			r := w.run(args([]string{"run"}, be, []string{"--read-only", filepath.Join(d, "ro"), "--", "sh", "-c", writeRO, filepath.Join(d, "ro"), filepath.Join(link, "ro"), won})...)
 			if exists(won) {
 				t.Fatalf("start %d: the box wrote %s in another project: %s", i+1, won, r)
+			}
+			// The read-only file, under either name the swap gives it,
+			// and the other project's: never written (the init's bind of
+			// it, or bwrap's, held whatever the timing).
+			for _, f := range []string{filepath.Join(d, "ro"), filepath.Join(link, "ro"), filepath.Join(other, "ro")} {
+				if b, _ := os.ReadFile(f); strings.Contains(string(b), "pwn") {
+					t.Fatalf("start %d: the box wrote the read-only %s: %q %s", i+1, f, b, r)
+				}
 			}
 			if r.code == 125 {
 				refused++
 				continue
 			}
 			ran++
+			if strings.Contains(r.stdout, "bound") {
+				bound++
+			}
 		}
-		t.Logf("%d starts against the swapping box: %d ran, %d refused a swapped path", ran+refused, ran, refused)
+		t.Logf("%d starts against the swapping box: %d ran (%d with the read-only file bound), %d refused a swapped path", ran+refused, ran, bound, refused)
 		if ran == 0 {
 			t.Fatal("no box ever started: the test proves nothing")
 		}

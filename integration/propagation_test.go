@@ -54,20 +54,27 @@ func TestBoxMountPropagation(t *testing.T) {
 				w.env = append(w.env, "AGENTBOX_INIT="+v.init)
 			}
 			m := filepath.Join(w.base, "hostmnt")
+			// Also under a read-only folder of the project, which the C
+			// init binds read-only in bwrap's place (mount.InitMount).
+			rodir := filepath.Join(w.project, "rodir")
+			m2 := filepath.Join(rodir, "sub")
 			out := filepath.Join(w.base, "out")
 			mkdir(t, m)
+			mkdir(t, m2)
 			mkdir(t, out)
 			box := fmt.Sprintf(`echo > ready; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 grep -c agentbox-hostmnt /proc/self/mountinfo > seen
 echo x 2>wrote.err > %s/boxwrote; echo $? > wrote.rc
-true`, m)
+echo x 2>wrote2.err > %s/boxwrote; echo $? > wrote2.rc
+true`, m, m2)
 			host := fmt.Sprintf(`"$@" & p=$!
 i=0; while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
-mount -t tmpfs -o mode=0777 agentbox-hostmnt %[1]s || echo mount failed > %[2]s/mountfailed
+{ mount -t tmpfs -o mode=0777 agentbox-hostmnt %[1]s && mount -t tmpfs -o mode=0777 agentbox-hostmnt %[3]s; } || echo mount failed > %[2]s/mountfailed
 touch go
 wait $p; echo $? > %[2]s/rc
 ls -A %[1]s > %[2]s/listing
-umount %[1]s`, m, out)
+ls -A %[3]s > %[2]s/listing2
+umount %[1]s; umount %[3]s`, m, out, m2)
 			cmd := []string{bin}
 			if !isRoot() {
 				// agentbox runs as this user with no capability, as
@@ -75,7 +82,17 @@ umount %[1]s`, m, out)
 				cmd = []string{"setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--", bin}
 			}
 			argv := append(append(append(append([]string(nil), wrap...), "sh", "-c", host, "sh"), cmd...),
-				"run", "--backend", v.backend, "--", "sh", "-c", box)
+				"run", "--backend", v.backend)
+			checked := []string{""}
+			if v.backend == "bwrap" {
+				// (Landlock keeps a read-only path in a writable root
+				// read-only only by making the folders above it
+				// unchangeable, here the project: not this test's
+				// subject.)
+				argv = append(argv, "--read-only", rodir)
+				checked = append(checked, "2")
+			}
+			argv = append(argv, "--", "sh", "-c", box)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			c := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -98,11 +115,13 @@ umount %[1]s`, m, out)
 			if rc := read(out, "rc"); rc != "0" {
 				t.Fatalf("agentbox exited %s\n%s", rc, errb.String())
 			}
-			if l := read(out, "listing"); strings.Contains(l, "boxwrote") {
-				t.Errorf("the box wrote into a host mount made while it ran, under a read-only path: %q\n%s", l, errb.String())
-			}
-			if rc := read(w.project, "wrote.rc"); rc == "0" {
-				t.Errorf("the box's write into the host's new mount succeeded\n%s", errb.String())
+			for _, n := range checked {
+				if l := read(out, "listing"+n); strings.Contains(l, "boxwrote") {
+					t.Errorf("the box wrote into a host mount made while it ran, under a read-only path (%s): %q\n%s", map[string]string{"": m, "2": m2}[n], l, errb.String())
+				}
+				if rc := read(w.project, "wrote"+n+".rc"); rc == "0" {
+					t.Errorf("the box's write into the host's new mount at %s succeeded\n%s", map[string]string{"": m, "2": m2}[n], errb.String())
+				}
 			}
 			seen := read(w.project, "seen")
 			if v.backend == "bwrap" && seen != "0" {
@@ -111,8 +130,10 @@ umount %[1]s`, m, out)
 			if v.backend == "landlock" {
 				// No mount namespace: the box sees the host's mount; the
 				// write must have been refused by Landlock's rules.
-				if e := read(w.project, "wrote.err"); !strings.Contains(e, "Permission denied") {
-					t.Errorf("the box's write into the host's new mount: %q, want permission denied\n%s", e, errb.String())
+				for _, n := range checked {
+					if e := read(w.project, "wrote"+n+".err"); !strings.Contains(e, "Permission denied") {
+						t.Errorf("the box's write into the host's new mount (%s): %q, want permission denied\n%s", map[string]string{"": m, "2": m2}[n], e, errb.String())
+					}
 				}
 			}
 		})

@@ -54,7 +54,9 @@ const MaxArgs = 9000
 // Kind "ro" is a path bwrap itself makes read-only (procChecks): if it is
 // there at all, it must be on a read-only mount.
 type Check struct {
-	// Kind is "bind", "tmpfs", "hide-dir", "hide-file" or "ro".
+	// Kind is "bind", "bind-ro" (a bind that must also be read-only),
+	// "tmpfs", "hide-dir", "hide-file" or "ro"; in the check file also
+	// "make-ro" (InitMount).
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 	// FD is the bind's descriptor: its device and inode are what Path
@@ -76,8 +78,10 @@ func checks(p *plan.Plan, bindFDs map[int]int) []Check {
 		}
 		kind := ""
 		switch m.Op {
-		case plan.Bind, plan.ROBind, plan.Pin:
+		case plan.Bind, plan.Pin:
 			kind = "bind"
+		case plan.ROBind:
+			kind = "bind-ro"
 		case plan.Tmpfs:
 			kind = "tmpfs"
 		case plan.HideDir:
@@ -99,6 +103,57 @@ func checks(p *plan.Plan, bindFDs map[int]int) []Check {
 		}
 	}
 	return out
+}
+
+// initMade says, for each mount of p, whether the C init may make it
+// instead of bwrap (see InitMount): a read-only bind of a path onto itself
+// (a read-only path, a placeholder), which the init makes as a read-only
+// clone of what the box already shows there, that can be made after every
+// mount bwrap
+// keeps without changing what the box sees: no mount bwrap makes after
+// it (nor a certificate bundle it binds) is at its path, above or below
+// it, and before it the box shows the host's own file there (no earlier
+// mount above it but binds of paths onto themselves: a project in /tmp,
+// under the box's own /tmp, stays bwrap's). The order among the mounts the init makes is the plan's. bwrap
+// reads and parses the whole mount table after each bind; the init's
+// clone is a handful of system calls.
+func initMade(p *plan.Plan) []bool {
+	made := make([]bool, len(p.Mounts))
+	var kept []string
+	if p.Network.Mode == plan.NetAllowlist && len(p.Network.Intercept) > 0 {
+		kept = append(kept, p.Network.CABundles...)
+	}
+	related := func(path string) bool {
+		for _, k := range kept {
+			if plan.Within(path, k) || plan.Within(k, path) {
+				return true
+			}
+		}
+		return false
+	}
+	selfBind := func(m plan.Mount) bool {
+		return m.Op == plan.Pin || (m.Op == plan.Bind || m.Op == plan.ROBind) && m.Src() == m.Path
+	}
+	// hostView: before the mount, the box shows the host's own file at
+	// the path (what the init clones): every earlier mount at the path or
+	// above it is the host's root or a bind of a path onto itself.
+	hostView := func(i int) bool {
+		for _, k := range p.Mounts[:i] {
+			if plan.Within(p.Mounts[i].Path, k.Path) && !selfBind(k) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := len(p.Mounts) - 1; i >= 0; i-- {
+		m := p.Mounts[i]
+		if m.Stage != plan.StageRoot && m.Op == plan.ROBind && m.Src() == m.Path && m.Path != "/" && !related(m.Path) && hostView(i) {
+			made[i] = true
+			continue
+		}
+		kept = append(kept, m.Path)
+	}
+	return made
 }
 
 // procCovered are the entries of a fresh /proc that bwrap binds read-only
@@ -209,6 +264,32 @@ type Argv struct {
 	// own with a tmpfs over /dev holding the box's own device nodes
 	// (root's box).
 	DevNodes bool
+	// InitMounts are the binds the C init may make instead of bwrap, in
+	// the plan's order (see InitMount).
+	InitMounts []InitMount
+}
+
+// InitMount is a read-only bind of a path onto itself (a read-only path, a
+// placeholder) that the C init can make in place of bwrap, when the
+// kernel has the mount API (open_tree, move_mount, mount_setattr: Linux
+// 5.12): Args[From:To] are bwrap's words for it, which a run then leaves
+// out. bwrap reads and parses the whole mount table after each bind (0.2
+// ms or more each); the init's clone of what the box already shows at the
+// path is a handful of system calls. The init first checks that the path,
+// reached without following a link, is the file or folder agentbox opened
+// (FD's device and inode), clones it with everything mounted below it,
+// makes the clone read-only, nosuid, nodev and private, mounts it there,
+// and then makes the same checks as for bwrap's read-only binds. (A
+// writable bind stays bwrap's: the box shows the path read-only before,
+// and a box that is not root's may not clear a read-only flag its mount
+// namespace inherited.) A shell's command line (ShellWords), the Go init and a
+// kernel without the API keep bwrap's words.
+type InitMount struct {
+	Kind string `json:"kind"` // "make-ro" or "make-rw"
+	Path string `json:"path"`
+	FD   int    `json:"fd"`
+	From int    `json:"from"`
+	To   int    `json:"to"`
 }
 
 // Render turns the plan into bwrap's argument list (without argv[0]).
@@ -259,7 +340,10 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 		logFD = next
 		next++
 	}
+	made := initMade(p)
+	var inits []InitMount
 	for i, m := range p.Mounts {
+		from := len(a)
 		switch op := m.Op; {
 		case op == plan.ROBind && m.Src() == "/" && m.Path == "/":
 			// The host's root: no box can swap it.
@@ -309,6 +393,9 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			next++
 		default:
 			return Argv{}, fmt.Errorf("mount %s %s: operation not supported by bwrap", m.Op, m.Path)
+		}
+		if made[i] {
+			inits = append(inits, InitMount{Kind: "make-ro", Path: m.Path, FD: bindFDs[i], From: from, To: len(a)})
 		}
 		if m.Stage == plan.StageRoot && m.Op == plan.Proc {
 			// The kernel's tunables under the fresh /proc stay read-only.
@@ -456,7 +543,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 	if len(a) > MaxArgs {
 		return Argv{}, fmt.Errorf("the plan needs %d bwrap arguments (%d mounts); bubblewrap accepts at most %d", len(a), len(p.Mounts), MaxArgs)
 	}
-	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
+	return Argv{Args: a, CommandAt: commandAt, NullFDs: nulls, Binds: binds, Checks: checks(p, bindFDs), InitMounts: inits, Seccomp: o.Seccomp, SeccompAllow: p.Seccomp, SeccompExtra: extra,
 		NetFD: nr.fd, LogFD: logFD, PreloadFD: preloadFD, Allow: nr.allow, Deny: p.Network.Deny, Forward: nr.forward, CAFDs: caFDs, DevNodes: devNodes}, nil
 }
 

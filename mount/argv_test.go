@@ -553,7 +553,7 @@ func TestChecks(t *testing.T) {
 		{Kind: "bind", Path: "/tmp/x", FD: fdOf["/var/x"]},
 		{Kind: "bind", Path: "/home/u/proj", FD: fdOf["/home/u/proj"]},
 		{Kind: "bind", Path: "/home/u/proj/.git", FD: fdOf["/home/u/proj/.git"]},
-		{Kind: "bind", Path: "/home/u/proj/.git/hooks", FD: fdOf["/home/u/proj/.git/hooks"]},
+		{Kind: "bind-ro", Path: "/home/u/proj/.git/hooks", FD: fdOf["/home/u/proj/.git/hooks"]},
 		{Kind: "hide-file", Path: "/home/u/.netrc"},
 		{Kind: "hide-dir", Path: "/home/u/proj/secrets"},
 		{Kind: "hide-file", Path: "/home/u/proj/.env"},

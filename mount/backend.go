@@ -81,6 +81,9 @@ type Detail struct {
 	// with a tmpfs over /dev holding device nodes of the box's own, which
 	// bwrap's --dev binds (a root box: see Render).
 	DevNodes bool `json:"dev_nodes,omitempty"`
+	// InitMounts are the binds the C init makes in bwrap's place where
+	// the kernel allows (InitMount); Args keeps bwrap's words for them.
+	InitMounts []InitMount `json:"init_mounts,omitempty"`
 }
 
 // Complete fills p.Box: every rule is enforced as the contract says (a
@@ -165,7 +168,7 @@ func (b *Bwrap) Complete(p *plan.Plan) error {
 		return err
 	}
 	d := Detail{Bwrap: path, Args: av2.Args, CommandAt: av2.CommandAt, Self: p.SelfCommand, NullFDs: av2.NullFDs, Binds: av2.Binds, Checks: av2.Checks, Seccomp: p.Seccomp, SeccompExtra: av2.SeccompExtra,
-		NetFD: av2.NetFD, LogFD: av2.LogFD, PreloadFD: av2.PreloadFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs, DevNodes: av2.DevNodes}
+		NetFD: av2.NetFD, LogFD: av2.LogFD, PreloadFD: av2.PreloadFD, Allow: av2.Allow, Deny: av2.Deny, Forward: av2.Forward, CAFDs: av2.CAFDs, DevNodes: av2.DevNodes, InitMounts: av2.InitMounts}
 	if p.Box.Detail, err = json.Marshal(d); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -17,13 +18,18 @@ import (
 // kind, device, inode and path separated by tabs (the path last, so it may
 // hold a tab itself). The device and inode are 0 for what bwrap makes.
 
-// checkFile writes the checks of d for the init: each bind's device and
-// inode are taken from the descriptor bwrap is given (slots, from firstFD).
-func checkFile(d Detail, slots []*os.File) (*os.File, error) {
+// checkFile writes the binds the init makes (makes, in order, first) and
+// the checks of d for the init: each bind's device and inode are taken
+// from the descriptor opened for it (slots, from firstFD).
+func checkFile(d Detail, makes []InitMount, slots []*os.File) (*os.File, error) {
 	var b bytes.Buffer
-	for _, c := range d.Checks {
+	all := make([]Check, 0, len(makes)+len(d.Checks))
+	for _, m := range makes {
+		all = append(all, Check{Kind: m.Kind, Path: m.Path, FD: m.FD})
+	}
+	for _, c := range append(all, d.Checks...) {
 		var dev, ino uint64
-		if c.Kind == "bind" {
+		if c.FD > 0 {
 			f := slots[c.FD-firstFD]
 			var st unix.Stat_t
 			if err := unix.Fstat(int(f.Fd()), &st); err != nil {
@@ -50,6 +56,11 @@ func verifyMounts(data []byte) error {
 		ino, err2 := strconv.ParseUint(f[2], 10, 64)
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("bad check record %q", rec)
+		}
+		if f[0] == "make-ro" {
+			// Only the C init makes binds (InitMount: the Go init's
+			// threads each have a mount namespace of their own).
+			return fmt.Errorf("%s: the Go init cannot make this bind: %s", f[3], errSwapped)
 		}
 		if err := verifyMount(f[0], dev, ino, f[3]); err != nil {
 			return fmt.Errorf("%s: %w", f[3], err)
@@ -85,9 +96,18 @@ func verifyMount(kind string, dev, ino uint64, path string) error {
 	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
 		return errors.New("not mounted there: " + errSwapped)
 	}
-	if kind == "bind" {
+	if kind == "bind" || kind == "bind-ro" {
 		if unix.Mkdev(stx.Dev_major, stx.Dev_minor) != dev || stx.Ino != ino {
 			return errors.New("not the folder or file agentbox opened: " + errSwapped)
+		}
+		if kind == "bind-ro" {
+			var st unix.Statfs_t
+			if err := unix.Fstatfs(fd, &st); err != nil {
+				return err
+			}
+			if st.Flags&unix.ST_RDONLY == 0 {
+				return errors.New("writable in the box (it must be read-only): " + errSwapped)
+			}
 		}
 		return nil
 	}
@@ -134,4 +154,39 @@ func verifyReadOnly(fd int, err error) error {
 		return errors.New("writable in the box (bubblewrap did not make it read-only): nothing ran")
 	}
 	return nil
+}
+
+// MountAPI reports whether this kernel lets agentbox use the mount API the
+// C init makes binds with (open_tree and move_mount: Linux 5.2;
+// mount_setattr: 5.12), each of the three asked without a capability, as
+// any user may: open_tree without a clone is an open, which on no
+// descriptor fails with EBADF, and mount_setattr and move_mount refuse an
+// unknown flag with EINVAL before they look at anything else (move_mount
+// after its capability check). Missing,
+// they fail with ENOSYS; a filter that refuses one (a container's seccomp
+// profile) answers something else too. Either way the binds stay bwrap's,
+// rather than every box failing at the init's first bind.
+var MountAPI = sync.OnceValue(func() bool {
+	fd, err := unix.OpenTree(-1, "", unix.AT_EMPTY_PATH)
+	if err == nil {
+		unix.Close(fd)
+		return false
+	}
+	if !errors.Is(err, unix.EBADF) || !errors.Is(unix.MountSetattr(-1, "", 1<<31, &unix.MountAttr{}), unix.EINVAL) {
+		return false
+	}
+	// move_mount asks for CAP_SYS_ADMIN first: without it (a user's
+	// agentbox; the init has it in the box) EPERM is all it says.
+	err = unix.MoveMount(-1, "", -1, "", 1<<31)
+	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) && !canMount()
+})
+
+// canMount reports whether this process holds CAP_SYS_ADMIN.
+func canMount() bool {
+	h := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var d [2]unix.CapUserData
+	if unix.Capget(&h, &d[0]) != nil {
+		return true // unknown: EPERM then means refused
+	}
+	return d[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
 }

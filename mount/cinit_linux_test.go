@@ -300,6 +300,20 @@ func TestCInitCheckMatchesGo(t *testing.T) {
 			name, data string
 			ok         bool
 		}{"read-only", rec("ro", 0, 0, ro), true})
+		var rost unix.Stat_t
+		if unix.Stat(ro, &rost) == nil {
+			cases = append(cases, struct {
+				name, data string
+				ok         bool
+			}{"a read-only bind", rec("bind-ro", rost.Dev, rost.Ino, ro), true})
+		}
+	}
+	var rootfs unix.Statfs_t
+	if unix.Statfs("/", &rootfs) == nil && rootfs.Flags&unix.ST_RDONLY == 0 {
+		cases = append(cases, struct {
+			name, data string
+			ok         bool
+		}{"a read-only bind that is writable", rec("bind-ro", root.Dev, root.Ino, "/"), false})
 	}
 	var shm unix.Statfs_t
 	var shmx unix.Statx_t
@@ -562,4 +576,132 @@ func readOnlyMount(t *testing.T) string {
 		return f[4]
 	}
 	return ""
+}
+
+// TestCInitMakesReadOnlyBinds: the binds the C init makes in bwrap's place
+// (make-ro records, InitMount), in a mount namespace of its own made
+// private first (--private-mounts, as in a box): the folder is read-only
+// for CMD by its path and as its working folder (entered again over the
+// bind: bwrap had entered it before), and the bind-ro record agentbox adds
+// for it passes. A path that is not the file agentbox opened, or one
+// reached through a symlink, is refused before anything is mounted.
+func TestCInitMakesReadOnlyBinds(t *testing.T) {
+	if !MountAPI() {
+		t.Fatal("this kernel has no mount API (mount_setattr): the C init's binds cannot be tested here")
+	}
+	rec := func(kind string, dev, ino uint64, path string) string {
+		return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
+	}
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ro := filepath.Join(dir, "ro")
+			if err := os.Mkdir(ro, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			os.Symlink(ro, filepath.Join(dir, "link"))
+			var st unix.Stat_t
+			if err := unix.Stat(ro, &st); err != nil {
+				t.Fatal(err)
+			}
+			run := func(data string, script string) (int, string, string) {
+				t.Helper()
+				f, err := supervise.SealedFile("checks", []byte(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd := a.command(t, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script)
+				cmd.ExtraFiles = []*os.File{f}
+				cmd.Dir = ro
+				if cmd.SysProcAttr != nil {
+					// A user's own user namespace gives the init
+					// CAP_SYS_ADMIN there too, as bwrap does in a box.
+					cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
+				}
+				return runCInit(t, cmd)
+			}
+			probe := `for p in "$0" .; do if touch "$p/x" 2>/dev/null; then echo "$p writable"; else echo "$p read-only"; fi; done`
+			code, out, stderr := run(rec("make-ro", st.Dev, st.Ino, ro)+rec("bind-ro", st.Dev, st.Ino, ro), strings.Replace(probe, "$0", ro, 1))
+			if a.runner != nil {
+				// Emulated (qemu-user 7.2 has no open_tree): where the
+				// system call is missing the init refuses, nothing runs.
+				if code != 125 || out != "" || !strings.Contains(stderr, "open_tree") {
+					t.Errorf("emulated, without the mount API: exit %d, %q, %q; want 125 and nothing run", code, out, stderr)
+				}
+			} else if want := ro + " read-only\n. read-only\n"; code != 0 || out != want {
+				t.Errorf("made read-only: exit %d, %q (stderr %q), want %q", code, out, stderr, want)
+			}
+			if _, err := os.Lstat(filepath.Join(ro, "x")); err == nil {
+				t.Error("CMD wrote into the folder made read-only")
+			}
+			for name, data := range map[string]string{
+				"another inode":      rec("make-ro", st.Dev, st.Ino+1, ro),
+				"through a symlink":  rec("make-ro", st.Dev, st.Ino, filepath.Join(dir, "link")),
+				"missing":            rec("make-ro", st.Dev, st.Ino, filepath.Join(dir, "gone")),
+				"a check that fails": rec("make-ro", st.Dev, st.Ino, ro) + rec("bind-ro", st.Dev, st.Ino+1, ro),
+			} {
+				code, out, stderr := run(data, "echo ran")
+				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
+					t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestCInitUnreachableWorkingFolder: when the init's working folder cannot
+// be reached from its root (the host moved it out of the box's view, or
+// its mount is gone), getcwd answers "(unreachable)/..." — a relative
+// path. The init, which enters its working folder again over its binds,
+// must refuse then, not open that path relative to the old working folder
+// (where a folder of that name would become CMD's working folder).
+func TestCInitUnreachableWorkingFolder(t *testing.T) {
+	if !MountAPI() {
+		t.Fatal("this kernel has no mount API (mount_setattr): the C init's binds cannot be tested here")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		if os.Getenv("AGENTBOX_MUST_WORK") != "" {
+			t.Fatal("unshare (util-linux) is not installed")
+		}
+		t.Skip("unshare (util-linux) is not installed")
+	}
+	a := cinitArch{name: runtime.GOARCH}
+	var err error
+	if a.file, err = filepath.Abs(filepath.Join("..", "cinit", "c", "init-linux-"+runtime.GOARCH)); err != nil {
+		t.Fatal(err)
+	}
+	exe := a.command(t).Path
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	ro := filepath.Join(dir, "ro")
+	gone := filepath.Join(dir, "gone")
+	for _, d := range []string{ro, gone} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(ro, &st); err != nil {
+		t.Fatal(err)
+	}
+	f, err := supervise.SealedFile("checks", []byte(fmt.Sprintf("make-ro\t%d\t%d\t%s\x00", st.Dev, st.Ino, ro)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// A tmpfs of its own, entered at d, then detached: the working folder
+	// is unreachable, and "(unreachable)/d" exists below it.
+	script := `mount -t tmpfs t "$0" && mkdir -p "$0/d/(unreachable)/d" && cd "$0/d" && umount -l "$0" && exec "$@"`
+	wrap := []string{"unshare", "--mount", "--propagation", "private"}
+	if os.Getuid() != 0 {
+		wrap = []string{"unshare", "--user", "--map-current-user", "--keep-caps", "--mount", "--propagation", "private"}
+	}
+	argv := append(wrap, "sh", "-c", script, gone, exe, InitCommand, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", "echo ran in; pwd")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.ExtraFiles = []*os.File{f}
+	code, out, stderr := runCInit(t, cmd)
+	if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: (unreachable)/d: the working folder is not reachable") {
+		t.Errorf("an unreachable working folder: exit %d, %q, %q; want 125 and nothing run", code, out, stderr)
+	}
 }

@@ -45,21 +45,26 @@ func checksSize(d Detail) int {
 	for _, c := range d.Checks {
 		n += len(c.Kind) + 2*20 + len(c.Path) + 4
 	}
+	for _, m := range d.InitMounts {
+		n += len(m.Kind) + 2*20 + len(m.Path) + 4
+	}
 	return n
 }
 
 // initFile opens the program bwrap runs as the box's pid 1 (fd 5, started
 // as /proc/self/fd/5 __init ...): the C init in a sealed memfd, or the
 // running agentbox executable itself (the Go init) when InitKind says so or
-// the kernel will not execute a memfd. Both take the same arguments.
-func initFile(d Detail) (*os.File, error) {
+// the kernel will not execute a memfd. Both take the same arguments; c is
+// true for the C init.
+func initFile(d Detail) (f *os.File, c bool, err error) {
 	if kind, _ := InitKind(d); kind == InitC {
 		if f := cinit.Memfd(); f != nil {
-			return f, nil
+			return f, true, nil
 		}
 	}
 	// The running executable itself, not the file at its path now.
-	return os.Open("/proc/self/exe")
+	f, err = os.Open("/proc/self/exe")
+	return f, false, err
 }
 
 // capSetpcap is CAP_SETPCAP (linux/capability.h).

@@ -137,9 +137,19 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 		return 0, &BoxError{Op: "pipe", Err: err}
 	}
 	// The box's pid 1: the C init, or this executable (the Go init).
-	self, err := initFile(d)
+	self, cInit, err := initFile(d)
 	if err != nil {
 		return 0, &BoxError{Op: "opening", Path: c.Self, Err: err}
+	}
+	// The binds the C init makes in bwrap's place, where the kernel has
+	// the mount API (InitMount).
+	var makes []InitMount
+	if cInit && len(d.InitMounts) > 0 && MountAPI() {
+		makes = d.InitMounts
+		if args, commandAt, err = withoutInitMounts(args, commandAt, makes, p.Identity.Root()); err != nil {
+			self.Close()
+			return 0, &BoxError{Op: "passing the arguments", Err: err}
+		}
 	}
 	f, err := seccomp.Build(d.Seccomp, extraGroups(d.SeccompExtra)...)
 	if err != nil {
@@ -179,7 +189,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	}
 	// What the init verifies before CMD starts: every bind is the very
 	// file opened here, every hidden path is hidden.
-	cfd, err := checkFile(d, slots)
+	cfd, err := checkFile(d, makes, slots)
 	if err != nil {
 		closeAll(slots)
 		return 0, &BoxError{Op: "listing the mounts to check", Err: err}
@@ -425,6 +435,32 @@ func argsFile(args []string) (*os.File, error) {
 		b.WriteByte(0)
 	}
 	return supervise.SealedFile("agentbox-bwrap-args", []byte(b.String()))
+}
+
+// withoutInitMounts leaves out of args (options before commandAt) bwrap's
+// words for the binds the C init makes (makes, from Render: each range
+// must still hold its bind of its own path), and for a root run gives the
+// init CAP_SYS_ADMIN to make them (a box of another user has it already,
+// in the box's own user namespace, for --private-mounts). The init drops
+// it with every other capability before CMD starts.
+func withoutInitMounts(args []string, commandAt int, makes []InitMount, root bool) ([]string, int, error) {
+	out := make([]string, 0, len(args))
+	at := 0
+	for _, m := range makes {
+		ok := m.From >= at && m.To == m.From+3 && m.To <= commandAt &&
+			m.Kind == "make-ro" && args[m.From] == "--ro-bind-fd" && args[m.From+1] == strconv.Itoa(m.FD) && args[m.From+2] == m.Path
+		if !ok {
+			return nil, 0, fmt.Errorf("the plan's bwrap detail does not hold the bind of %s the init would make", m.Path)
+		}
+		out = append(out, args[at:m.From]...)
+		at = m.To
+	}
+	out = append(out, args[at:commandAt]...)
+	if root {
+		out = append(out, "--cap-add", "CAP_SYS_ADMIN")
+	}
+	n := len(out)
+	return append(out, args[commandAt:]...), n, nil
 }
 
 // withForeground adds the init's --foreground flag: agentbox owns the

@@ -556,9 +556,15 @@ static void verifymount(const char *kind, u64 dev, u64 ino, char *path)
 	if (r < 0) checkfail(path, errtext(-r, eb), 0);
 	if ((st.attributes_mask & STATX_ATTR_MOUNT_ROOT) && !(st.attributes & STATX_ATTR_MOUNT_ROOT))
 		checkfail(path, "not mounted there", swapped);
-	if (seq(kind, "bind")) {
+	if (seq(kind, "bind") || seq(kind, "bind-ro")) {
 		if (mkdev(st.dev_major, st.dev_minor) != dev || st.ino != ino)
 			checkfail(path, "not the folder or file agentbox opened", swapped);
+		if (seq(kind, "bind-ro")) {
+			struct statfs_ rfs;
+			long rr = sys2(NR_fstatfs, fd, &rfs);
+			if (rr < 0) checkfail(path, errtext(-rr, eb), 0);
+			if (!(rfs.flags & ST_RDONLY)) checkfail(path, "writable in the box (it must be read-only)", swapped);
+		}
 		sys1(NR_close, fd);
 		return;
 	}
@@ -579,7 +585,9 @@ static void badrecord(const char *rec)
 	quit(EXIT_FAILURE_);
 }
 
-static void verifymounts(int fd)
+/* readchecks reads the check file into chk (from its start, each time) and
+ * returns its length. */
+static long readchecks(int fd)
 {
 	char eb[32];
 	long len = 0;
@@ -598,10 +606,17 @@ static void verifymounts(int fd)
 		}
 	}
 	chk[len] = 0;
+	return len;
+}
+
+/* eachcheck calls fn with each record of the check file: kind \t dev \t
+ * ino \t path (the path may hold a tab itself). */
+static void eachcheck(int fd, void (*fn)(const char *kind, u64 dev, u64 ino, char *path))
+{
+	long len = readchecks(fd);
 	for (char *rec = chk, *next; rec < chk + len; rec = next) {
 		next = rec + slen(rec) + 1; /* before the tabs below become NULs */
 		if (!*rec) continue;
-		/* kind \t dev \t ino \t path (the path may hold a tab itself) */
 		char *f[4] = {rec, 0, 0, 0};
 		char *p = rec;
 		for (int k = 1; k < 4; k++) {
@@ -612,8 +627,75 @@ static void verifymounts(int fd)
 		}
 		u64 dev, ino;
 		if (parseu(f[1], ~0ULL, &dev) < 0 || parseu(f[2], ~0ULL, &ino) < 0) badrecord(f[0]);
-		verifymount(f[0], dev, ino, f[3]);
+		fn(f[0], dev, ino, f[3]);
 	}
+}
+
+static int ismake(const char *kind) { return seq(kind, "make-ro"); }
+
+static void verifyone(const char *kind, u64 dev, u64 ino, char *path)
+{
+	if (!ismake(kind)) verifymount(kind, dev, ino, path); /* made, then checked by their own records */
+}
+
+static void verifymounts(int fd) { eachcheck(fd, verifyone); }
+
+/* ---- the binds the init makes in bwrap's place ----
+ *
+ * A read-only bind of a path onto itself (a read-only path, a placeholder)
+ * that bwrap would make costs it a read of the whole mount table; agentbox
+ * leaves those that can come after all of bwrap's mounts to the init
+ * (records make-ro, in the plan's order; mount.InitMount). Each path,
+ * reached without following a link, must be the file or folder agentbox
+ * opened (its device and inode); the init clones it with what is mounted
+ * below it, makes the clone read-only, nosuid, nodev and private, and
+ * mounts it there, through the descriptor it checked.
+ * Then the working folder is entered again: bwrap entered it before, and a
+ * mount over it or above it would otherwise be behind CMD's back. */
+
+static int made_;
+static __attribute__((noreturn)) void capfail(const char *what, long e);
+
+static void makemount(const char *kind, u64 dev, u64 ino, char *path)
+{
+	char eb[32];
+	if (!ismake(kind)) return;
+	long fd = opennofollow(path);
+	if (fd == -ELOOP) checkfail(path, symlinked, swapped);
+	if (fd < 0) checkfail(path, errtext(-fd, eb), swapped);
+	struct statx_ st;
+	long r = fdstat((int)fd, &st);
+	if (r < 0) checkfail(path, errtext(-r, eb), 0);
+	if (mkdev(st.dev_major, st.dev_minor) != dev || st.ino != ino) checkfail(path, "not the folder or file agentbox opened", swapped);
+	long t = sys3(NR_open_tree, fd, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (t < 0) checkfail(path, "binding it (open_tree)", errtext(-t, eb));
+	struct mount_attr_ a = {MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, MS_PRIVATE, 0};
+	r = sys5(NR_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a);
+	if (r < 0) checkfail(path, "binding it (mount_setattr)", errtext(-r, eb));
+	r = sys5(NR_move_mount, t, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	if (r < 0) checkfail(path, "binding it (move_mount)", errtext(-r, eb));
+	sys1(NR_close, t);
+	sys1(NR_close, fd);
+	made_ = 1;
+}
+
+static void makemounts(int fd)
+{
+	char eb[32];
+	eachcheck(fd, makemount);
+	if (!made_) return;
+	long r = sys2(NR_getcwd, pathbuf, sizeof pathbuf);
+	if (r < 0) capfail("the working folder, to enter it again over the init's binds", -r);
+	/* A folder the box's root does not reach comes back as
+	 * "(unreachable)/...": relative, it would be opened below the old
+	 * working folder. */
+	if (pathbuf[0] != '/') checkfail(pathbuf, "the working folder is not reachable from the box's root", swapped);
+	long cwd = opennofollow(pathbuf);
+	if (cwd == -ELOOP) checkfail(pathbuf, symlinked, swapped);
+	if (cwd < 0) checkfail(pathbuf, errtext(-cwd, eb), swapped);
+	r = sys1(NR_fchdir, cwd);
+	if (r < 0) checkfail(pathbuf, errtext(-r, eb), 0);
+	sys1(NR_close, cwd);
 }
 
 /* ---- the filesystem log (package fslog) ----
@@ -890,7 +972,7 @@ static __attribute__((noreturn)) void capfail(const char *what, long e)
 	quit(EXIT_FAILURE_);
 }
 
-static void privatize(int private_mounts)
+static void privatize(int private_mounts, int checkfd)
 {
 	if (private_mounts) {
 		/* bwrap's last step is a user namespace of its own for CMD's
@@ -901,6 +983,8 @@ static void privatize(int private_mounts)
 		r = sys5(NR_mount, 0, (long)"/", 0, MS_REC | MS_PRIVATE, 0);
 		if (r < 0) capfail("making the box's mounts private (so no host mount reaches the box)", -r);
 	}
+	/* The binds left to the init, with the capability to make them. */
+	if (checkfd >= 0) makemounts(checkfd);
 	for (int c = 0; c < 64; c++) {
 		long r = sys2(NR_prctl, PR_CAPBSET_READ, c);
 		if (r == -EINVAL) break;
@@ -945,10 +1029,13 @@ __attribute__((used, noreturn)) void cmain(long *sp)
 
 	/* Before anything else: no host mount reaches the box from here on,
 	 * and the init holds no capability. */
-	int privmounts = 0;
-	for (int k = 1; k < argc && !seq(argv[k], "--"); k++)
+	int privmounts = 0, checkfd0 = -1;
+	for (int k = 1; k < argc && !seq(argv[k], "--"); k++) {
+		u64 n;
 		if (seq(argv[k], "--private-mounts")) privmounts = 1;
-	privatize(privmounts);
+		if (seq(argv[k], "--check-fd") && k + 1 < argc && parseu(argv[k + 1], 1 << 30, &n) == 0) checkfd0 = (int)n;
+	}
+	privatize(privmounts, checkfd0);
 
 	/* No /proc/1/mem, /proc/1/fd or ptrace of the init for the box's
 	 * processes: they could otherwise change what the init does (it holds

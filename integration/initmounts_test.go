@@ -1,0 +1,108 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestInitMadeReadOnlyBinds: read-only paths in the project (a folder, a
+// file) are bound by the C init in bwrap's place (mount.InitMount) and by
+// bwrap under the Go init, and the box sees the same either way: both are
+// read-only mounts, nothing can be written through them, also not from a
+// working folder inside the read-only folder (the init enters it again
+// over its bind; bwrap had entered it before). A wrapper in PATH records
+// bwrap's options: under the C init they no longer bind those paths.
+func TestInitMadeReadOnlyBinds(t *testing.T) {
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range inits {
+		t.Run(in.name, func(t *testing.T) {
+			w := initWorld(t, in.env)
+			rodir := filepath.Join(w.project, "rodir")
+			rofile := filepath.Join(w.project, "rofile")
+			write(t, filepath.Join(rodir, "f"), "x\n")
+			write(t, rofile, "y\n")
+			// A repository: its top is the writable root from any
+			// working folder in it.
+			if out, err := exec.Command("git", "init", "-q", w.project).CombinedOutput(); err != nil {
+				t.Fatalf("git init: %v: %s", err, out)
+			}
+			// bwrap's options, copied on their way (they come on a
+			// descriptor, --args N).
+			wrap := filepath.Join(w.base, "wrap")
+			logged := filepath.Join(w.base, "bwrap-args")
+			write(t, filepath.Join(wrap, "bwrap"), "#!/bin/bash\nif [ \"$1\" = --args ]; then cat /proc/self/fd/$2 > "+logged+"; exec "+real+" \"$@\" $2<"+logged+"; fi\nexec "+real+" \"$@\"\n")
+			if err := os.Chmod(filepath.Join(wrap, "bwrap"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(w.base, 0o755)
+			for i, kv := range w.env {
+				if strings.HasPrefix(kv, "PATH=") {
+					w.env[i] = "PATH=" + wrap + ":" + strings.TrimPrefix(kv, "PATH=")
+				}
+			}
+			flags := []string{"--read-only", rodir, "--read-only", rofile}
+
+			w.cwd = rodir
+			r := w.run(append([]string{"plan", "--json"}, flags...)...)
+			expectCode(t, r, 0)
+			var out struct {
+				Box struct {
+					Detail struct {
+						InitMounts []struct{ Kind, Path string } `json:"init_mounts"`
+					} `json:"detail"`
+				} `json:"box"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			var planned []string
+			for _, m := range out.Box.Detail.InitMounts {
+				planned = append(planned, m.Path)
+			}
+			if !slices.Contains(planned, rodir) || !slices.Contains(planned, rofile) {
+				t.Fatalf("the plan leaves %q to the init, want %s and %s among them", planned, rodir, rofile)
+			}
+
+			script := `if touch ./new 2>/dev/null; then echo "cwd writable"; else echo "cwd read-only"; fi
+if (echo z >> "$0") 2>/dev/null; then echo "file writable"; else echo "file read-only"; fi
+if touch "$1/new" 2>/dev/null; then echo "folder writable"; else echo "folder read-only"; fi
+awk -v a="$0" -v b="$1" '$5 == a || $5 == b { split($6, o, ","); print $5, o[1] }' /proc/self/mountinfo | sort`
+			r = w.run(append(append([]string{"run"}, flags...), "--", "sh", "-c", script, rofile, rodir)...)
+			expectCode(t, r, 0)
+			want := "cwd read-only\nfile read-only\nfolder read-only\n"
+			for _, p := range slices.Sorted(slices.Values([]string{rodir, rofile})) {
+				want += p + " ro\n"
+			}
+			if r.stdout != want {
+				t.Errorf("in the box:\n%s\nwant:\n%s", r.stdout, want)
+			}
+			if _, err := os.Lstat(filepath.Join(rodir, "new")); err == nil {
+				t.Error("the box wrote into the read-only folder")
+			}
+			args, err := os.ReadFile(logged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := strings.Split(string(args), "\x00")
+			for _, p := range []string{rodir, rofile} {
+				bound := false
+				for i := 0; i+2 < len(opts); i++ {
+					bound = bound || opts[i] == "--ro-bind-fd" && opts[i+2] == p
+				}
+				if bound != (in.name == "go") {
+					t.Errorf("bwrap binds %s read-only: %v, want %v (the %s init)", p, bound, in.name == "go", in.name)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package mount
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/plan"
+)
+
+// TestWithoutInitMounts: a run with the C init leaves bwrap's words for the
+// init's binds out and keeps everything else in order; a root run gives
+// the init CAP_SYS_ADMIN to make them; a detail whose words are not those
+// binds is refused, nothing is left out.
+func TestWithoutInitMounts(t *testing.T) {
+	p := testPlan()
+	o := plan.Origin{Key: "test"}
+	p.Mounts = append(p.Mounts[:5:5],
+		plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: "/home/u/proj/.claude", Access: plan.ReadOnly, Origin: o},
+		plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: "/home/u/proj/.git", Access: plan.ReadWrite, Origin: o},
+		plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Path: "/home/u/proj/.git/hooks", Access: plan.ReadOnly, Origin: o},
+	)
+	av, err := Render(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(av.InitMounts) != 2 {
+		t.Fatalf("init mounts %+v, want two", av.InitMounts)
+	}
+	for _, root := range []bool{false, true} {
+		args, at, err := withoutInitMounts(av.Args, av.CommandAt, av.InitMounts, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := strings.Join(args[:at], " ")
+		for _, m := range av.InitMounts {
+			if strings.Contains(opts, m.Path) {
+				t.Errorf("root %v: bwrap still binds %s: %s", root, m.Path, opts)
+			}
+		}
+		pin := slices.IndexFunc(av.Binds, func(b Bind) bool { return b.Source == "/home/u/proj/.git" })
+		if pin < 0 || !strings.Contains(opts, "--bind-fd "+strconv.Itoa(av.Binds[pin].FD)+" /home/u/proj/.git ") {
+			t.Errorf("root %v: the pin is gone: %s", root, opts)
+		}
+		if got := strings.HasSuffix(opts, "--cap-add CAP_SYS_ADMIN"); got != root {
+			t.Errorf("root %v: CAP_SYS_ADMIN for the init: %v (%s)", root, got, opts)
+		}
+		if !slices.Equal(args[at:], av.Args[av.CommandAt:]) {
+			t.Errorf("root %v: the command changed: %q", root, args[at:])
+		}
+		if n := len(av.Args[:av.CommandAt]) - 6; !root && at != n {
+			t.Errorf("options %d words, want %d", at, n)
+		}
+	}
+	bad := slices.Clone(av.InitMounts)
+	bad[1].Path = "/home/u/proj/.git"
+	if _, _, err := withoutInitMounts(av.Args, av.CommandAt, bad, false); err == nil {
+		t.Error("a detail whose range is another bind was taken")
+	}
+	bad = slices.Clone(av.InitMounts)
+	bad[0].From, bad[0].To = bad[1].From, bad[1].To
+	if _, _, err := withoutInitMounts(av.Args, av.CommandAt, bad, false); err == nil {
+		t.Error("ranges out of order were taken")
+	}
+}
