@@ -200,7 +200,12 @@ func (r *resolver) noteLinks(e Entry, p string) {
 	on, err := linksOn(r.env.FS, p)
 	if err != nil || len(on) > 0 {
 		r.linked = append(r.linked, linkedEntry{e: e, path: p, links: on, err: err})
+		return
 	}
+	if r.linkFree == nil {
+		r.linkFree = map[string]Entry{}
+	}
+	r.linkFree[p] = e
 }
 
 // checkLinked refuses a path of any layer that leads through a symbolic
@@ -209,6 +214,14 @@ func (r *resolver) noteLinks(e Entry, p string) {
 // build with a link to a folder elsewhere). The path it leads to, given
 // as such, is accepted.
 func (r *resolver) checkLinked() error {
+	// A path without a link when walked part by part, and through one
+	// when a stage resolved it: a box may be swapping a folder on its way
+	// while the plan is made, so that the rule lands on another file.
+	if len(r.changed) > 0 {
+		c := r.changed[0]
+		return originError(c.e.Origin, fmt.Sprintf("%s changed while the plan was made: it had no symbolic link on its way, and now leads to %s (a box may be swapping a folder on its way): nothing ran; run again, or give the path it leads to if that is what you mean",
+			Escape(c.e.Value), Escape(c.links[0][1])))
+	}
 	writable := r.p.Writable()
 	for _, le := range r.linked {
 		if le.err != nil {

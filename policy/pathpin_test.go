@@ -75,3 +75,53 @@ func TestCheckPinned(t *testing.T) {
 		t.Errorf("a path as trust recorded it is refused: %v", err)
 	}
 }
+
+// swapFS is the host's file system, with a box that swaps the folder
+// swap for a symlink to target the first time the resolution resolves a
+// path through it (after the path was walked part by part).
+type swapFS struct {
+	OSFS
+	swap, target string
+	done         bool
+}
+
+func (f *swapFS) EvalSymlinks(name string) (string, error) {
+	if !f.done && plan.Within(name, f.swap) {
+		f.done = true
+		if err := os.Rename(f.swap, f.swap+".moved"); err != nil {
+			return "", err
+		}
+		if err := os.Symlink(f.target, f.swap); err != nil {
+			return "", err
+		}
+	}
+	return f.OSFS.EvalSymlinks(name)
+}
+
+// TestPathSwappedWhileResolving: a box swaps a folder of the project for
+// a symlink to another folder between the walk of a --read-only, --deny or
+// --writable path part by part (no link then) and its resolution: the plan
+// is refused, never made for the file the link leads to (the read-only
+// rule landed on the other folder, and the project's own file stayed
+// writable).
+func TestPathSwappedWhileResolving(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags func(p string) Flags
+	}{
+		{"read-only", func(p string) Flags { return Flags{Tmp: "private", ReadOnly: []string{p}} }},
+		{"deny", func(p string) Flags { return Flags{Tmp: "private", Deny: []string{p}} }},
+		{"writable", func(p string) Flags { return Flags{Tmp: "private", Writable: []string{p}} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.write("home/u/proj/d/sub/f", "mine\n")
+			w.write("other/sub/f", "other\n")
+			w.env.FS = &swapFS{swap: w.path("home/u/proj/d"), target: w.path("other")}
+			_, err := w.resolve(tc.flags(w.path("home/u/proj/d/sub")), Options{}, "true")
+			if err == nil || !strings.Contains(err.Error(), "changed while the plan was made") {
+				t.Fatalf("resolved with the folder swapped meanwhile: %v", err)
+			}
+		})
+	}
+}

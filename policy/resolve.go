@@ -62,6 +62,8 @@ func merge(layers []*Layer) merged {
 type resolver struct {
 	pinned        map[string]*Layer  // trusted project policies, by file: their paths' links are checked (checkPinned)
 	linked        []linkedEntry      // the other layers' paths that lead through links (checkLinked)
+	linkFree      map[string]Entry   // the paths walked part by part and found without a link (real)
+	changed       []linkedEntry      // those found leading through a link after all, when resolved (checkLinked)
 	proxyCreds    []string           // network none: the user's proxy credentials, kept from the box
 	registry      *provider.Registry // when a provider is detected or chosen
 	all           *provider.Registry // every provider, declared ones included
@@ -250,7 +252,17 @@ func expandVars(s string, get func(string) string) string {
 
 // real resolves symlinks of a path that must exist.
 func (r *resolver) real(p string) (string, error) {
-	return r.env.FS.EvalSymlinks(p)
+	real, err := r.env.FS.EvalSymlinks(p)
+	if err == nil && real != p {
+		// Walked part by part without a link a moment ago (noteLinks),
+		// and through one now: something on its way was swapped
+		// meanwhile. The stages use what they resolve; checkLinked
+		// refuses the plan.
+		if e, ok := r.linkFree[p]; ok {
+			r.changed = append(r.changed, linkedEntry{e: e, path: p, links: [][2]string{{p, real}}})
+		}
+	}
+	return real, err
 }
 
 // realMaybe resolves the symlinks of the longest existing prefix of p, for a
