@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,6 +123,58 @@ func TestPathSwappedWhileResolving(t *testing.T) {
 			_, err := w.resolve(tc.flags(w.path("home/u/proj/d/sub")), Options{}, "true")
 			if err == nil || !strings.Contains(err.Error(), "changed while the plan was made") {
 				t.Fatalf("resolved with the folder swapped meanwhile: %v", err)
+			}
+		})
+	}
+}
+
+// failFS is the host's file system where resolving any path below dir
+// fails with err (a link that stopped being one half way: EINVAL).
+type failFS struct {
+	OSFS
+	dir string
+	err error
+}
+
+func (f failFS) EvalSymlinks(name string) (string, error) {
+	if plan.Within(name, f.dir) {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: f.err}
+	}
+	return f.OSFS.EvalSymlinks(name)
+}
+
+// TestPathUnresolvable: a read-only or deny path in the project that
+// cannot be followed when the plan is made (a box swapping a folder on its
+// way makes readlink fail half way, or closes a folder for that moment)
+// refuses the plan; before, it was taken as missing and the run went on
+// without the rule. Outside every writable root, where no box can change
+// it, and when it does not exist, it is skipped as before.
+func TestPathUnresolvable(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags func(p string) Flags
+	}{
+		{"read-only", func(p string) Flags { return Flags{Tmp: "private", ReadOnly: []string{p}} }},
+		{"deny", func(p string) Flags { return Flags{Tmp: "private", Deny: []string{p}} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.write("home/u/proj/d/f", "mine\n")
+			w.write("home/u/elsewhere/f", "x\n")
+			for _, e := range []error{syscall.EINVAL, syscall.ELOOP, syscall.EACCES} {
+				w.env.FS = failFS{dir: w.path("home/u/proj/d"), err: e}
+				_, err := w.resolve(tc.flags(w.path("home/u/proj/d/f")), Options{}, "true")
+				if err == nil || !strings.Contains(err.Error(), "cannot be followed") {
+					t.Errorf("%v in the project: %v, want the plan refused", e, err)
+				}
+				w.env.FS = failFS{dir: w.path("home/u/elsewhere"), err: e}
+				if _, err := w.resolve(tc.flags(w.path("home/u/elsewhere/f")), Options{}, "true"); err != nil {
+					t.Errorf("%v outside the writable roots: %v, want it skipped", e, err)
+				}
+			}
+			w.env.FS = OSFS{}
+			if _, err := w.resolve(tc.flags(w.path("home/u/proj/gone")), Options{}, "true"); err != nil {
+				t.Errorf("a missing path: %v, want it skipped", err)
 			}
 		})
 	}

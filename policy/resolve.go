@@ -3,15 +3,18 @@ package policy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/agentbox/agentbox/hostexec"
 	"github.com/agentbox/agentbox/netproxy"
@@ -263,6 +266,21 @@ func (r *resolver) real(p string) (string, error) {
 		}
 	}
 	return real, err
+}
+
+// unresolvable says whether a read-only or deny path p that could not be
+// resolved (err) may be taken as missing: yes when it does not exist, or
+// when it lies outside every writable root (a box cannot change what
+// keeps it from there). Inside one, any other failure (a link that stopped
+// being one half way, a loop, a folder closed to the user) is something a
+// box can make for the moment the plan is made and undo while it runs, so
+// the plan is refused rather than made without the rule.
+func (r *resolver) unresolvable(p string, err error, o plan.Origin) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || !r.inHostWritable(p) {
+		return nil
+	}
+	return originError(o, fmt.Sprintf("%s cannot be followed (%v) inside a writable folder, where a box may be changing it: nothing ran; run again, or look at what is on its way",
+		Escape(p), err))
 }
 
 // realMaybe resolves the symlinks of the longest existing prefix of p, for a
@@ -758,6 +776,9 @@ func (r *resolver) readOnlyStage() error {
 		}
 		real, err := r.real(p)
 		if err != nil {
+			if err := r.unresolvable(p, err, e.Origin); err != nil {
+				return err
+			}
 			r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "read-only path does not exist", Origin: e.Origin})
 			continue
 		}
@@ -1094,6 +1115,9 @@ func (r *resolver) denyStage() error {
 		}
 		real, err := r.real(p)
 		if err != nil {
+			if err := r.unresolvable(p, err, o); err != nil {
+				return err
+			}
 			if reportMissing {
 				r.p.Skipped = append(r.p.Skipped, plan.Skip{Path: p, Reason: "deny path does not exist", Origin: o})
 			}
