@@ -28,7 +28,17 @@ func (t fdTree) open(p string) (node, error) {
 	if err != nil {
 		return node{}, err
 	}
-	return stat(p, fd)
+	n, err := stat(p, fd)
+	if err == nil && n.link {
+		// openat2 with O_PATH|O_NOFOLLOW opens a link at the end of the
+		// path as itself, without an error: taken for the folder it
+		// stood for a moment ago (a box swapping the two), its identity
+		// left the folder out of the carving, which then granted it
+		// whole.
+		unix.Close(n.fd)
+		return node{}, &os.PathError{Op: "open", Path: p, Err: errLink}
+	}
+	return n, err
 }
 
 func (t fdTree) names(n node) ([]string, error) {
