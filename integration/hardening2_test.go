@@ -101,66 +101,98 @@ func TestRaceSwappedFolder(t *testing.T) {
 		if err := os.Symlink("../other", link); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a := exec.CommandContext(ctx, bin, args([]string{"run"}, be, []string{"--", swap, d, link})...)
-		a.Dir, a.Env = w.project, w.env
-		a.WaitDelay = 2 * time.Second
-		var aerr strings.Builder
-		a.Stderr = &aerr
-		out, err := a.StdoutPipe()
+		// The files themselves, opened before any exchange: read by
+		// name, both names may meet the link while they are read.
+		mine, err := os.Open(filepath.Join(d, "ro"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Start(); err != nil {
+		defer mine.Close()
+		theirs, err := os.Open(filepath.Join(other, "ro"))
+		if err != nil {
 			t.Fatal(err)
 		}
-		defer func() { cancel(); a.Wait() }()
-		if line := readLine(t, bufio.NewReader(out)); line != "swapping\n" {
-			cancel()
-			a.Wait()
-			t.Fatalf("the swapping box did not start: %q %s", line, aerr.String())
+		defer theirs.Close()
+		written := func(f *os.File) bool {
+			b := make([]byte, 256)
+			n, _ := f.ReadAt(b, 0)
+			return strings.Contains(string(b[:n]), "pwn")
 		}
 		won := filepath.Join(other, "won")
-		// A box whose plan bound the read-only file (its mount is at
-		// one of the two names the swap gives it) writes it by both
-		// names: it stays read-only under either. (A plan made while
-		// the name was the link binds nothing there: the path named
-		// the other project's file then, read-only without a bind.)
-		writeRO := `if awk -v a="$0" -v b="$1" '$5 == a || $5 == b' /proc/self/mountinfo | grep -q .; then echo bound; echo pwn >> "$0"; echo pwn >> "$1"; fi 2>/dev/null; touch "$2"`
-		ran, refused, bound := 0, 0, 0
-		// A bound on the test's time on a loaded machine (the suite runs
-		// under go test's timeout); at least minTries starts either way.
-		const budget, minTries = 90 * time.Second, 100
-		start := time.Now()
-		for i := 0; i < tries; i++ {
-			if i >= minTries && time.Since(start) > budget {
-				t.Logf("stopped after %d starts: the machine is slow (%v)", i, time.Since(start).Round(time.Second))
-				break
+		// Every box that starts writes the read-only file by both names
+		// the swap gives it: it stays read-only under either, whether
+		// the box has its bind (says "bound") or was started while the
+		// name was the link. (A plan resolved through a link that was a
+		// folder when the path was walked is refused: before, it bound
+		// nothing and the box wrote the project's file once the name
+		// was a folder again; and Landlock's carving took the link for
+		// the folder and granted the folder whole.)
+		writeRO := `awk -v a="$0" -v b="$1" '$5 == a || $5 == b' /proc/self/mountinfo | grep -q . && echo bound; { echo pwn >> "$0"; echo pwn >> "$1"; } 2>/dev/null; touch "$2"`
+		// Two swapping boxes one after the other: one exchanging without
+		// a rest, which meets every start half way (nearly all are
+		// refused: the path changes under them) and found both holes
+		// above; then one resting 20 ms between two exchanges, so that
+		// starts run too, with the exchanges anywhere in them.
+		for _, phase := range []struct {
+			rest     string
+			mustRun  bool
+			attempts int
+		}{{"0", false, tries / 2}, {"20000", true, tries - tries/2}} {
+			ctx, cancel := context.WithCancel(context.Background())
+			a := exec.CommandContext(ctx, bin, args([]string{"run"}, be, []string{"--", swap, d, link, phase.rest})...)
+			a.Dir, a.Env = w.project, w.env
+			a.WaitDelay = 2 * time.Second
+			var aerr strings.Builder
+			a.Stderr = &aerr
+			out, err := a.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
 			}
-			r := w.run(args([]string{"run"}, be, []string{"--read-only", filepath.Join(d, "ro"), "--", "sh", "-c", writeRO, filepath.Join(d, "ro"), filepath.Join(link, "ro"), won})...)
-			if exists(won) {
-				t.Fatalf("start %d: the box wrote %s in another project: %s", i+1, won, r)
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
 			}
-			// The read-only file, under either name the swap gives it,
-			// and the other project's: never written (the init's bind of
-			// it, or bwrap's, held whatever the timing).
-			for _, f := range []string{filepath.Join(d, "ro"), filepath.Join(link, "ro"), filepath.Join(other, "ro")} {
-				if b, _ := os.ReadFile(f); strings.Contains(string(b), "pwn") {
-					t.Fatalf("start %d: the box wrote the read-only %s: %q %s", i+1, f, b, r)
+			if line := readLine(t, bufio.NewReader(out)); line != "swapping\n" {
+				cancel()
+				a.Wait()
+				t.Fatalf("the swapping box did not start: %q %s", line, aerr.String())
+			}
+			ran, refused, bound := 0, 0, 0
+			// A bound on the test's time on a loaded machine (the suite
+			// runs under go test's timeout); at least minTries starts
+			// either way.
+			const budget, minTries = 45 * time.Second, 50
+			start := time.Now()
+			for i := 0; i < phase.attempts; i++ {
+				if i >= minTries && time.Since(start) > budget {
+					t.Logf("stopped after %d starts: the machine is slow (%v)", i, time.Since(start).Round(time.Second))
+					break
+				}
+				r := w.run(args([]string{"run"}, be, []string{"--read-only", filepath.Join(d, "ro"), "--", "sh", "-c", writeRO, filepath.Join(d, "ro"), filepath.Join(link, "ro"), won})...)
+				if exists(won) {
+					cancel()
+					a.Wait()
+					t.Fatalf("rest %s µs, start %d: the box wrote %s in another project: %s", phase.rest, i+1, won, r)
+				}
+				if written(mine) || written(theirs) {
+					cancel()
+					a.Wait()
+					t.Fatalf("rest %s µs, start %d: a box wrote a read-only file: %s", phase.rest, i+1, r)
+				}
+				if r.code == 125 {
+					refused++
+					continue
+				}
+				ran++
+				if strings.Contains(r.stdout, "bound") {
+					bound++
 				}
 			}
-			if r.code == 125 {
-				refused++
-				continue
+			cancel()
+			a.Wait()
+			t.Logf("rest %s µs: %d starts against the swapping box: %d ran (%d with the read-only file bound), %d refused a swapped path", phase.rest, ran+refused, ran, bound, refused)
+			if phase.mustRun && ran == 0 {
+				t.Fatal("no box ever started: the test proves nothing")
 			}
-			ran++
-			if strings.Contains(r.stdout, "bound") {
-				bound++
-			}
-		}
-		t.Logf("%d starts against the swapping box: %d ran (%d with the read-only file bound), %d refused a swapped path", ran+refused, ran, bound, refused)
-		if ran == 0 {
-			t.Fatal("no box ever started: the test proves nothing")
 		}
 	})
 }
