@@ -28,17 +28,11 @@ func (t fdTree) open(p string) (node, error) {
 	if err != nil {
 		return node{}, err
 	}
-	n, err := stat(p, fd)
-	if err == nil && n.link {
-		// openat2 with O_PATH|O_NOFOLLOW opens a link at the end of the
-		// path as itself, without an error: taken for the folder it
-		// stood for a moment ago (a box swapping the two), its identity
-		// left the folder out of the carving, which then granted it
-		// whole.
-		unix.Close(n.fd)
-		return node{}, &os.PathError{Op: "open", Path: p, Err: errLink}
-	}
-	return n, err
+	// OpenFD refuses a link at the end of the path too: taken for the
+	// folder it stood for a moment before (a box swapping the two), its
+	// identity would leave the folder out of the carving, which would then
+	// grant it whole.
+	return stat(p, fd)
 }
 
 func (t fdTree) names(n node) ([]string, error) {

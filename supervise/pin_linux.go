@@ -24,7 +24,8 @@ import (
 // OpenPath opens path, which must be absolute, as an O_PATH descriptor
 // without following any symbolic link along it (openat2 with
 // RESOLVE_NO_SYMLINKS; a walk with O_NOFOLLOW on kernels before 5.6). A
-// link anywhere along the path is an error that says so.
+// link anywhere along the path, the last part included, is an error that
+// says so.
 func OpenPath(path string) (*os.File, error) {
 	fd, err := OpenFD(path)
 	if err != nil {
@@ -34,9 +35,17 @@ func OpenPath(path string) (*os.File, error) {
 }
 
 // OpenFD is OpenPath returning the bare descriptor, close-on-exec, which
-// the caller closes.
+// the caller closes. A link at the end of the path is refused too:
+// openat2 with O_PATH|O_NOFOLLOW opens it as itself without an error,
+// and a folder swapped with a link at that moment would be taken for the
+// link.
 func OpenFD(path string) (int, error) {
-	return openNoFollow(unix.AT_FDCWD, path, unix.O_PATH)
+	fd, err := openNoFollow(unix.AT_FDCWD, path, unix.O_PATH)
+	if err == nil && isLinkFD(fd) {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "open", Path: path, Err: ErrSymlink}
+	}
+	return fd, err
 }
 
 // openNoFollow opens path relative to dir with flags (plus O_CLOEXEC and
@@ -141,10 +150,6 @@ func (ps *Pins) Open(path string) (*os.File, error) {
 	f, err := OpenPath(path)
 	if err != nil {
 		return nil, err
-	}
-	if isLinkFD(int(f.Fd())) {
-		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: ErrSymlink}
 	}
 	ps.files[path] = f
 	return f, nil

@@ -518,12 +518,21 @@ static long walknofollow(char *path)
 static long opennofollow(char *path)
 {
 	struct open_how_ how = {.flags = O_PATH_ | O_NOFOLLOW_ | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	long fd;
 	for (;;) {
-		long fd = sys4(NR_openat2, AT_FDCWD, path, &how, sizeof how);
+		fd = sys4(NR_openat2, AT_FDCWD, path, &how, sizeof how);
 		if (fd == -EINTR || fd == -EAGAIN) continue; /* a rename raced the lookup */
-		if (fd == -ENOSYS) return walknofollow(path);
-		return fd;
+		if (fd == -ENOSYS) fd = walknofollow(path);
+		break;
 	}
+	/* O_PATH|O_NOFOLLOW opens a link at the end of the path as itself,
+	 * without an error: refused like one on the way. */
+	struct statx_ st;
+	if (fd >= 0 && fdstat((int)fd, &st) == 0 && (st.mode & S_IFMT) == S_IFLNK) {
+		sys1(NR_close, fd);
+		return -ELOOP;
+	}
+	return fd;
 }
 
 static u64 mkdev(u64 major, u64 minor)
