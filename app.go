@@ -60,7 +60,7 @@ func newApp() *cli.App {
 				ArgsUsage: "[-- CMD [ARGS...]]",
 				Flags: append(policyFlags(),
 					&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
-					&cli.BoolFlag{Name: "argv", Usage: "print the exact bwrap command line, shell-quoted, one argument a line (with --wide: on one line)"},
+					&cli.BoolFlag{Name: "argv", Usage: "print a bwrap command line a shell can run, shell-quoted, one argument a line (with --wide: on one line)"},
 					&cli.BoolFlag{Name: "profile", Usage: "print the Seatbelt profile sandbox-exec applies (macOS)"},
 					&cli.StringFlag{Name: "target", Usage: "resolve the plan for `OS` (darwin) rather than this machine: with --profile, what a Mac would get"},
 					&cli.BoolFlag{Name: "wide", Usage: "print every line whole, whatever the terminal's width"},

@@ -132,8 +132,18 @@ func TestPlanEqualsRunBwrap(t *testing.T) {
 			if len(recorded) != 1 {
 				t.Fatalf("bwrap was started %d times for the box, want once: %q", len(recorded), recorded)
 			}
-			want := make([]string, len(d.Args))
-			for i, a := range d.Args {
+			// With the C init, where the kernel has the mount API, bwrap
+			// leaves the binds the plan lists in init_mounts to the init:
+			// what runs is the plan's words less those ranges.
+			args := d.Args
+			if len(d.InitMounts) > 0 && mount.MountAPI() {
+				var err error
+				if args, _, err = mount.WithoutInitMounts(d.Args, d.CommandAt, d.InitMounts, os.Geteuid() == 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := make([]string, len(args))
+			for i, a := range args {
 				want[i] = strings.ReplaceAll(a, p.RunID, start.Run)
 			}
 			if diff := cmp.Diff(want, recorded[0]); diff != "" {

@@ -29,7 +29,7 @@ func TestWithoutInitMounts(t *testing.T) {
 		t.Fatalf("init mounts %+v, want two", av.InitMounts)
 	}
 	for _, root := range []bool{false, true} {
-		args, at, err := withoutInitMounts(av.Args, av.CommandAt, av.InitMounts, root)
+		args, at, err := WithoutInitMounts(av.Args, av.CommandAt, av.InitMounts, root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,12 +55,12 @@ func TestWithoutInitMounts(t *testing.T) {
 	}
 	bad := slices.Clone(av.InitMounts)
 	bad[1].Path = "/home/u/proj/.git"
-	if _, _, err := withoutInitMounts(av.Args, av.CommandAt, bad, false); err == nil {
+	if _, _, err := WithoutInitMounts(av.Args, av.CommandAt, bad, false); err == nil {
 		t.Error("a detail whose range is another bind was taken")
 	}
 	bad = slices.Clone(av.InitMounts)
 	bad[0].From, bad[0].To = bad[1].From, bad[1].To
-	if _, _, err := withoutInitMounts(av.Args, av.CommandAt, bad, false); err == nil {
+	if _, _, err := WithoutInitMounts(av.Args, av.CommandAt, bad, false); err == nil {
 		t.Error("ranges out of order were taken")
 	}
 }

@@ -146,7 +146,7 @@ func (b *Bwrap) Run(p *plan.Plan, c *backend.Context) (int, error) {
 	var makes []InitMount
 	if cInit && len(d.InitMounts) > 0 && MountAPI() {
 		makes = d.InitMounts
-		if args, commandAt, err = withoutInitMounts(args, commandAt, makes, p.Identity.Root()); err != nil {
+		if args, commandAt, err = WithoutInitMounts(args, commandAt, makes, p.Identity.Root()); err != nil {
 			self.Close()
 			return 0, &BoxError{Op: "passing the arguments", Err: err}
 		}
@@ -437,13 +437,15 @@ func argsFile(args []string) (*os.File, error) {
 	return supervise.SealedFile("agentbox-bwrap-args", []byte(b.String()))
 }
 
-// withoutInitMounts leaves out of args (options before commandAt) bwrap's
+// WithoutInitMounts leaves out of args (options before commandAt) bwrap's
 // words for the binds the C init makes (makes, from Render: each range
 // must still hold its bind of its own path), and for a root run gives the
 // init CAP_SYS_ADMIN to make them (a box of another user has it already,
 // in the box's own user namespace, for --private-mounts). The init drops
-// it with every other capability before CMD starts.
-func withoutInitMounts(args []string, commandAt int, makes []InitMount, root bool) ([]string, int, error) {
+// it with every other capability before CMD starts. These are bwrap's
+// words in a run with the C init where MountAPI holds: what the plan's
+// detail says, less its InitMounts.
+func WithoutInitMounts(args []string, commandAt int, makes []InitMount, root bool) ([]string, int, error) {
 	out := make([]string, 0, len(args))
 	at := 0
 	for _, m := range makes {

@@ -84,7 +84,7 @@ complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_af
 complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l allow-broad-writable -d 'allow a writable root that is / or holds the home folder'
 complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l quiet -d 'show no notices (which backend confines, rules enforced weaker); errors and warnings stay'
 complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l json -d 'print the plan as JSON'
-complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l argv -d 'print the exact bwrap command line, shell-quoted, one argument a line (with --wide: on one line)'
+complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l argv -d 'print a bwrap command line a shell can run, shell-quoted, one argument a line (with --wide: on one line)'
 complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l profile -d 'print the Seatbelt profile sandbox-exec applies (macOS)'
 complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l target -x -d 'resolve the plan for OS (darwin) rather than this machine: with --profile, what a Mac would get'
 complete -c agentbox -n '__fish_seen_subcommand_from plan; and not __agentbox_after_dashdash' -l wide -d 'print every line whole, whatever the terminal\'s width'
