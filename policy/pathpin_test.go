@@ -172,6 +172,14 @@ func TestPathUnresolvable(t *testing.T) {
 					t.Errorf("%v outside the writable roots: %v, want it skipped", e, err)
 				}
 			}
+			// Named through a link outside every writable root (the
+			// user's own) that leads into the project: still the
+			// project's folder a box can change.
+			w.symlink(w.path("home/u/proj"), "home/u/alias")
+			w.env.FS = failFS{dir: w.path("home/u/alias/d"), err: syscall.EINVAL}
+			if _, err := w.resolve(tc.flags(w.path("home/u/alias/d/f")), Options{}, "true"); err == nil || !strings.Contains(err.Error(), "cannot be followed") {
+				t.Errorf("through a link into the project: %v, want the plan refused", err)
+			}
 			w.env.FS = OSFS{}
 			if _, err := w.resolve(tc.flags(w.path("home/u/proj/gone")), Options{}, "true"); err != nil {
 				t.Errorf("a missing path: %v, want it skipped", err)

@@ -270,13 +270,14 @@ func (r *resolver) real(p string) (string, error) {
 
 // unresolvable says whether a read-only or deny path p that could not be
 // resolved (err) may be taken as missing: yes when it does not exist, or
-// when it lies outside every writable root (a box cannot change what
-// keeps it from there). Inside one, any other failure (a link that stopped
-// being one half way, a loop, a folder closed to the user) is something a
-// box can make for the moment the plan is made and undo while it runs, so
-// the plan is refused rather than made without the rule.
+// when it lies outside every writable root, as named and as far as its
+// links resolve (a box cannot change what keeps it from there). Inside
+// one, any other failure (a link that stopped being one half way, a loop,
+// a folder closed to the user) is something a box can make for the moment
+// the plan is made and undo while it runs, so the plan is refused rather
+// than made without the rule.
 func (r *resolver) unresolvable(p string, err error, o plan.Origin) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || !r.inHostWritable(p) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || !r.inHostWritable(p) && !r.inHostWritable(r.realMaybe(p)) {
 		return nil
 	}
 	return originError(o, fmt.Sprintf("%s cannot be followed (%v) inside a writable folder, where a box may be changing it: nothing ran; run again, or look at what is on its way",
