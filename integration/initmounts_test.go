@@ -106,3 +106,106 @@ awk -v a="$0" -v b="$1" '$5 == a || $5 == b { split($6, o, ","); print $5, o[1] 
 		})
 	}
 }
+
+// TestInitMadeHides: the credential stores a developer's home holds,
+// hidden by default, are hidden by the C init where the kernel has the
+// mount API (bwrap's options no longer hold them) and by bwrap under the
+// Go init: the same in the box either way (an empty read-only folder, an
+// empty read-only file, each a tmpfs mounted there), and nothing the box
+// tries reaches the host's files. A project's own deny path too, from a
+// working folder below it.
+func TestInitMadeHides(t *testing.T) {
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range inits {
+		t.Run(in.name, func(t *testing.T) {
+			w := initWorld(t, in.env)
+			aws := filepath.Join(w.home, ".aws")
+			netrc := filepath.Join(w.home, ".netrc")
+			env := filepath.Join(w.project, ".env")
+			write(t, filepath.Join(aws, "credentials"), "[default]\nkey=SECRET\n")
+			write(t, netrc, "machine x login u password SECRET\n")
+			write(t, env, "TOKEN=SECRET\n")
+			if out, err := exec.Command("git", "init", "-q", w.project).CombinedOutput(); err != nil {
+				t.Fatalf("git init: %v: %s", err, out)
+			}
+			wrap := filepath.Join(w.base, "wrap")
+			logged := filepath.Join(w.base, "bwrap-args")
+			write(t, filepath.Join(wrap, "bwrap"), "#!/bin/bash\nif [ \"$1\" = --args ]; then cat /proc/self/fd/$2 > "+logged+"; exec "+real+" \"$@\" $2<"+logged+"; fi\nexec "+real+" \"$@\"\n")
+			if err := os.Chmod(filepath.Join(wrap, "bwrap"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(w.base, 0o755)
+			for i, kv := range w.env {
+				if strings.HasPrefix(kv, "PATH=") {
+					w.env[i] = "PATH=" + wrap + ":" + strings.TrimPrefix(kv, "PATH=")
+				}
+			}
+			sub := filepath.Join(w.project, "sub")
+			mkdir(t, sub)
+			w.cwd = sub
+			flags := []string{"--deny", env}
+			r := w.run(append([]string{"plan", "--json"}, flags...)...)
+			expectCode(t, r, 0)
+			var out struct {
+				Box struct {
+					Detail struct {
+						InitMounts []struct{ Kind, Path string } `json:"init_mounts"`
+					} `json:"detail"`
+				} `json:"box"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			planned := map[string]string{}
+			for _, m := range out.Box.Detail.InitMounts {
+				planned[m.Path] = m.Kind
+			}
+			for p, kind := range map[string]string{aws: "make-hide-dir", netrc: "make-hide-file", env: "make-hide-file"} {
+				if planned[p] != kind {
+					t.Errorf("the plan leaves %s to the init as %q, want %q (%v)", p, planned[p], kind, planned)
+				}
+			}
+
+			script := `ls -A "$0"; stat -c '%A %s %F' "$0" "$1" "$2"; cat "$1" "$2"
+touch "$0/x" 2>/dev/null && echo "wrote the folder"
+(echo x >"$1") 2>/dev/null && echo "wrote the file"
+(echo x >"$2") 2>/dev/null && echo "wrote the project's file"
+rm -f "$2" 2>/dev/null && echo "removed the project's file"
+awk -v a="$0" -v b="$1" -v c="$2" '$5 == a || $5 == b || $5 == c { split($6, o, ","); print $5, o[1], $(NF-2) }' /proc/self/mountinfo | sort`
+			r = w.run(append(append([]string{"run"}, flags...), "--", "sh", "-c", script, aws, netrc, env)...)
+			expectCode(t, r, 0)
+			want := "drwxr-xr-x 40 directory\n-rw------- 0 regular empty file\n-rw------- 0 regular empty file\n"
+			for _, p := range slices.Sorted(slices.Values([]string{aws, netrc, env})) {
+				want += p + " ro tmpfs\n"
+			}
+			if r.stdout != want {
+				t.Errorf("in the box:\n%s\nwant:\n%s\nstderr: %s", r.stdout, want, r.stderr)
+			}
+			for p, data := range map[string]string{filepath.Join(aws, "credentials"): "[default]\nkey=SECRET\n", netrc: "machine x login u password SECRET\n", env: "TOKEN=SECRET\n"} {
+				if got, err := os.ReadFile(p); err != nil || string(got) != data {
+					t.Errorf("%s after the run: %q, %v", p, got, err)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(aws, "x")); err == nil {
+				t.Error("the box wrote into the hidden folder")
+			}
+			args, err := os.ReadFile(logged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := strings.Split(string(args), "\x00")
+			for _, p := range []string{aws, netrc, env} {
+				hidden := false
+				for i := 0; i+2 < len(opts); i++ {
+					hidden = hidden || (opts[i] == "--tmpfs" && opts[i+1] == p) || (opts[i] == "--ro-bind-data" && opts[i+2] == p)
+				}
+				if hidden != (in.name == "go") {
+					t.Errorf("bwrap hides %s: %v, want %v (the %s init)", p, hidden, in.name == "go", in.name)
+				}
+			}
+		})
+	}
+}

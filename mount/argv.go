@@ -108,15 +108,16 @@ func checks(p *plan.Plan, bindFDs map[int]int) []Check {
 // initMade says, for each mount of p, whether the C init may make it
 // instead of bwrap (see InitMount): a read-only bind of a path onto itself
 // (a read-only path, a placeholder), which the init makes as a read-only
-// clone of what the box already shows there, that can be made after every
-// mount bwrap
+// clone of what the box already shows there, or a hidden folder or file
+// (a deny path), which it covers with an empty read-only folder or file
+// of a tmpfs of its own; each when it can be made after every mount bwrap
 // keeps without changing what the box sees: no mount bwrap makes after
 // it (nor a certificate bundle it binds) is at its path, above or below
 // it, and before it the box shows the host's own file there (no earlier
 // mount above it but binds of paths onto themselves: a project in /tmp,
-// under the box's own /tmp, stays bwrap's). The order among the mounts the init makes is the plan's. bwrap
-// reads and parses the whole mount table after each bind; the init's
-// clone is a handful of system calls.
+// under the box's own /tmp, stays bwrap's). The order among the mounts
+// the init makes is the plan's. bwrap reads and parses the whole mount
+// table after each mount; the init's are a handful of system calls each.
 func initMade(p *plan.Plan) []bool {
 	made := make([]bool, len(p.Mounts))
 	var kept []string
@@ -147,13 +148,26 @@ func initMade(p *plan.Plan) []bool {
 	}
 	for i := len(p.Mounts) - 1; i >= 0; i-- {
 		m := p.Mounts[i]
-		if m.Stage != plan.StageRoot && m.Op == plan.ROBind && m.Src() == m.Path && m.Path != "/" && !related(m.Path) && hostView(i) {
+		kind := m.Op == plan.ROBind && m.Src() == m.Path || m.Op == plan.HideDir || m.Op == plan.HideFile
+		if m.Stage != plan.StageRoot && kind && m.Path != "/" && !related(m.Path) && hostView(i) {
 			made[i] = true
 			continue
 		}
 		kept = append(kept, m.Path)
 	}
 	return made
+}
+
+// initKind is the check file's record kind of mount op when the C init
+// makes it (InitMount).
+func initKind(op plan.Op) string {
+	switch op {
+	case plan.HideDir:
+		return "make-hide-dir"
+	case plan.HideFile:
+		return "make-hide-file"
+	}
+	return "make-ro"
 }
 
 // procCovered are the entries of a fresh /proc that bwrap binds read-only
@@ -269,23 +283,36 @@ type Argv struct {
 	InitMounts []InitMount
 }
 
-// InitMount is a read-only bind of a path onto itself (a read-only path, a
-// placeholder) that the C init can make in place of bwrap, when the
-// kernel has the mount API (open_tree, move_mount, mount_setattr: Linux
-// 5.12): Args[From:To] are bwrap's words for it, which a run then leaves
-// out. bwrap reads and parses the whole mount table after each bind (0.2
-// ms or more each); the init's clone of what the box already shows at the
-// path is a handful of system calls. The init first checks that the path,
-// reached without following a link, is the file or folder agentbox opened
-// (FD's device and inode), clones it with everything mounted below it,
-// makes the clone read-only, nosuid, nodev and private, mounts it there,
-// and then makes the same checks as for bwrap's read-only binds. (A
-// writable bind stays bwrap's: the box shows the path read-only before,
-// and a box that is not root's may not clear a read-only flag its mount
-// namespace inherited.) A shell's command line (ShellWords), the Go init and a
-// kernel without the API keep bwrap's words.
+// InitMount is a mount the C init can make in place of bwrap, when the
+// kernel has the mount API (fsopen, fsmount, open_tree, move_mount,
+// mount_setattr: Linux 5.12): Args[From:To] are bwrap's words for it,
+// which a run then leaves out. bwrap reads and parses the whole mount
+// table after each mount (0.2 ms or more each); the init's are a handful
+// of system calls each.
+//
+// Kind "make-ro" is a read-only bind of a path onto itself (a read-only
+// path, a placeholder). The init first checks that the path, reached
+// without following a link, is the file or folder agentbox opened (FD's
+// device and inode), clones it with everything mounted below it, makes
+// the clone read-only, nosuid, nodev and private, mounts it there, and
+// then makes the same checks as for bwrap's read-only binds. (A writable
+// bind stays bwrap's: the box shows the path read-only before, and a box
+// that is not root's may not clear a read-only flag its mount namespace
+// inherited.)
+//
+// Kinds "make-hide-dir" and "make-hide-file" hide a path (a deny path)
+// as bwrap's --tmpfs and --remount-ro, and --ro-bind-data of nothing, do:
+// the init makes one tmpfs of its own, never attached anywhere, holding an
+// empty folder (mode 0755) and an empty file (mode 0600), and mounts a
+// read-only, nosuid, nodev, private bind of the one or the other at the
+// path, reached without following a link (FD is 0); then the same checks
+// as for bwrap's hidden paths (an empty read-only folder or file of a
+// tmpfs, mounted there).
+//
+// A shell's command line (ShellWords), the Go init and a kernel without
+// the API keep bwrap's words.
 type InitMount struct {
-	Kind string `json:"kind"` // "make-ro" or "make-rw"
+	Kind string `json:"kind"` // "make-ro", "make-hide-dir" or "make-hide-file"
 	Path string `json:"path"`
 	FD   int    `json:"fd"`
 	From int    `json:"from"`
@@ -395,7 +422,7 @@ func Render(p *plan.Plan, o Options) (Argv, error) {
 			return Argv{}, fmt.Errorf("mount %s %s: operation not supported by bwrap", m.Op, m.Path)
 		}
 		if made[i] {
-			inits = append(inits, InitMount{Kind: "make-ro", Path: m.Path, FD: bindFDs[i], From: from, To: len(a)})
+			inits = append(inits, InitMount{Kind: initKind(m.Op), Path: m.Path, FD: bindFDs[i], From: from, To: len(a)})
 		}
 		if m.Stage == plan.StageRoot && m.Op == plan.Proc {
 			// The kernel's tunables under the fresh /proc stay read-only.

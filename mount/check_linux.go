@@ -57,10 +57,10 @@ func verifyMounts(data []byte) error {
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("bad check record %q", rec)
 		}
-		if f[0] == "make-ro" {
-			// Only the C init makes binds (InitMount: the Go init's
+		if strings.HasPrefix(f[0], "make-") {
+			// Only the C init makes mounts (InitMount: the Go init's
 			// threads each have a mount namespace of their own).
-			return fmt.Errorf("%s: the Go init cannot make this bind: %s", f[3], errSwapped)
+			return fmt.Errorf("%s: the Go init cannot make this mount: %s", f[3], errSwapped)
 		}
 		if err := verifyMount(f[0], dev, ino, f[3]); err != nil {
 			return fmt.Errorf("%s: %w", f[3], err)
@@ -157,12 +157,13 @@ func verifyReadOnly(fd int, err error) error {
 }
 
 // MountAPI reports whether this kernel lets agentbox use the mount API the
-// C init makes binds with (open_tree and move_mount: Linux 5.2;
-// mount_setattr: 5.12), each of the three asked without a capability, as
-// any user may: open_tree without a clone is an open, which on no
-// descriptor fails with EBADF, and mount_setattr and move_mount refuse an
-// unknown flag with EINVAL before they look at anything else (move_mount
-// after its capability check). Missing,
+// C init makes mounts with (open_tree, move_mount, fsopen, fsconfig and
+// fsmount: Linux 5.2; mount_setattr: 5.12), each asked without a
+// capability, as any user may: open_tree without a clone is an open,
+// which on no descriptor fails with EBADF, fsconfig refuses no descriptor,
+// and mount_setattr, move_mount, fsopen and fsmount refuse an unknown flag
+// with EINVAL before they look at anything else (the last three after
+// their capability check). Missing,
 // they fail with ENOSYS; a filter that refuses one (a container's seccomp
 // profile) answers something else too. Either way the binds stay bwrap's,
 // rather than every box failing at the init's first bind.
@@ -175,10 +176,32 @@ var MountAPI = sync.OnceValue(func() bool {
 	if !errors.Is(err, unix.EBADF) || !errors.Is(unix.MountSetattr(-1, "", 1<<31, &unix.MountAttr{}), unix.EINVAL) {
 		return false
 	}
-	// move_mount asks for CAP_SYS_ADMIN first: without it (a user's
-	// agentbox; the init has it in the box) EPERM is all it says.
-	err = unix.MoveMount(-1, "", -1, "", 1<<31)
-	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) && !canMount()
+	// fsconfig refuses no descriptor with EINVAL before it looks further.
+	if err := unix.FsconfigCreate(-1); !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EBADF) {
+		return false
+	}
+	// move_mount, fsopen and fsmount ask for CAP_SYS_ADMIN first:
+	// without it (a user's agentbox; the init has it in the box) EPERM is
+	// all they say.
+	refused := func(err error) bool {
+		return !errors.Is(err, unix.EINVAL) && !(errors.Is(err, unix.EPERM) && !canMount())
+	}
+	if refused(unix.MoveMount(-1, "", -1, "", 1<<31)) {
+		return false
+	}
+	if fd, err := unix.Fsopen("tmpfs", 1<<31); err == nil {
+		unix.Close(fd)
+		return false
+	} else if refused(err) {
+		return false
+	}
+	if fd, err := unix.Fsmount(-1, 1<<31, 0); err == nil {
+		unix.Close(fd)
+		return false
+	} else if refused(err) {
+		return false
+	}
+	return true
 })
 
 // canMount reports whether this process holds CAP_SYS_ADMIN.

@@ -650,6 +650,83 @@ func TestCInitMakesReadOnlyBinds(t *testing.T) {
 	}
 }
 
+// TestCInitMakesHides: the C init hides a folder and a file (records
+// make-hide-dir, make-hide-file) as bwrap's --tmpfs and --remount-ro, and
+// --ro-bind-data of nothing, would: an empty read-only folder (0755) and
+// an empty read-only file (0600) where they were, which the same checks
+// as bwrap's hidden paths pass; nothing CMD does there reaches the host's
+// files. A path through a symlink, a missing one, a folder taken for a
+// file and the other way round, or a failing check: nothing runs.
+func TestCInitMakesHides(t *testing.T) {
+	if !MountAPI() {
+		t.Fatal("this kernel has no mount API (mount_setattr): the C init's mounts cannot be tested here")
+	}
+	rec := func(kind, path string) string { return fmt.Sprintf("%s\t0\t0\t%s\x00", kind, path) }
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			dir := t.TempDir()
+			secret, tok := filepath.Join(dir, "secret"), filepath.Join(dir, "tok")
+			if err := os.Mkdir(secret, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			for f, data := range map[string]string{filepath.Join(secret, "s"): "TOP", tok: "TOKEN"} {
+				if err := os.WriteFile(f, []byte(data), 0o666); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.Symlink(secret, filepath.Join(dir, "link"))
+			run := func(data string, script string) (int, string, string) {
+				t.Helper()
+				f, err := supervise.SealedFile("checks", []byte(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd := a.command(t, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script, secret, tok)
+				cmd.ExtraFiles = []*os.File{f}
+				cmd.Dir = dir
+				if cmd.SysProcAttr != nil {
+					cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
+				}
+				return runCInit(t, cmd)
+			}
+			script := `ls -A "$0"; stat -c '%A %s %F' "$0" "$1"; cat "$1"; ` +
+				`touch "$0/x" 2>/dev/null && echo wrote folder; echo x 2>/dev/null >"$1" && echo wrote file; ` +
+				`chmod 777 "$0" 2>/dev/null && echo chmod; echo done`
+			code, out, stderr := run(rec("make-hide-dir", secret)+rec("make-hide-file", tok)+rec("hide-dir", secret)+rec("hide-file", tok), script)
+			if a.runner != nil {
+				// Emulated (qemu-user 7.2 lacks parts of the mount API):
+				// where a system call is missing the init refuses.
+				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
+					t.Errorf("emulated, without the mount API: exit %d, %q, %q; want 125 and nothing run", code, out, stderr)
+				}
+			} else if want := "drwxr-xr-x 40 directory\n-rw------- 0 regular empty file\ndone\n"; code != 0 || out != want {
+				t.Errorf("hidden: exit %d, %q (stderr %q), want %q", code, out, stderr, want)
+			}
+			for f, data := range map[string]string{filepath.Join(secret, "s"): "TOP", tok: "TOKEN"} {
+				if got, err := os.ReadFile(f); err != nil || string(got) != data {
+					t.Errorf("%s: %q, %v after the run; want %q", f, got, err, data)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(secret, "x")); err == nil {
+				t.Error("CMD wrote into the hidden folder")
+			}
+			for name, data := range map[string]string{
+				"through a symlink":         rec("make-hide-dir", filepath.Join(dir, "link")),
+				"missing":                   rec("make-hide-file", filepath.Join(dir, "gone")),
+				"a folder taken for a file": rec("make-hide-file", secret),
+				"a file taken for a folder": rec("make-hide-dir", tok),
+				"a check that fails":        rec("make-hide-dir", secret) + rec("hide-file", secret),
+			} {
+				code, out, stderr := run(data, "echo ran")
+				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
+					t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
+				}
+			}
+		})
+	}
+}
+
 // TestCInitUnreachableWorkingFolder: when the init's working folder cannot
 // be reached from its root (the host moved it out of the box's view, or
 // its mount is gone), getcwd answers "(unreachable)/..." — a relative

@@ -3,6 +3,7 @@ package mount
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,10 +11,11 @@ import (
 	"github.com/agentbox/agentbox/plan"
 )
 
-// TestInitMounts: which binds Render leaves to the C init (InitMount): the
-// read-only binds of a path onto itself that the box shows as the host's
-// before them and that no later mount of bwrap's is at, above or below;
-// each range of bwrap's words holds exactly that bind.
+// TestInitMounts: which mounts Render leaves to the C init (InitMount): the
+// read-only binds of a path onto itself and the hidden paths that the box
+// shows as the host's before them and that no later mount of bwrap's is
+// at, above or below; each range of bwrap's words holds exactly that
+// mount.
 func TestInitMounts(t *testing.T) {
 	o := plan.Origin{Key: "test"}
 	ro := func(path string) plan.Mount {
@@ -29,39 +31,64 @@ func TestInitMounts(t *testing.T) {
 			), extra...)
 		}
 	}
+	hideFile := func(path string) plan.Mount {
+		return plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: path, Access: plan.Hidden, Origin: o}
+	}
+	hideDir := func(path string) plan.Mount {
+		return plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: path, Access: plan.Hidden, Origin: o}
+	}
+	own := []string{"ro /home/u/proj/.claude", "ro /home/u/proj/.git/hooks", "ro /home/u/proj/.git/config"}
 	cases := []struct {
 		name   string
 		change func(p *plan.Plan)
 		want   []string
 	}{
 		{"a project in the home folder: the read-only binds, not the pin or the writable root",
-			project(), []string{"/home/u/proj/.claude", "/home/u/proj/.git/hooks", "/home/u/proj/.git/config"}},
-		{"later mounts elsewhere do not matter",
-			project(plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/.netrc", Access: plan.Hidden, Origin: o}),
-			[]string{"/home/u/proj/.claude", "/home/u/proj/.git/hooks", "/home/u/proj/.git/config"}},
-		{"a later mount above one keeps it bwrap's",
-			project(plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: "/home/u/proj/.git", Access: plan.Hidden, Origin: o}),
-			[]string{"/home/u/proj/.claude"}},
-		{"a later mount below one keeps it bwrap's",
-			project(plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/proj/.git/hooks/pre-commit", Access: plan.Hidden, Origin: o}),
-			[]string{"/home/u/proj/.claude", "/home/u/proj/.git/config"}},
-		{"a later mount at the same path keeps it bwrap's",
-			project(plan.Mount{Stage: plan.StageDeny, Op: plan.HideFile, Path: "/home/u/proj/.git/config", Access: plan.Hidden, Origin: o}),
-			[]string{"/home/u/proj/.claude", "/home/u/proj/.git/hooks"}},
+			project(), own},
+		{"later mounts elsewhere do not matter; hidden paths are the init's too",
+			project(hideFile("/home/u/.netrc"), hideDir("/home/u/.aws")),
+			append(own[:3:3], "hide-file /home/u/.netrc", "hide-dir /home/u/.aws")},
+		{"a later mount of the init's above one: all the init's, in the plan's order",
+			project(hideDir("/home/u/proj/.git")),
+			append(own[:3:3], "hide-dir /home/u/proj/.git")},
+		{"a later mount of bwrap's above one keeps it bwrap's",
+			project(hideDir("/home/u/proj/.git"), hideFile("/home/u/proj/.git/x")),
+			[]string{"ro /home/u/proj/.claude"}},
+		{"a later mount of the init's below one: both the init's, in the plan's order",
+			project(hideFile("/home/u/proj/.git/hooks/pre-commit")),
+			append(own[:3:3], "hide-file /home/u/proj/.git/hooks/pre-commit")},
+		{"a later mount of the init's at the same path: both the init's, in the plan's order",
+			project(hideFile("/home/u/proj/.git/config")),
+			append(own[:3:3], "hide-file /home/u/proj/.git/config")},
+		{"a later mount of bwrap's below one keeps it bwrap's",
+			project(hideDir("/home/u/proj/.git/hooks/x"), hideFile("/home/u/proj/.git/hooks/x/y")),
+			[]string{"ro /home/u/proj/.claude", "ro /home/u/proj/.git/config"}},
+		{"a hidden folder with a certificate bundle below it stays bwrap's",
+			func(p *plan.Plan) {
+				project(hideDir("/etc/ssl"))(p)
+				p.Network = plan.Network{Mode: plan.NetAllowlist, Allow: []string{"x.test"}, Intercept: []string{"x.test"}, CABundles: []string{"/etc/ssl/certs/ca.pem"}}
+			}, own},
+		{"a hidden file under a hidden folder: both bwrap's",
+			project(hideDir("/home/u/.ssh"), hideFile("/home/u/.ssh/id_rsa")),
+			own},
 		{"a project under the box's own /tmp: the box does not show the host's files there",
 			func(p *plan.Plan) {
 				p.Mounts = append(p.Mounts[:4:4],
 					plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Path: "/tmp/proj", Access: plan.ReadWrite, Origin: o},
-					ro("/tmp/proj/.claude"))
+					ro("/tmp/proj/.claude"), hideFile("/tmp/proj/.env"))
 			}, nil},
 		{"a bind from elsewhere", func(p *plan.Plan) {
 			p.Mounts = append(p.Mounts[:5:5], plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Source: "/srv/x", Path: "/home/u/proj/x", Access: plan.ReadOnly, Origin: o})
 		}, nil},
+		{"a hidden path below a bind from elsewhere", func(p *plan.Plan) {
+			p.Mounts = append(p.Mounts[:5:5], plan.Mount{Stage: plan.StageReadOnly, Op: plan.ROBind, Source: "/srv/x", Path: "/home/u/proj/x", Access: plan.ReadOnly, Origin: o},
+				hideFile("/home/u/proj/x/.env"))
+		}, nil},
 		{"a certificate bundle bwrap binds below one", func(p *plan.Plan) {
 			project()(p)
-			p.Mounts = append(p.Mounts, ro("/etc/ssl"))
+			p.Mounts = append(p.Mounts, ro("/etc/ssl"), hideDir("/etc/ssl/private"))
 			p.Network = plan.Network{Mode: plan.NetAllowlist, Allow: []string{"x.test"}, Intercept: []string{"x.test"}, CABundles: []string{"/etc/ssl/certs/ca.pem"}}
-		}, []string{"/home/u/proj/.claude", "/home/u/proj/.git/hooks", "/home/u/proj/.git/config"}},
+		}, append(own[:3:3], "hide-dir /etc/ssl/private")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,14 +100,24 @@ func TestInitMounts(t *testing.T) {
 			}
 			var got []string
 			for _, m := range av.InitMounts {
-				got = append(got, m.Path)
-				want := []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
-				if m.Kind != "make-ro" || m.From < 0 || m.To > av.CommandAt || !slices.Equal(av.Args[m.From:m.To], want) {
+				var want []string
+				switch m.Kind {
+				case "make-ro":
+					want = []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
+				case "make-hide-dir":
+					want = []string{"--tmpfs", m.Path, "--remount-ro", m.Path}
+				case "make-hide-file":
+					if m.From+1 < len(av.Args) {
+						want = []string{"--ro-bind-data", av.Args[m.From+1], m.Path}
+					}
+				}
+				got = append(got, strings.TrimPrefix(m.Kind, "make-")+" "+m.Path)
+				if want == nil || m.From < 0 || m.To > av.CommandAt || !slices.Equal(av.Args[m.From:m.To], want) || (m.FD > 0) != (m.Kind == "make-ro") {
 					t.Errorf("%+v: bwrap's words %q, want %q", m, av.Args[max(m.From, 0):min(m.To, len(av.Args))], want)
 				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("the init's binds (-want +got):\n%s", diff)
+				t.Errorf("the init's mounts (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -438,8 +439,8 @@ func argsFile(args []string) (*os.File, error) {
 }
 
 // WithoutInitMounts leaves out of args (options before commandAt) bwrap's
-// words for the binds the C init makes (makes, from Render: each range
-// must still hold its bind of its own path), and for a root run gives the
+// words for the mounts the C init makes (makes, from Render: each range
+// must still hold bwrap's words for that mount of that path), and for a root run gives the
 // init CAP_SYS_ADMIN to make them (a box of another user has it already,
 // in the box's own user namespace, for --private-mounts). The init drops
 // it with every other capability before CMD starts. These are bwrap's
@@ -449,10 +450,21 @@ func WithoutInitMounts(args []string, commandAt int, makes []InitMount, root boo
 	out := make([]string, 0, len(args))
 	at := 0
 	for _, m := range makes {
-		ok := m.From >= at && m.To == m.From+3 && m.To <= commandAt &&
-			m.Kind == "make-ro" && args[m.From] == "--ro-bind-fd" && args[m.From+1] == strconv.Itoa(m.FD) && args[m.From+2] == m.Path
+		var want []string
+		switch m.Kind {
+		case "make-ro":
+			want = []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
+		case "make-hide-dir":
+			want = []string{"--tmpfs", m.Path, "--remount-ro", m.Path}
+		case "make-hide-file":
+			if m.From+1 < len(args) && isNumber(args[m.From+1]) {
+				want = []string{"--ro-bind-data", args[m.From+1], m.Path}
+			}
+		}
+		ok := want != nil && m.From >= at && m.To == m.From+len(want) && m.To <= commandAt && m.FD >= 0 &&
+			(m.Kind == "make-ro") == (m.FD > 0) && slices.Equal(args[m.From:m.To], want)
 		if !ok {
-			return nil, 0, fmt.Errorf("the plan's bwrap detail does not hold the bind of %s the init would make", m.Path)
+			return nil, 0, fmt.Errorf("the plan's bwrap detail does not hold the mount of %s the init would make", m.Path)
 		}
 		out = append(out, args[at:m.From]...)
 		at = m.To
@@ -463,6 +475,12 @@ func WithoutInitMounts(args []string, commandAt int, makes []InitMount, root boo
 	}
 	n := len(out)
 	return append(out, args[commandAt:]...), n, nil
+}
+
+// isNumber reports whether s is a decimal number (a descriptor).
+func isNumber(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 31)
+	return err == nil
 }
 
 // withForeground adds the init's --foreground flag: agentbox owns the

@@ -640,7 +640,7 @@ static void eachcheck(int fd, void (*fn)(const char *kind, u64 dev, u64 ino, cha
 	}
 }
 
-static int ismake(const char *kind) { return seq(kind, "make-ro"); }
+static int ismake(const char *kind) { return seq(kind, "make-ro") || seq(kind, "make-hide-dir") || seq(kind, "make-hide-file"); }
 
 static void verifyone(const char *kind, u64 dev, u64 ino, char *path)
 {
@@ -649,37 +649,78 @@ static void verifyone(const char *kind, u64 dev, u64 ino, char *path)
 
 static void verifymounts(int fd) { eachcheck(fd, verifyone); }
 
-/* ---- the binds the init makes in bwrap's place ----
+/* ---- the mounts the init makes in bwrap's place ----
  *
- * A read-only bind of a path onto itself (a read-only path, a placeholder)
- * that bwrap would make costs it a read of the whole mount table; agentbox
- * leaves those that can come after all of bwrap's mounts to the init
- * (records make-ro, in the plan's order; mount.InitMount). Each path,
- * reached without following a link, must be the file or folder agentbox
- * opened (its device and inode); the init clones it with what is mounted
- * below it, makes the clone read-only, nosuid, nodev and private, and
- * mounts it there, through the descriptor it checked.
+ * A mount bwrap would make costs it a read of the whole mount table;
+ * agentbox leaves those that can come after all of bwrap's mounts to the
+ * init (records make-*, in the plan's order; mount.InitMount):
+ * - make-ro, a read-only bind of a path onto itself (a read-only path, a
+ *   placeholder): the path, reached without following a link, must be the
+ *   file or folder agentbox opened (its device and inode); the init clones
+ *   it with what is mounted below it, makes the clone read-only, nosuid,
+ *   nodev and private, and mounts it there, through the descriptor it
+ *   checked;
+ * - make-hide-dir and make-hide-file, a hidden path (a deny path): a
+ *   read-only, nosuid, nodev, private bind of an empty folder (0755) or an
+ *   empty file (0600) of one tmpfs of the init's own, made at the first
+ *   such record and never attached anywhere, mounted over the path reached
+ *   without following a link, as bwrap's --tmpfs and --remount-ro, or
+ *   --ro-bind-data of nothing, would.
  * Then the working folder is entered again: bwrap entered it before, and a
  * mount over it or above it would otherwise be behind CMD's back. */
 
 static int made_;
+static long hidefs_ = -1;
 static __attribute__((noreturn)) void capfail(const char *what, long e);
+
+/* hidetree returns a detached clone of the hidden paths' empty folder
+ * (dir) or empty file, making their tmpfs first when there is none yet. */
+static long hidetree(const char *path, int dir)
+{
+	char eb[32];
+	if (hidefs_ < 0) {
+		long fs = sys2(NR_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+		if (fs < 0) checkfail(path, "hiding it (fsopen)", errtext(-fs, eb));
+		long r = sys5(NR_fsconfig, fs, FSCONFIG_CMD_CREATE, 0, 0, 0);
+		if (r < 0) checkfail(path, "hiding it (fsconfig)", errtext(-r, eb));
+		long m = sys3(NR_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+		sys1(NR_close, fs);
+		if (m < 0) checkfail(path, "hiding it (fsmount)", errtext(-m, eb));
+		r = sys3(NR_mkdirat, m, "d", 0755);
+		if (r == 0) r = sys4(NR_fchmodat, m, "d", 0755, 0); /* whatever the umask */
+		if (r < 0) checkfail(path, "hiding it (its empty folder)", errtext(-r, eb));
+		long f = sys4(NR_openat, m, "f", O_WRONLY_ | O_CREAT_ | O_EXCL_ | O_CLOEXEC | O_NOFOLLOW_, 0600);
+		if (f < 0) checkfail(path, "hiding it (its empty file)", errtext(-f, eb));
+		sys1(NR_close, f);
+		r = sys4(NR_fchmodat, m, "f", 0600, 0);
+		if (r < 0) checkfail(path, "hiding it (its empty file)", errtext(-r, eb));
+		hidefs_ = m;
+	}
+	return sys3(NR_open_tree, hidefs_, dir ? "d" : "f", OPEN_TREE_CLONE | O_CLOEXEC);
+}
 
 static void makemount(const char *kind, u64 dev, u64 ino, char *path)
 {
 	char eb[32];
 	if (!ismake(kind)) return;
+	int hide = seq(kind, "make-hide-dir") ? 1 : seq(kind, "make-hide-file") ? 2 : 0;
 	long fd = opennofollow(path);
 	if (fd == -ELOOP) checkfail(path, symlinked, swapped);
 	if (fd < 0) checkfail(path, errtext(-fd, eb), swapped);
-	struct statx_ st;
-	long r = fdstat((int)fd, &st);
-	if (r < 0) checkfail(path, errtext(-r, eb), 0);
-	if (mkdev(st.dev_major, st.dev_minor) != dev || st.ino != ino) checkfail(path, "not the folder or file agentbox opened", swapped);
-	long t = sys3(NR_open_tree, fd, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-	if (t < 0) checkfail(path, "binding it (open_tree)", errtext(-t, eb));
+	long t;
+	if (hide) {
+		t = hidetree(path, hide == 1);
+		if (t < 0) checkfail(path, "hiding it (open_tree)", errtext(-t, eb));
+	} else {
+		struct statx_ st;
+		long r = fdstat((int)fd, &st);
+		if (r < 0) checkfail(path, errtext(-r, eb), 0);
+		if (mkdev(st.dev_major, st.dev_minor) != dev || st.ino != ino) checkfail(path, "not the folder or file agentbox opened", swapped);
+		t = sys3(NR_open_tree, fd, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		if (t < 0) checkfail(path, "binding it (open_tree)", errtext(-t, eb));
+	}
 	struct mount_attr_ a = {MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, MS_PRIVATE, 0};
-	r = sys5(NR_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a);
+	long r = sys5(NR_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a);
 	if (r < 0) checkfail(path, "binding it (mount_setattr)", errtext(-r, eb));
 	r = sys5(NR_move_mount, t, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 	if (r < 0) checkfail(path, "binding it (move_mount)", errtext(-r, eb));
@@ -692,6 +733,9 @@ static void makemounts(int fd)
 {
 	char eb[32];
 	eachcheck(fd, makemount);
+	/* Only the read-only binds of the hidden paths' tmpfs stay. */
+	if (hidefs_ >= 0) sys1(NR_close, hidefs_);
+	hidefs_ = -1;
 	if (!made_) return;
 	long r = sys2(NR_getcwd, pathbuf, sizeof pathbuf);
 	if (r < 0) capfail("the working folder, to enter it again over the init's binds", -r);

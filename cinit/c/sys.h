@@ -23,7 +23,7 @@ enum {
 	NR_exit_group = 231, NR_ppoll = 271, NR_signalfd4 = 289, NR_accept4 = 288,
 	NR_prlimit64 = 302, NR_statx = 332, NR_faccessat2 = 439, NR_close_range = 436,
 	NR_pread64 = 17, NR_getdents64 = 217, NR_seccomp = 317, NR_sendto = 44, NR_recvfrom = 45, NR_capset = 126, NR_landlock_create_ruleset = 444, NR_landlock_restrict_self = 446, NR_openat = 257, NR_openat2 = 437, NR_fstatfs = 138, NR_dup3 = 292, NR_mount = 165, NR_capget = 125, NR_unshare = 272,
-	NR_getcwd = 79, NR_fchdir = 81,
+	NR_getcwd = 79, NR_fchdir = 81, NR_mkdirat = 258, NR_fchmodat = 268,
 };
 /* open(2) flags that differ between the two architectures */
 #define O_NOFOLLOW_ 0400000
@@ -55,7 +55,7 @@ enum {
 	NR_exit_group = 94, NR_ppoll = 73, NR_signalfd4 = 74, NR_accept4 = 242,
 	NR_prlimit64 = 261, NR_statx = 291, NR_faccessat2 = 439, NR_close_range = 436,
 	NR_pread64 = 67, NR_getdents64 = 61, NR_seccomp = 277, NR_sendto = 206, NR_recvfrom = 207, NR_capset = 91, NR_landlock_create_ruleset = 444, NR_landlock_restrict_self = 446, NR_openat = 56, NR_openat2 = 437, NR_fstatfs = 44, NR_dup3 = 24, NR_mount = 40, NR_capget = 90, NR_unshare = 97,
-	NR_getcwd = 17, NR_fchdir = 50,
+	NR_getcwd = 17, NR_fchdir = 50, NR_mkdirat = 34, NR_fchmodat = 53,
 };
 #define O_NOFOLLOW_ 0100000
 #define O_DIRECTORY_ 040000
@@ -80,7 +80,7 @@ __asm__(".text\n.global _start\n_start:\n\tmov x29, #0\n\tmov x30, #0\n\tmov x0,
 #endif
 
 /* the mount API (Linux 5.2 and 5.12): the same numbers on both */
-enum { NR_open_tree = 428, NR_move_mount = 429, NR_mount_setattr = 442 };
+enum { NR_open_tree = 428, NR_move_mount = 429, NR_fsopen = 430, NR_fsconfig = 431, NR_fsmount = 432, NR_mount_setattr = 442 };
 
 #define sys0(n) sys6(n, 0, 0, 0, 0, 0, 0)
 #define sys1(n, a) sys6(n, (long)(a), 0, 0, 0, 0, 0)
@@ -132,6 +132,9 @@ enum { STATX_TYPE = 1, STATX_MODE = 2, STATX_INO = 0x100, STATX_SIZE = 0x200, ST
 enum { RESOLVE_NO_SYMLINKS = 4 };
 enum { OPEN_TREE_CLONE = 1, AT_RECURSIVE = 0x8000, MOVE_MOUNT_F_EMPTY_PATH = 4, MOVE_MOUNT_T_EMPTY_PATH = 0x40 };
 enum { MOUNT_ATTR_RDONLY = 1, MOUNT_ATTR_NOSUID = 2, MOUNT_ATTR_NODEV = 4 };
+enum { FSOPEN_CLOEXEC = 1, FSMOUNT_CLOEXEC = 1, FSCONFIG_CMD_CREATE = 6 };
+/* open(2) flags that are the same on both architectures */
+enum { O_WRONLY_ = 01, O_CREAT_ = 0100, O_EXCL_ = 0200 };
 struct mount_attr_ { u64 attr_set, attr_clr, propagation, userns_fd; };
 #define S_IFMT 0170000
 #define S_IFDIR 0040000
