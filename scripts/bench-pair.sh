@@ -4,6 +4,8 @@
 # same run compare (load moves both sides of a pair together).
 #
 #   scripts/bench-pair.sh OLD NEW [rounds]     (default 40 rounds)
+#   BENCH_PAIR_CREDENTIALS=1                  each HOME holds the credential
+#                                              stores a developer's does
 #
 # Every round runs raw bwrap and `agentbox run -- /bin/true` under bwrap and
 # Landlock with each binary, once each in a new random order, in a git
@@ -20,6 +22,16 @@ trap 'rm -rf "$work"' EXIT
 # cache are not shared (two builds whose probe cache keys differ would
 # each make the other probe again at every run).
 mkdir -p "$work/home-old" "$work/home-new" "$work/repo"
+if [ -n "${BENCH_PAIR_CREDENTIALS:-}" ]; then
+	# A home folder like a developer's: the credential stores agentbox
+	# hides by default (four folders, six files), each hidden in the box.
+	for h in "$work/home-old" "$work/home-new"; do
+		mkdir -p "$h/.aws" "$h/.gnupg" "$h/.config/gcloud" "$h/.kube" "$h/.docker" "$h/.ssh"
+		touch "$h/.aws/credentials" "$h/.kube/config" "$h/.docker/config.json" "$h/.npmrc" "$h/.netrc" \
+			"$h/.git-credentials" "$h/.ssh/id_ed25519" "$h/.ssh/id_rsa"
+		chmod 700 "$h/.gnupg" "$h/.ssh"
+	done
+fi
 export HOME="$work/home-old"
 unset XDG_CONFIG_HOME XDG_STATE_HOME XDG_CACHE_HOME XDG_DATA_HOME
 cd "$work/repo"
