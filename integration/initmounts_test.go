@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,7 @@ awk -v a="$0" -v b="$1" '$5 == a || $5 == b { split($6, o, ","); print $5, o[1] 
 }
 
 // TestInitMadeHides: the credential stores a developer's home holds,
+// and the project's pinned .git,
 // hidden by default, are hidden by the C init where the kernel has the
 // mount API (bwrap's options no longer hold them) and by bwrap under the
 // Go init: the same in the box either way (an empty read-only folder, an
@@ -174,12 +176,15 @@ touch "$0/x" 2>/dev/null && echo "wrote the folder"
 (echo x >"$1") 2>/dev/null && echo "wrote the file"
 (echo x >"$2") 2>/dev/null && echo "wrote the project's file"
 rm -f "$2" 2>/dev/null && echo "removed the project's file"
-awk -v a="$0" -v b="$1" -v c="$2" '$5 == a || $5 == b || $5 == c { split($6, o, ","); print $5, o[1], $(NF-2) }' /proc/self/mountinfo | sort`
-			r = w.run(append(append([]string{"run"}, flags...), "--", "sh", "-c", script, aws, netrc, env)...)
+mv "$3" "$3.moved" 2>/dev/null && echo "moved .git"
+awk -v a="$0" -v b="$1" -v c="$2" -v d="$3" '$5 == a || $5 == b || $5 == c || $5 == d { split($6, o, ","); t = ($5 == d) ? "" : " " $(NF-2); print $5 " " o[1] t }' /proc/self/mountinfo | sort`
+			dotgit := filepath.Join(w.project, ".git")
+			r = w.run(append(append([]string{"run"}, flags...), "--", "sh", "-c", script, aws, netrc, env, dotgit)...)
 			expectCode(t, r, 0)
 			want := "drwxr-xr-x 40 directory\n-rw------- 0 regular empty file\n-rw------- 0 regular empty file\n"
-			for _, p := range slices.Sorted(slices.Values([]string{aws, netrc, env})) {
-				want += p + " ro tmpfs\n"
+			fstype := map[string]string{aws: "ro tmpfs", netrc: "ro tmpfs", env: "ro tmpfs", dotgit: "rw"}
+			for _, p := range slices.Sorted(maps.Keys(fstype)) {
+				want += p + " " + fstype[p] + "\n"
 			}
 			if r.stdout != want {
 				t.Errorf("in the box:\n%s\nwant:\n%s\nstderr: %s", r.stdout, want, r.stderr)
@@ -205,6 +210,18 @@ awk -v a="$0" -v b="$1" -v c="$2" '$5 == a || $5 == b || $5 == c { split($6, o, 
 				if hidden != (in.name == "go") {
 					t.Errorf("bwrap hides %s: %v, want %v (the %s init)", p, hidden, in.name == "go", in.name)
 				}
+			}
+			// The pinned .git: bwrap's under the Go init, the C init's
+			// otherwise; a mount point either way (moving it failed above).
+			pinned := false
+			for i := 0; i+2 < len(opts); i++ {
+				pinned = pinned || opts[i] == "--bind-fd" && opts[i+2] == dotgit
+			}
+			if pinned != (in.name == "go") {
+				t.Errorf("bwrap pins %s: %v, want %v (the %s init)", dotgit, pinned, in.name == "go", in.name)
+			}
+			if planned[dotgit] != "make-pin" {
+				t.Errorf("the plan leaves %s to the init as %q, want make-pin", dotgit, planned[dotgit])
 			}
 		})
 	}

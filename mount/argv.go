@@ -108,7 +108,9 @@ func checks(p *plan.Plan, bindFDs map[int]int) []Check {
 // initMade says, for each mount of p, whether the C init may make it
 // instead of bwrap (see InitMount): a read-only bind of a path onto itself
 // (a read-only path, a placeholder), which the init makes as a read-only
-// clone of what the box already shows there, or a hidden folder or file
+// clone of what the box already shows there, a pinned folder inside a
+// writable bind of a path onto itself (a clone of what the box shows
+// there, writable as that bind is), or a hidden folder or file
 // (a deny path), which it covers with an empty read-only folder or file
 // of a tmpfs of its own; each when it can be made after every mount bwrap
 // keeps without changing what the box sees: no mount bwrap makes after
@@ -146,9 +148,21 @@ func initMade(p *plan.Plan) []bool {
 		}
 		return true
 	}
+	// writableView: the last earlier mount at or above the path, what the
+	// box shows there before the mount, is a writable bind of a path
+	// onto itself (the project), so a clone of it is writable too.
+	writableView := func(i int) bool {
+		for j := i - 1; j >= 0; j-- {
+			if k := p.Mounts[j]; plan.Within(p.Mounts[i].Path, k.Path) {
+				return k.Op == plan.Pin || k.Op == plan.Bind && k.Src() == k.Path
+			}
+		}
+		return false
+	}
 	for i := len(p.Mounts) - 1; i >= 0; i-- {
 		m := p.Mounts[i]
-		kind := m.Op == plan.ROBind && m.Src() == m.Path || m.Op == plan.HideDir || m.Op == plan.HideFile
+		kind := m.Op == plan.ROBind && m.Src() == m.Path || m.Op == plan.HideDir || m.Op == plan.HideFile ||
+			m.Op == plan.Pin && writableView(i)
 		if m.Stage != plan.StageRoot && kind && m.Path != "/" && !related(m.Path) && hostView(i) {
 			made[i] = true
 			continue
@@ -166,6 +180,8 @@ func initKind(op plan.Op) string {
 		return "make-hide-dir"
 	case plan.HideFile:
 		return "make-hide-file"
+	case plan.Pin:
+		return "make-pin"
 	}
 	return "make-ro"
 }
@@ -300,6 +316,12 @@ type Argv struct {
 // that is not root's may not clear a read-only flag its mount namespace
 // inherited.)
 //
+// Kind "make-pin" is a pinned folder (bound onto itself so that it cannot
+// be renamed or removed: .git, .git/info) inside a writable bind of a path
+// onto itself (the project): the same checks, a clone of the box's view
+// there made nosuid, nodev and private (writable, as the project's bind it
+// is cloned from), mounted there.
+//
 // Kinds "make-hide-dir" and "make-hide-file" hide a path (a deny path)
 // as bwrap's --tmpfs and --remount-ro, and --ro-bind-data of nothing, do:
 // the init makes one tmpfs of its own, never attached anywhere, holding an
@@ -312,7 +334,7 @@ type Argv struct {
 // A shell's command line (ShellWords), the Go init and a kernel without
 // the API keep bwrap's words.
 type InitMount struct {
-	Kind string `json:"kind"` // "make-ro", "make-hide-dir" or "make-hide-file"
+	Kind string `json:"kind"` // "make-ro", "make-pin", "make-hide-dir" or "make-hide-file"
 	Path string `json:"path"`
 	FD   int    `json:"fd"`
 	From int    `json:"from"`

@@ -650,6 +650,72 @@ func TestCInitMakesReadOnlyBinds(t *testing.T) {
 	}
 }
 
+// TestCInitMakesPins: the C init pins a folder (record make-pin, as
+// .git and .git/info in a project): CMD can write in it but neither rename
+// nor remove it (it is a mount point), and the same checks as for bwrap's
+// pin pass; another inode, a symlink or a missing path and nothing runs.
+func TestCInitMakesPins(t *testing.T) {
+	if !MountAPI() {
+		t.Fatal("this kernel has no mount API (mount_setattr): the C init's mounts cannot be tested here")
+	}
+	rec := func(kind string, dev, ino uint64, path string) string {
+		return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
+	}
+	for _, a := range cinitArches(t) {
+		t.Run(a.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pin := filepath.Join(dir, ".git")
+			if err := os.Mkdir(pin, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			os.Symlink(pin, filepath.Join(dir, "link"))
+			var st unix.Stat_t
+			if err := unix.Stat(pin, &st); err != nil {
+				t.Fatal(err)
+			}
+			run := func(data string, script string) (int, string, string) {
+				t.Helper()
+				f, err := supervise.SealedFile("checks", []byte(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd := a.command(t, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script, pin)
+				cmd.ExtraFiles = []*os.File{f}
+				cmd.Dir = dir
+				if cmd.SysProcAttr != nil {
+					cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
+				}
+				return runCInit(t, cmd)
+			}
+			script := `echo x >"$0/HEAD" && echo wrote; mv "$0" "$0.moved" 2>/dev/null && echo moved; rmdir "$0" 2>/dev/null && echo removed; ` +
+				`awk -v a="$0" '$5 == a { split($6, o, ","); print o[1] }' /proc/self/mountinfo`
+			code, out, stderr := run(rec("make-pin", st.Dev, st.Ino, pin)+rec("bind", st.Dev, st.Ino, pin), script)
+			if a.runner != nil {
+				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
+					t.Errorf("emulated, without the mount API: exit %d, %q, %q; want 125 and nothing run", code, out, stderr)
+				}
+			} else if want := "wrote\nrw\n"; code != 0 || out != want {
+				t.Errorf("pinned: exit %d, %q (stderr %q), want %q", code, out, stderr, want)
+			}
+			if _, err := os.Lstat(pin); err != nil {
+				t.Errorf("the pinned folder is gone: %v", err)
+			}
+			for name, data := range map[string]string{
+				"another inode":      rec("make-pin", st.Dev, st.Ino+1, pin),
+				"through a symlink":  rec("make-pin", st.Dev, st.Ino, filepath.Join(dir, "link")),
+				"missing":            rec("make-pin", st.Dev, st.Ino, filepath.Join(dir, "gone")),
+				"a check that fails": rec("make-pin", st.Dev, st.Ino, pin) + rec("bind", st.Dev, st.Ino+1, pin),
+			} {
+				code, out, stderr := run(data, "echo ran")
+				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
+					t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
+				}
+			}
+		})
+	}
+}
+
 // TestCInitMakesHides: the C init hides a folder and a file (records
 // make-hide-dir, make-hide-file) as bwrap's --tmpfs and --remount-ro, and
 // --ro-bind-data of nothing, would: an empty read-only folder (0755) and

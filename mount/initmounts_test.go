@@ -37,29 +37,42 @@ func TestInitMounts(t *testing.T) {
 	hideDir := func(path string) plan.Mount {
 		return plan.Mount{Stage: plan.StageDeny, Op: plan.HideDir, Path: path, Access: plan.Hidden, Origin: o}
 	}
-	own := []string{"ro /home/u/proj/.claude", "ro /home/u/proj/.git/hooks", "ro /home/u/proj/.git/config"}
+	own := []string{"pin /home/u/proj/.git", "ro /home/u/proj/.claude", "ro /home/u/proj/.git/hooks", "ro /home/u/proj/.git/config"}
 	cases := []struct {
 		name   string
 		change func(p *plan.Plan)
 		want   []string
 	}{
-		{"a project in the home folder: the read-only binds, not the pin or the writable root",
+		{"a project in the home folder: the read-only binds and the pin, not the writable root",
 			project(), own},
+		{"a pin below the read-only root stays bwrap's (a clone there would be read-only)",
+			func(p *plan.Plan) {
+				p.Mounts = append(p.Mounts[:4:4], plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: "/home/u/proj/.git", Access: plan.ReadWrite, Origin: o})
+			}, nil},
+		{"a pin below a read-only bind stays bwrap's",
+			func(p *plan.Plan) {
+				p.Mounts = append(p.Mounts[:5:5], ro("/home/u/proj/sub"), plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: "/home/u/proj/sub/.git", Access: plan.ReadWrite, Origin: o})
+			}, nil},
+		{"a pin below a writable bind from elsewhere stays bwrap's",
+			func(p *plan.Plan) {
+				p.Mounts = append(p.Mounts[:5:5], plan.Mount{Stage: plan.StageWritable, Op: plan.Bind, Source: "/srv/w", Path: "/home/u/proj/w", Access: plan.ReadWrite, Origin: o},
+					plan.Mount{Stage: plan.StageReadOnly, Op: plan.Pin, Path: "/home/u/proj/w/.git", Access: plan.ReadWrite, Origin: o})
+			}, nil},
 		{"later mounts elsewhere do not matter; hidden paths are the init's too",
 			project(hideFile("/home/u/.netrc"), hideDir("/home/u/.aws")),
-			append(own[:3:3], "hide-file /home/u/.netrc", "hide-dir /home/u/.aws")},
+			append(own[:4:4], "hide-file /home/u/.netrc", "hide-dir /home/u/.aws")},
 		{"a later mount of the init's above one: all the init's, in the plan's order",
 			project(hideDir("/home/u/proj/.git")),
-			append(own[:3:3], "hide-dir /home/u/proj/.git")},
+			append(own[:4:4], "hide-dir /home/u/proj/.git")},
 		{"a later mount of bwrap's above one keeps it bwrap's",
 			project(hideDir("/home/u/proj/.git"), hideFile("/home/u/proj/.git/x")),
 			[]string{"ro /home/u/proj/.claude"}},
 		{"a later mount of the init's below one: both the init's, in the plan's order",
 			project(hideFile("/home/u/proj/.git/hooks/pre-commit")),
-			append(own[:3:3], "hide-file /home/u/proj/.git/hooks/pre-commit")},
+			append(own[:4:4], "hide-file /home/u/proj/.git/hooks/pre-commit")},
 		{"a later mount of the init's at the same path: both the init's, in the plan's order",
 			project(hideFile("/home/u/proj/.git/config")),
-			append(own[:3:3], "hide-file /home/u/proj/.git/config")},
+			append(own[:4:4], "hide-file /home/u/proj/.git/config")},
 		{"a later mount of bwrap's below one keeps it bwrap's",
 			project(hideDir("/home/u/proj/.git/hooks/x"), hideFile("/home/u/proj/.git/hooks/x/y")),
 			[]string{"ro /home/u/proj/.claude", "ro /home/u/proj/.git/config"}},
@@ -88,7 +101,7 @@ func TestInitMounts(t *testing.T) {
 			project()(p)
 			p.Mounts = append(p.Mounts, ro("/etc/ssl"), hideDir("/etc/ssl/private"))
 			p.Network = plan.Network{Mode: plan.NetAllowlist, Allow: []string{"x.test"}, Intercept: []string{"x.test"}, CABundles: []string{"/etc/ssl/certs/ca.pem"}}
-		}, append(own[:3:3], "hide-dir /etc/ssl/private")},
+		}, append(own[:4:4], "hide-dir /etc/ssl/private")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +117,8 @@ func TestInitMounts(t *testing.T) {
 				switch m.Kind {
 				case "make-ro":
 					want = []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
+				case "make-pin":
+					want = []string{"--bind-fd", strconv.Itoa(m.FD), m.Path}
 				case "make-hide-dir":
 					want = []string{"--tmpfs", m.Path, "--remount-ro", m.Path}
 				case "make-hide-file":
@@ -112,7 +127,7 @@ func TestInitMounts(t *testing.T) {
 					}
 				}
 				got = append(got, strings.TrimPrefix(m.Kind, "make-")+" "+m.Path)
-				if want == nil || m.From < 0 || m.To > av.CommandAt || !slices.Equal(av.Args[m.From:m.To], want) || (m.FD > 0) != (m.Kind == "make-ro") {
+				if want == nil || m.From < 0 || m.To > av.CommandAt || !slices.Equal(av.Args[m.From:m.To], want) || (m.FD > 0) != (m.Kind == "make-ro" || m.Kind == "make-pin") {
 					t.Errorf("%+v: bwrap's words %q, want %q", m, av.Args[max(m.From, 0):min(m.To, len(av.Args))], want)
 				}
 			}

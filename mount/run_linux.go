@@ -454,6 +454,8 @@ func WithoutInitMounts(args []string, commandAt int, makes []InitMount, root boo
 		switch m.Kind {
 		case "make-ro":
 			want = []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
+		case "make-pin":
+			want = []string{"--bind-fd", strconv.Itoa(m.FD), m.Path}
 		case "make-hide-dir":
 			want = []string{"--tmpfs", m.Path, "--remount-ro", m.Path}
 		case "make-hide-file":
@@ -462,7 +464,7 @@ func WithoutInitMounts(args []string, commandAt int, makes []InitMount, root boo
 			}
 		}
 		ok := want != nil && m.From >= at && m.To == m.From+len(want) && m.To <= commandAt && m.FD >= 0 &&
-			(m.Kind == "make-ro") == (m.FD > 0) && slices.Equal(args[m.From:m.To], want)
+			(m.Kind == "make-ro" || m.Kind == "make-pin") == (m.FD > 0) && slices.Equal(args[m.From:m.To], want)
 		if !ok {
 			return nil, 0, fmt.Errorf("the plan's bwrap detail does not hold the mount of %s the init would make", m.Path)
 		}

@@ -640,7 +640,10 @@ static void eachcheck(int fd, void (*fn)(const char *kind, u64 dev, u64 ino, cha
 	}
 }
 
-static int ismake(const char *kind) { return seq(kind, "make-ro") || seq(kind, "make-hide-dir") || seq(kind, "make-hide-file"); }
+static int ismake(const char *kind)
+{
+	return seq(kind, "make-ro") || seq(kind, "make-pin") || seq(kind, "make-hide-dir") || seq(kind, "make-hide-file");
+}
 
 static void verifyone(const char *kind, u64 dev, u64 ino, char *path)
 {
@@ -660,6 +663,10 @@ static void verifymounts(int fd) { eachcheck(fd, verifyone); }
  *   it with what is mounted below it, makes the clone read-only, nosuid,
  *   nodev and private, and mounts it there, through the descriptor it
  *   checked;
+ * - make-pin, a pinned folder (.git, .git/info: bound onto itself so that
+ *   it cannot be renamed or removed) inside the project's writable bind:
+ *   the same checks and clone, made nosuid, nodev and private, writable as
+ *   the bind it is cloned from;
  * - make-hide-dir and make-hide-file, a hidden path (a deny path): a
  *   read-only, nosuid, nodev, private bind of an empty folder (0755) or an
  *   empty file (0600) of one tmpfs of the init's own, made at the first
@@ -719,7 +726,9 @@ static void makemount(const char *kind, u64 dev, u64 ino, char *path)
 		t = sys3(NR_open_tree, fd, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 		if (t < 0) checkfail(path, "binding it (open_tree)", errtext(-t, eb));
 	}
-	struct mount_attr_ a = {MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, MS_PRIVATE, 0};
+	u64 set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (!seq(kind, "make-pin")) set |= MOUNT_ATTR_RDONLY;
+	struct mount_attr_ a = {set, 0, MS_PRIVATE, 0};
 	long r = sys5(NR_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a);
 	if (r < 0) checkfail(path, "binding it (mount_setattr)", errtext(-r, eb));
 	r = sys5(NR_move_mount, t, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
