@@ -3,14 +3,20 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/proctest"
 )
 
 // TestInitMadeReadOnlyBinds: read-only paths in the project (a folder, a
@@ -222,6 +228,41 @@ awk -v a="$0" -v b="$1" -v c="$2" -v d="$3" '$5 == a || $5 == b || $5 == c || $5
 			}
 			if planned[dotgit] != "make-pin" {
 				t.Errorf("the plan leaves %s to the init as %q, want make-pin", dotgit, planned[dotgit])
+			}
+		})
+	}
+}
+
+// TestInitMountsRefusedBySeccomp: a seccomp filter around agentbox (a
+// container runtime's profile) that refuses one system call of the mount
+// API the C init makes its mounts with, answering EPERM as the kernel
+// answers a process without CAP_SYS_ADMIN, never fails the run: the
+// mounts stay bwrap's, and the deny paths are hidden all the same. As an
+// ordinary user EPERM from fsopen, fsmount or move_mount is also what the
+// kernel says for the missing capability, so the probe cannot tell a
+// filter from that answer and must keep bwrap's words under any filter.
+func TestInitMountsRefusedBySeccomp(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("the mount API's numbers are those of amd64 and arm64")
+	}
+	w := newWorld(t)
+	refuse := buildC(t, w.base, "testdata/refusesys.c")
+	env := filepath.Join(w.project, ".env")
+	write(t, env, "TOKEN=SECRET\n")
+	for name, nr := range map[string]int{"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "mount_setattr": 442} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := exec.CommandContext(ctx, refuse, strconv.Itoa(nr), bin, "run", "--backend", "bwrap", "--deny", env, "--",
+				"sh", "-c", `cat "$0"; stat -c %s "$0"`, env)
+			c.Dir, c.Env = w.project, w.env
+			var out, errb strings.Builder
+			c.Stdout, c.Stderr = &out, &errb
+			if err := proctest.Run(t, c, time.Minute); err != nil {
+				t.Fatalf("%s refused: %v\n%s", name, err, errb.String())
+			}
+			if out.String() != "0\n" {
+				t.Errorf("%s refused: the box shows %s as %q, want it empty", name, env, out.String())
 			}
 		})
 	}

@@ -165,8 +165,10 @@ func verifyReadOnly(fd int, err error) error {
 // with EINVAL before they look at anything else (the last three after
 // their capability check). Missing,
 // they fail with ENOSYS; a filter that refuses one (a container's seccomp
-// profile) answers something else too. Either way the binds stay bwrap's,
-// rather than every box failing at the init's first bind.
+// profile) answers something else too, or EPERM, which for a process
+// without CAP_SYS_ADMIN under any seccomp filter is taken as refused.
+// Either way the mounts stay bwrap's, rather than every box failing at
+// the init's first mount.
 var MountAPI = sync.OnceValue(func() bool {
 	fd, err := unix.OpenTree(-1, "", unix.AT_EMPTY_PATH)
 	if err == nil {
@@ -182,9 +184,13 @@ var MountAPI = sync.OnceValue(func() bool {
 	}
 	// move_mount, fsopen and fsmount ask for CAP_SYS_ADMIN first:
 	// without it (a user's agentbox; the init has it in the box) EPERM is
-	// all they say.
+	// all they say. A seccomp filter refusing them says EPERM too (a
+	// container runtime's profile, to a process without the capability):
+	// EPERM is taken for the capability check only where no filter is in
+	// force, or the box would fail at the init's first mount.
+	lacksCap := !canMount() && !seccompFiltered()
 	refused := func(err error) bool {
-		return !errors.Is(err, unix.EINVAL) && !(errors.Is(err, unix.EPERM) && !canMount())
+		return !errors.Is(err, unix.EINVAL) && !(errors.Is(err, unix.EPERM) && lacksCap)
 	}
 	if refused(unix.MoveMount(-1, "", -1, "", 1<<31)) {
 		return false
@@ -203,6 +209,13 @@ var MountAPI = sync.OnceValue(func() bool {
 	}
 	return true
 })
+
+// seccompFiltered reports whether a seccomp filter (or strict mode) is in
+// force for this process; when the kernel will not say, it is taken to be.
+func seccompFiltered() bool {
+	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	return err != nil || mode != 0
+}
 
 // canMount reports whether this process holds CAP_SYS_ADMIN.
 func canMount() bool {
