@@ -34,7 +34,9 @@
 # (AGENTBOX_INIT=go) against the default C ones; an empty Go program
 # against raw bwrap, and the floor it sets for each goal; agentbox against
 # raw bwrap given agentbox's exact argv (`agentbox plan --argv`: its init,
-# the seccomp filter, every mount).
+# the seccomp filter, every mount); a run with a home folder like a
+# developer's (ten credential stores, each hidden: a mount of the box)
+# against raw bwrap and against the run with the empty home the goals use.
 #
 # Last, the phases of a run (AGENTBOX_TRACE, docs/speed.md): the median
 # wall, CPU and children's CPU of each phase over BENCH_TRACE_RUNS runs
@@ -86,8 +88,17 @@ PY
 )
 printf '[limits]\nopen_files = 4096\ncpu_time = "1h"\nfile_size = "10GiB"\n' >"$work/limits.toml"
 cd "$repo"
+# A home folder like a developer's, for information: the credential
+# stores agentbox hides by default (four folders, six files), each a
+# mount of the box.
+dev="$work/devhome"
+mkdir -p "$dev/.aws" "$dev/.gnupg" "$dev/.config/gcloud" "$dev/.kube" "$dev/.docker" "$dev/.ssh"
+touch "$dev/.aws/credentials" "$dev/.kube/config" "$dev/.docker/config.json" "$dev/.npmrc" "$dev/.netrc" \
+	"$dev/.git-credentials" "$dev/.ssh/id_ed25519" "$dev/.ssh/id_rsa"
+chmod 700 "$dev/.gnupg" "$dev/.ssh"
 # agentbox's own folders, the probe cache and the search index, once.
 "$ab" run -- /bin/true >/dev/null 2>&1 || true
+HOME="$dev" "$ab" run -- /bin/true >/dev/null 2>&1 || true
 "$ab" run --backend landlock -- /bin/true >/dev/null 2>&1 || true
 # Raw bwrap with agentbox's exact argv: the printed argv reads the filter
 # through a process substitution; give it the same bytes from a file.
@@ -129,9 +140,12 @@ cmds = {
     "run-goinit": [ab, "run", "--", "/bin/true"],
     "limits-goinit": [ab, "run", "--policy", f"{work}/limits.toml", "--", "/bin/true"],
     "landlock-goinit": [ab, "run", "--backend", "landlock", "--", "/bin/true"],
+    # The run with a developer's home folder (HOME below).
+    "run-devhome": [ab, "run", "--", "/bin/true"],
 }
 goenv = dict(os.environ, AGENTBOX_INIT="go")
 envs = {n: goenv for n in cmds if n.endswith("-goinit")}
+envs["run-devhome"] = dict(os.environ, HOME=f"{work}/devhome")
 # goal, command, its baseline, target ratio
 goals = [
     ("agentbox run -- /bin/true (bwrap) vs raw bwrap", "run", "raw", 2.0),
@@ -246,6 +260,11 @@ if "go-empty" not in failed and "raw" not in failed:
     if "git" not in failed:
         info("floor of git: bare git + raw bwrap, vs bare git", "raw", "git",
              [(g + r) / g for g, r in zip(times["git"], times["raw"])])
+if "run-devhome" not in failed and "raw" not in failed and "run" not in failed:
+    info("run, 10 credential stores hidden, vs raw bwrap", "run-devhome", "raw",
+         [a / r for a, r in zip(times["run-devhome"], times["raw"])])
+    info("run, 10 stores hidden, vs an empty home", "run-devhome", "run",
+         [a / b for a, b in zip(times["run-devhome"], times["run"])])
 for n, base in (("run-goinit", "run"), ("limits-goinit", "limits"), ("landlock-goinit", "landlock")):
     if n not in failed and base not in failed:
         info(f"{base}: Go init/child vs C (AGENTBOX_INIT=go)", n, base, [a / b for a, b in zip(times[n], times[base])])
