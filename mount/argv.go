@@ -172,6 +172,28 @@ func initMade(p *plan.Plan) []bool {
 	return made
 }
 
+// initWords are bwrap's words for the init mount m as Render writes them
+// at args[m.From:] (a hidden file's descriptor is read from there): what
+// a run leaves out of bwrap's options when the init makes m. Nil for a
+// kind the init does not make.
+func initWords(m InitMount, args []string) []string {
+	switch m.Kind {
+	case "make-ro":
+		return []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
+	case "make-pin":
+		return []string{"--bind-fd", strconv.Itoa(m.FD), m.Path}
+	case "make-hide-dir":
+		return []string{"--tmpfs", m.Path, "--remount-ro", m.Path}
+	case "make-hide-file":
+		if m.From >= 0 && m.From+1 < len(args) {
+			if _, err := strconv.ParseUint(args[m.From+1], 10, 31); err == nil {
+				return []string{"--ro-bind-data", args[m.From+1], m.Path}
+			}
+		}
+	}
+	return nil
+}
+
 // initKind is the check file's record kind of mount op when the C init
 // makes it (InitMount).
 func initKind(op plan.Op) string {

@@ -266,9 +266,7 @@ func TestCInitCheckMatchesGo(t *testing.T) {
 	var st unix.Stat_t
 	unix.Stat(sub, &st)
 	os.Symlink("/", filepath.Join(dir, "link"))
-	rec := func(kind string, dev, ino uint64, path string) string {
-		return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
-	}
+	rec := checkRecord
 	cases := []struct {
 		name, data string
 		ok         bool
@@ -578,6 +576,46 @@ func readOnlyMount(t *testing.T) string {
 	return ""
 }
 
+// checkRecord is one record of the init's check file: kind, device,
+// inode, path.
+func checkRecord(kind string, dev, ino uint64, path string) string {
+	return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
+}
+
+// runMakes runs the C init a with the check file data (the mounts it makes
+// and its checks) in a mount namespace of its own made private first
+// (--private-mounts, as in a box), CMD being `sh -c script args...` in
+// dir, and returns its exit status and output.
+func runMakes(t *testing.T, a cinitArch, dir, data, script string, args ...string) (int, string, string) {
+	t.Helper()
+	f, err := supervise.SealedFile("checks", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := a.command(t, append([]string{"--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script}, args...)...)
+	cmd.ExtraFiles = []*os.File{f}
+	cmd.Dir = dir
+	if cmd.SysProcAttr != nil {
+		// A user's own user namespace gives the init CAP_SYS_ADMIN
+		// there too, as bwrap does in a box.
+		cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
+	}
+	return runCInit(t, cmd)
+}
+
+// expectMakesRefused runs the C init a with each named check file: each
+// must end the box with 125 and the init's error, CMD never run.
+func expectMakesRefused(t *testing.T, a cinitArch, dir string, cases map[string]string) {
+	t.Helper()
+	for name, data := range cases {
+		code, out, stderr := runMakes(t, a, dir, data, "echo ran")
+		if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
+			t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
+		}
+	}
+}
+
 // TestCInitMakesReadOnlyBinds: the binds the C init makes in bwrap's place
 // (make-ro records, InitMount), in a mount namespace of its own made
 // private first (--private-mounts, as in a box): the folder is read-only
@@ -589,9 +627,7 @@ func TestCInitMakesReadOnlyBinds(t *testing.T) {
 	if !MountAPI() {
 		t.Fatal("this kernel has no mount API (mount_setattr): the C init's binds cannot be tested here")
 	}
-	rec := func(kind string, dev, ino uint64, path string) string {
-		return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
-	}
+	rec := checkRecord
 	for _, a := range cinitArches(t) {
 		t.Run(a.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -604,25 +640,8 @@ func TestCInitMakesReadOnlyBinds(t *testing.T) {
 			if err := unix.Stat(ro, &st); err != nil {
 				t.Fatal(err)
 			}
-			run := func(data string, script string) (int, string, string) {
-				t.Helper()
-				f, err := supervise.SealedFile("checks", []byte(data))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				cmd := a.command(t, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script)
-				cmd.ExtraFiles = []*os.File{f}
-				cmd.Dir = ro
-				if cmd.SysProcAttr != nil {
-					// A user's own user namespace gives the init
-					// CAP_SYS_ADMIN there too, as bwrap does in a box.
-					cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
-				}
-				return runCInit(t, cmd)
-			}
 			probe := `for p in "$0" .; do if touch "$p/x" 2>/dev/null; then echo "$p writable"; else echo "$p read-only"; fi; done`
-			code, out, stderr := run(rec("make-ro", st.Dev, st.Ino, ro)+rec("bind-ro", st.Dev, st.Ino, ro), strings.Replace(probe, "$0", ro, 1))
+			code, out, stderr := runMakes(t, a, ro, rec("make-ro", st.Dev, st.Ino, ro)+rec("bind-ro", st.Dev, st.Ino, ro), strings.Replace(probe, "$0", ro, 1))
 			if a.runner != nil {
 				// Emulated (qemu-user 7.2 has no open_tree): where the
 				// system call is missing the init refuses, nothing runs.
@@ -635,17 +654,12 @@ func TestCInitMakesReadOnlyBinds(t *testing.T) {
 			if _, err := os.Lstat(filepath.Join(ro, "x")); err == nil {
 				t.Error("CMD wrote into the folder made read-only")
 			}
-			for name, data := range map[string]string{
+			expectMakesRefused(t, a, ro, map[string]string{
 				"another inode":      rec("make-ro", st.Dev, st.Ino+1, ro),
 				"through a symlink":  rec("make-ro", st.Dev, st.Ino, filepath.Join(dir, "link")),
 				"missing":            rec("make-ro", st.Dev, st.Ino, filepath.Join(dir, "gone")),
 				"a check that fails": rec("make-ro", st.Dev, st.Ino, ro) + rec("bind-ro", st.Dev, st.Ino+1, ro),
-			} {
-				code, out, stderr := run(data, "echo ran")
-				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
-					t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
-				}
-			}
+			})
 		})
 	}
 }
@@ -658,9 +672,7 @@ func TestCInitMakesPins(t *testing.T) {
 	if !MountAPI() {
 		t.Fatal("this kernel has no mount API (mount_setattr): the C init's mounts cannot be tested here")
 	}
-	rec := func(kind string, dev, ino uint64, path string) string {
-		return fmt.Sprintf("%s\t%d\t%d\t%s\x00", kind, dev, ino, path)
-	}
+	rec := checkRecord
 	for _, a := range cinitArches(t) {
 		t.Run(a.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -673,24 +685,9 @@ func TestCInitMakesPins(t *testing.T) {
 			if err := unix.Stat(pin, &st); err != nil {
 				t.Fatal(err)
 			}
-			run := func(data string, script string) (int, string, string) {
-				t.Helper()
-				f, err := supervise.SealedFile("checks", []byte(data))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				cmd := a.command(t, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script, pin)
-				cmd.ExtraFiles = []*os.File{f}
-				cmd.Dir = dir
-				if cmd.SysProcAttr != nil {
-					cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
-				}
-				return runCInit(t, cmd)
-			}
 			script := `echo x >"$0/HEAD" && echo wrote; mv "$0" "$0.moved" 2>/dev/null && echo moved; rmdir "$0" 2>/dev/null && echo removed; ` +
 				`awk -v a="$0" '$5 == a { split($6, o, ","); print o[1] }' /proc/self/mountinfo`
-			code, out, stderr := run(rec("make-pin", st.Dev, st.Ino, pin)+rec("bind", st.Dev, st.Ino, pin), script)
+			code, out, stderr := runMakes(t, a, dir, rec("make-pin", st.Dev, st.Ino, pin)+rec("bind", st.Dev, st.Ino, pin), script, pin)
 			if a.runner != nil {
 				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
 					t.Errorf("emulated, without the mount API: exit %d, %q, %q; want 125 and nothing run", code, out, stderr)
@@ -701,17 +698,12 @@ func TestCInitMakesPins(t *testing.T) {
 			if _, err := os.Lstat(pin); err != nil {
 				t.Errorf("the pinned folder is gone: %v", err)
 			}
-			for name, data := range map[string]string{
+			expectMakesRefused(t, a, dir, map[string]string{
 				"another inode":      rec("make-pin", st.Dev, st.Ino+1, pin),
 				"through a symlink":  rec("make-pin", st.Dev, st.Ino, filepath.Join(dir, "link")),
 				"missing":            rec("make-pin", st.Dev, st.Ino, filepath.Join(dir, "gone")),
 				"a check that fails": rec("make-pin", st.Dev, st.Ino, pin) + rec("bind", st.Dev, st.Ino+1, pin),
-			} {
-				code, out, stderr := run(data, "echo ran")
-				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
-					t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
-				}
-			}
+			})
 		})
 	}
 }
@@ -727,7 +719,7 @@ func TestCInitMakesHides(t *testing.T) {
 	if !MountAPI() {
 		t.Fatal("this kernel has no mount API (mount_setattr): the C init's mounts cannot be tested here")
 	}
-	rec := func(kind, path string) string { return fmt.Sprintf("%s\t0\t0\t%s\x00", kind, path) }
+	rec := func(kind, path string) string { return checkRecord(kind, 0, 0, path) }
 	for _, a := range cinitArches(t) {
 		t.Run(a.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -741,25 +733,10 @@ func TestCInitMakesHides(t *testing.T) {
 				}
 			}
 			os.Symlink(secret, filepath.Join(dir, "link"))
-			run := func(data string, script string) (int, string, string) {
-				t.Helper()
-				f, err := supervise.SealedFile("checks", []byte(data))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				cmd := a.command(t, "--check-fd", "3", "--private-mounts", "--", "/bin/sh", "-c", script, secret, tok)
-				cmd.ExtraFiles = []*os.File{f}
-				cmd.Dir = dir
-				if cmd.SysProcAttr != nil {
-					cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SYS_ADMIN)
-				}
-				return runCInit(t, cmd)
-			}
 			script := `ls -A "$0"; stat -c '%A %s %F' "$0" "$1"; cat "$1"; ` +
 				`touch "$0/x" 2>/dev/null && echo wrote folder; echo x 2>/dev/null >"$1" && echo wrote file; ` +
 				`chmod 777 "$0" 2>/dev/null && echo chmod; echo done`
-			code, out, stderr := run(rec("make-hide-dir", secret)+rec("make-hide-file", tok)+rec("hide-dir", secret)+rec("hide-file", tok), script)
+			code, out, stderr := runMakes(t, a, dir, rec("make-hide-dir", secret)+rec("make-hide-file", tok)+rec("hide-dir", secret)+rec("hide-file", tok), script, secret, tok)
 			if a.runner != nil {
 				// Emulated (qemu-user 7.2 lacks parts of the mount API):
 				// where a system call is missing the init refuses.
@@ -777,18 +754,13 @@ func TestCInitMakesHides(t *testing.T) {
 			if _, err := os.Lstat(filepath.Join(secret, "x")); err == nil {
 				t.Error("CMD wrote into the hidden folder")
 			}
-			for name, data := range map[string]string{
+			expectMakesRefused(t, a, dir, map[string]string{
 				"through a symlink":         rec("make-hide-dir", filepath.Join(dir, "link")),
 				"missing":                   rec("make-hide-file", filepath.Join(dir, "gone")),
 				"a folder taken for a file": rec("make-hide-file", secret),
 				"a file taken for a folder": rec("make-hide-dir", tok),
 				"a check that fails":        rec("make-hide-dir", secret) + rec("hide-file", secret),
-			} {
-				code, out, stderr := run(data, "echo ran")
-				if code != 125 || out != "" || !strings.Contains(stderr, "agentbox: error: init: ") {
-					t.Errorf("%s: exit %d, %q, %q; want 125 and nothing run", name, code, out, stderr)
-				}
-			}
+			})
 		})
 	}
 }

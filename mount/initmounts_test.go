@@ -2,7 +2,6 @@ package mount
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -113,19 +112,7 @@ func TestInitMounts(t *testing.T) {
 			}
 			var got []string
 			for _, m := range av.InitMounts {
-				var want []string
-				switch m.Kind {
-				case "make-ro":
-					want = []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
-				case "make-pin":
-					want = []string{"--bind-fd", strconv.Itoa(m.FD), m.Path}
-				case "make-hide-dir":
-					want = []string{"--tmpfs", m.Path, "--remount-ro", m.Path}
-				case "make-hide-file":
-					if m.From+1 < len(av.Args) {
-						want = []string{"--ro-bind-data", av.Args[m.From+1], m.Path}
-					}
-				}
+				want := initWords(m, av.Args)
 				got = append(got, strings.TrimPrefix(m.Kind, "make-")+" "+m.Path)
 				if want == nil || m.From < 0 || m.To > av.CommandAt || !slices.Equal(av.Args[m.From:m.To], want) || (m.FD > 0) != (m.Kind == "make-ro" || m.Kind == "make-pin") {
 					t.Errorf("%+v: bwrap's words %q, want %q", m, av.Args[max(m.From, 0):min(m.To, len(av.Args))], want)

@@ -450,19 +450,7 @@ func WithoutInitMounts(args []string, commandAt int, makes []InitMount, root boo
 	out := make([]string, 0, len(args))
 	at := 0
 	for _, m := range makes {
-		var want []string
-		switch m.Kind {
-		case "make-ro":
-			want = []string{"--ro-bind-fd", strconv.Itoa(m.FD), m.Path}
-		case "make-pin":
-			want = []string{"--bind-fd", strconv.Itoa(m.FD), m.Path}
-		case "make-hide-dir":
-			want = []string{"--tmpfs", m.Path, "--remount-ro", m.Path}
-		case "make-hide-file":
-			if m.From+1 < len(args) && isNumber(args[m.From+1]) {
-				want = []string{"--ro-bind-data", args[m.From+1], m.Path}
-			}
-		}
+		want := initWords(m, args)
 		ok := want != nil && m.From >= at && m.To == m.From+len(want) && m.To <= commandAt && m.FD >= 0 &&
 			(m.Kind == "make-ro" || m.Kind == "make-pin") == (m.FD > 0) && slices.Equal(args[m.From:m.To], want)
 		if !ok {
@@ -477,12 +465,6 @@ func WithoutInitMounts(args []string, commandAt int, makes []InitMount, root boo
 	}
 	n := len(out)
 	return append(out, args[commandAt:]...), n, nil
-}
-
-// isNumber reports whether s is a decimal number (a descriptor).
-func isNumber(s string) bool {
-	_, err := strconv.ParseUint(s, 10, 31)
-	return err == nil
 }
 
 // withForeground adds the init's --foreground flag: agentbox owns the
