@@ -27,10 +27,6 @@ import (
 // over its bind; bwrap had entered it before). A wrapper in PATH records
 // bwrap's options: under the C init they no longer bind those paths.
 func TestInitMadeReadOnlyBinds(t *testing.T) {
-	real, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, in := range inits {
 		t.Run(in.name, func(t *testing.T) {
 			w := initWorld(t, in.env)
@@ -43,39 +39,13 @@ func TestInitMadeReadOnlyBinds(t *testing.T) {
 			if out, err := exec.Command("git", "init", "-q", w.project).CombinedOutput(); err != nil {
 				t.Fatalf("git init: %v: %s", err, out)
 			}
-			// bwrap's options, copied on their way (they come on a
-			// descriptor, --args N).
-			wrap := filepath.Join(w.base, "wrap")
-			logged := filepath.Join(w.base, "bwrap-args")
-			write(t, filepath.Join(wrap, "bwrap"), "#!/bin/bash\nif [ \"$1\" = --args ]; then cat /proc/self/fd/$2 > "+logged+"; exec "+real+" \"$@\" $2<"+logged+"; fi\nexec "+real+" \"$@\"\n")
-			if err := os.Chmod(filepath.Join(wrap, "bwrap"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			os.Chmod(w.base, 0o755)
-			for i, kv := range w.env {
-				if strings.HasPrefix(kv, "PATH=") {
-					w.env[i] = "PATH=" + wrap + ":" + strings.TrimPrefix(kv, "PATH=")
-				}
-			}
+			bwrapOpts := logBwrapOptions(t, w)
 			flags := []string{"--read-only", rodir, "--read-only", rofile}
 
 			w.cwd = rodir
 			r := w.run(append([]string{"plan", "--json"}, flags...)...)
 			expectCode(t, r, 0)
-			var out struct {
-				Box struct {
-					Detail struct {
-						InitMounts []struct{ Kind, Path string } `json:"init_mounts"`
-					} `json:"detail"`
-				} `json:"box"`
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
-				t.Fatal(err)
-			}
-			var planned []string
-			for _, m := range out.Box.Detail.InitMounts {
-				planned = append(planned, m.Path)
-			}
+			planned := slices.Sorted(maps.Keys(plannedInitMounts(t, r.stdout)))
 			if !slices.Contains(planned, rodir) || !slices.Contains(planned, rofile) {
 				t.Fatalf("the plan leaves %q to the init, want %s and %s among them", planned, rodir, rofile)
 			}
@@ -96,11 +66,7 @@ awk -v a="$0" -v b="$1" '$5 == a || $5 == b { split($6, o, ","); print $5, o[1] 
 			if _, err := os.Lstat(filepath.Join(rodir, "new")); err == nil {
 				t.Error("the box wrote into the read-only folder")
 			}
-			args, err := os.ReadFile(logged)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := strings.Split(string(args), "\x00")
+			opts := bwrapOpts()
 			for _, p := range []string{rodir, rofile} {
 				bound := false
 				for i := 0; i+2 < len(opts); i++ {
@@ -123,10 +89,6 @@ awk -v a="$0" -v b="$1" '$5 == a || $5 == b { split($6, o, ","); print $5, o[1] 
 // tries reaches the host's files. A project's own deny path too, from a
 // working folder below it.
 func TestInitMadeHides(t *testing.T) {
-	real, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, in := range inits {
 		t.Run(in.name, func(t *testing.T) {
 			w := initWorld(t, in.env)
@@ -139,38 +101,14 @@ func TestInitMadeHides(t *testing.T) {
 			if out, err := exec.Command("git", "init", "-q", w.project).CombinedOutput(); err != nil {
 				t.Fatalf("git init: %v: %s", err, out)
 			}
-			wrap := filepath.Join(w.base, "wrap")
-			logged := filepath.Join(w.base, "bwrap-args")
-			write(t, filepath.Join(wrap, "bwrap"), "#!/bin/bash\nif [ \"$1\" = --args ]; then cat /proc/self/fd/$2 > "+logged+"; exec "+real+" \"$@\" $2<"+logged+"; fi\nexec "+real+" \"$@\"\n")
-			if err := os.Chmod(filepath.Join(wrap, "bwrap"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			os.Chmod(w.base, 0o755)
-			for i, kv := range w.env {
-				if strings.HasPrefix(kv, "PATH=") {
-					w.env[i] = "PATH=" + wrap + ":" + strings.TrimPrefix(kv, "PATH=")
-				}
-			}
+			bwrapOpts := logBwrapOptions(t, w)
 			sub := filepath.Join(w.project, "sub")
 			mkdir(t, sub)
 			w.cwd = sub
 			flags := []string{"--deny", env}
 			r := w.run(append([]string{"plan", "--json"}, flags...)...)
 			expectCode(t, r, 0)
-			var out struct {
-				Box struct {
-					Detail struct {
-						InitMounts []struct{ Kind, Path string } `json:"init_mounts"`
-					} `json:"detail"`
-				} `json:"box"`
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
-				t.Fatal(err)
-			}
-			planned := map[string]string{}
-			for _, m := range out.Box.Detail.InitMounts {
-				planned[m.Path] = m.Kind
-			}
+			planned := plannedInitMounts(t, r.stdout)
 			for p, kind := range map[string]string{aws: "make-hide-dir", netrc: "make-hide-file", env: "make-hide-file"} {
 				if planned[p] != kind {
 					t.Errorf("the plan leaves %s to the init as %q, want %q (%v)", p, planned[p], kind, planned)
@@ -203,11 +141,7 @@ awk -v a="$0" -v b="$1" -v c="$2" -v d="$3" '$5 == a || $5 == b || $5 == c || $5
 			if _, err := os.Lstat(filepath.Join(aws, "x")); err == nil {
 				t.Error("the box wrote into the hidden folder")
 			}
-			args, err := os.ReadFile(logged)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := strings.Split(string(args), "\x00")
+			opts := bwrapOpts()
 			for _, p := range []string{aws, netrc, env} {
 				hidden := false
 				for i := 0; i+2 < len(opts); i++ {
@@ -266,4 +200,56 @@ func TestInitMountsRefusedBySeccomp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logBwrapOptions puts a bwrap on w's PATH that copies the options it
+// gets on a descriptor (--args N) on their way to the real one, and
+// returns what reads the last run's copy.
+func logBwrapOptions(t *testing.T, w *world) func() []string {
+	t.Helper()
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrap := filepath.Join(w.base, "wrap")
+	logged := filepath.Join(w.base, "bwrap-args")
+	write(t, filepath.Join(wrap, "bwrap"), "#!/bin/bash\nif [ \"$1\" = --args ]; then cat /proc/self/fd/$2 > "+logged+"; exec "+real+" \"$@\" $2<"+logged+"; fi\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(wrap, "bwrap"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(w.base, 0o755)
+	for i, kv := range w.env {
+		if strings.HasPrefix(kv, "PATH=") {
+			w.env[i] = "PATH=" + wrap + ":" + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	return func() []string {
+		t.Helper()
+		args, err := os.ReadFile(logged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(string(args), "\x00")
+	}
+}
+
+// plannedInitMounts are the mounts a plan (agentbox plan --json) leaves
+// to the C init: each path with its kind.
+func plannedInitMounts(t *testing.T, planJSON string) map[string]string {
+	t.Helper()
+	var out struct {
+		Box struct {
+			Detail struct {
+				InitMounts []struct{ Kind, Path string } `json:"init_mounts"`
+			} `json:"detail"`
+		} `json:"box"`
+	}
+	if err := json.Unmarshal([]byte(planJSON), &out); err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]string{}
+	for _, m := range out.Box.Detail.InitMounts {
+		planned[m.Path] = m.Kind
+	}
+	return planned
 }
